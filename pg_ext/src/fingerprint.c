@@ -1,0 +1,211 @@
+/*
+ * fingerprint.c — the text fingerprint of docs/fingerprint-spec.md §3:
+ * tokenize, shingle, hash each shingle with XXH3-64, vote.
+ *
+ * One pass over the UTF-8 bytes writes the normalized text: the lowercased
+ * tokens joined by single spaces.  A shingle of s tokens is then a contiguous
+ * slice of that buffer, from the start of its first token to the end of its
+ * last, so shingles are hashed in place and never copied.  Only the start
+ * offsets of the last s tokens are remembered (a ring buffer).
+ */
+#include "vote.h"
+
+#include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* Feature hashes are voted in batches of this many. */
+#define HASH_BATCH 256
+
+/* token_byte[c]: c belongs to a token; lowered[c]: c with ASCII A-Z lowercased. */
+static bool token_byte[256];
+static unsigned char lowered[256];
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	for (int c = 0; c < 256; c++)
+	{
+		token_byte[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+			(c >= 'A' && c <= 'Z') || c >= 0x80;
+		lowered[c] = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
+	}
+}
+
+static void
+check_shingle_size(int32 shingle_size)
+{
+	if (shingle_size < 1)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("shingle_size must be at least 1, got %d", shingle_size));
+}
+
+/* The text argument as UTF-8 bytes (converted from the database encoding). */
+static const char *
+text_arg_utf8(FunctionCallInfo fcinfo, int argno, int *len)
+{
+	text	   *t = PG_GETARG_TEXT_PP(argno);
+	const char *data = VARDATA_ANY(t);
+
+	*len = VARSIZE_ANY_EXHDR(t);
+	if (GetDatabaseEncoding() == PG_UTF8)
+		return data;
+	{
+		/* Returns its input, not NUL-terminated, when no conversion is needed. */
+		const char *converted = pg_server_to_any(data, *len, PG_UTF8);
+
+		if (converted != data)
+			*len = strlen(converted);
+		return converted;
+	}
+}
+
+/* Receives one feature: len bytes at data. */
+typedef void (*FeatureCallback) (const char *data, int len, void *arg);
+
+/*
+ * Calls emit for every feature of the text, in order.  Inlined into each
+ * caller, so the hot path pays no indirect call.
+ */
+static inline void
+for_each_feature(const char *text, int len, int32 shingle_size,
+				 FeatureCallback emit, void *arg)
+{
+	const unsigned char *in = (const unsigned char *) text;
+	char	   *norm = palloc(len + 1);
+	/* More tokens than (len + 1) / 2 cannot exist, so the ring never needs to be larger. */
+	int			ring_size = Min(shingle_size, (len + 1) / 2 + 1);
+	int		   *ring = palloc(sizeof(int) * ring_size);
+	int64		ntokens = 0;
+	int			pos = 0;
+	int			i = 0;
+
+	for (;;)
+	{
+		int			start;
+
+		while (i < len && !token_byte[in[i]])
+			i++;
+		if (i == len)
+			break;
+		if (ntokens > 0)
+			norm[pos++] = ' ';
+		start = pos;
+		while (i < len && token_byte[in[i]])
+			norm[pos++] = lowered[in[i++]];
+
+		ring[ntokens % ring_size] = start;
+		ntokens++;
+		if (ntokens >= shingle_size)
+		{
+			int			first = ring[(ntokens - shingle_size) % ring_size];
+
+			emit(norm + first, pos - first, arg);
+		}
+	}
+	if (ntokens > 0 && ntokens < shingle_size)
+		emit(norm, pos, arg);
+
+	pfree(ring);
+	pfree(norm);
+}
+
+/* ---------- simhash(text, shingle_size) ---------- */
+
+typedef struct HashBatch
+{
+	SimhashVote vote;
+	int			n;
+	uint64		hashes[HASH_BATCH];
+} HashBatch;
+
+static void
+batch_feature(const char *data, int len, void *arg)
+{
+	HashBatch  *batch = (HashBatch *) arg;
+
+	batch->hashes[batch->n++] = XXH3_64bits(data, len);
+	if (batch->n == HASH_BATCH)
+	{
+		vote_add_hashes(&batch->vote, batch->hashes, batch->n);
+		batch->n = 0;
+	}
+}
+
+PG_FUNCTION_INFO_V1(simhash_text);
+Datum
+simhash_text(PG_FUNCTION_ARGS)
+{
+	int32		shingle_size = PG_GETARG_INT32(1);
+	int			len;
+	const char *data;
+	HashBatch	batch;
+
+	check_shingle_size(shingle_size);
+	data = text_arg_utf8(fcinfo, 0, &len);
+	vote_init(&batch.vote);
+	batch.n = 0;
+	for_each_feature(data, len, shingle_size, batch_feature, &batch);
+	vote_add_hashes(&batch.vote, batch.hashes, batch.n);
+	PG_RETURN_SIMHASH64(vote_result(&batch.vote));
+}
+
+/* ---------- the steps, exposed: tokens, shingles, feature hash ---------- */
+
+static void
+collect_feature(const char *data, int len, void *arg)
+{
+	ArrayBuildState **result = (ArrayBuildState **) arg;
+	/* Returns its input, not NUL-terminated, when no conversion is needed. */
+	char	   *server = pg_any_to_server(data, len, PG_UTF8);
+	text	   *feature = server == data ? cstring_to_text_with_len(data, len)
+		: cstring_to_text(server);
+
+	*result = accumArrayResult(*result, PointerGetDatum(feature),
+							   false, TEXTOID, CurrentMemoryContext);
+}
+
+static Datum
+features_array(FunctionCallInfo fcinfo, int32 shingle_size)
+{
+	ArrayBuildState *result = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+	int			len;
+	const char *data;
+
+	check_shingle_size(shingle_size);
+	data = text_arg_utf8(fcinfo, 0, &len);
+	for_each_feature(data, len, shingle_size, collect_feature, &result);
+	PG_RETURN_DATUM(makeArrayResult(result, CurrentMemoryContext));
+}
+
+/* Tokens are exactly the features of shingle size 1. */
+PG_FUNCTION_INFO_V1(simhash_tokens);
+Datum
+simhash_tokens(PG_FUNCTION_ARGS)
+{
+	return features_array(fcinfo, 1);
+}
+
+PG_FUNCTION_INFO_V1(simhash_shingles);
+Datum
+simhash_shingles(PG_FUNCTION_ARGS)
+{
+	return features_array(fcinfo, PG_GETARG_INT32(1));
+}
+
+PG_FUNCTION_INFO_V1(simhash_feature_hash);
+Datum
+simhash_feature_hash(PG_FUNCTION_ARGS)
+{
+	int			len;
+	const char *data = text_arg_utf8(fcinfo, 0, &len);
+
+	PG_RETURN_INT64((int64) XXH3_64bits(data, len));
+}

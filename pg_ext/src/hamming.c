@@ -1,0 +1,34 @@
+/*
+ * hamming.c — Hamming distance between fingerprints.
+ */
+#include "simhash.h"
+
+PG_FUNCTION_INFO_V1(simhash64_hamming_distance);
+Datum
+simhash64_hamming_distance(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(simhash64_distance(PG_GETARG_SIMHASH64(0),
+									   PG_GETARG_SIMHASH64(1)));
+}
+
+/* Raises the error every radius-taking function gives for k outside 0..64. */
+void
+simhash_check_radius(int32 k)
+{
+	if (k < 0 || k > SIMHASH64_BITS)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("Hamming distance %d is out of range", k),
+				errdetail("A distance between simhash64 values is between 0 and 64."));
+}
+
+PG_FUNCTION_INFO_V1(simhash64_hamming_within);
+Datum
+simhash64_hamming_within(PG_FUNCTION_ARGS)
+{
+	int32		k = PG_GETARG_INT32(2);
+
+	simhash_check_radius(k);
+	PG_RETURN_BOOL(simhash64_distance(PG_GETARG_SIMHASH64(0),
+									  PG_GETARG_SIMHASH64(1)) <= k);
+}

@@ -1,0 +1,45 @@
+/*
+ * simhash.h — the simhash64 type as C sees it, shared by every source file.
+ *
+ * A simhash64 is an unsigned 64-bit integer stored in a Datum by value.  The
+ * fmgr only knows signed int64, so these macros carry the bit pattern across
+ * unchanged.
+ */
+#ifndef SIMHASH_H
+#define SIMHASH_H
+
+#include "postgres.h"
+#include "fmgr.h"
+#include "port/pg_bitutils.h"
+
+typedef uint64 simhash64;
+
+#define SIMHASH64_BITS 64
+
+#define DatumGetSimhash64(d)	((simhash64) DatumGetInt64(d))
+#define Simhash64GetDatum(v)	Int64GetDatum((int64) (v))
+#define PG_GETARG_SIMHASH64(n)	DatumGetSimhash64(PG_GETARG_DATUM(n))
+#define PG_RETURN_SIMHASH64(v)	return Simhash64GetDatum(v)
+
+static inline int
+simhash64_distance(simhash64 a, simhash64 b)
+{
+	return pg_popcount64(a ^ b);
+}
+
+/*
+ * Report a bad input value.  From PostgreSQL 16 on, input functions report
+ * "soft" errors through fcinfo->context so pg_input_is_valid() works.
+ */
+#if PG_VERSION_NUM >= 160000
+#define simhash_input_error(fcinfo, ...) \
+	ereturn((fcinfo)->context, (Datum) 0, __VA_ARGS__)
+#else
+#define simhash_input_error(fcinfo, ...) \
+	do { ereport(ERROR, __VA_ARGS__); pg_unreachable(); } while (0)
+#endif
+
+/* hamming.c */
+extern void simhash_check_radius(int32 k);
+
+#endif							/* SIMHASH_H */
