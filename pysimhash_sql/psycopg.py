@@ -22,6 +22,8 @@ from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
+from .fingerprint import MAX_FINGERPRINT, check_fingerprint
+
 __all__ = [
     "MAX_FINGERPRINT",
     "Fingerprint",
@@ -31,22 +33,12 @@ __all__ = [
     "register_simhash_async",
 ]
 
-MAX_FINGERPRINT = 2**64 - 1
 TYPE_NAME = "simhash64"
 _WIRE = struct.Struct(">Q")  # the server's send/recv: 8 bytes, network order
 
 
 class SimhashNotInstalled(ProgrammingError):
     """The database has no ``simhash64`` type: the extension is not created."""
-
-
-def check_fingerprint(value: int) -> int:
-    """``value`` if it is an int that fits 64 unsigned bits, else ValueError/TypeError."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"a simhash64 fingerprint is an int, not {type(value).__name__}")
-    if not 0 <= value <= MAX_FINGERPRINT:
-        raise ValueError(f"simhash64 fingerprint out of range 0 .. 2**64-1: {value}")
-    return value
 
 
 class Fingerprint(int):
