@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, event, literal
+from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, event, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.sql.elements import ClauseElement
@@ -78,51 +78,32 @@ class SimHash64(UserDefinedType[int]):
 
         def within(self, other: Any, max_distance: int):
             """``hamming_within(col, other, k)``: at most k differing bits; index-aware."""
-            return hamming_within(self.expr, as_fingerprint(other), max_distance)
+            return func.hamming_within(self.expr, as_fingerprint(other), max_distance)
 
 
 ischema_names["simhash64"] = SimHash64  # reflected columns come back as SimHash64
 
 
 # Typed SQL functions: func.<name>(...) returns the right SQLAlchemy type.
-class simhash(GenericFunction):
-    type = SimHash64()
-    inherit_cache = True
+# Defining a GenericFunction subclass registers it under its class name.
+FUNCTION_TYPES = {
+    "simhash": SimHash64,
+    "simhash_agg": SimHash64,
+    "hamming_distance": Integer,
+    "hamming_within": Boolean,
+    "simhash64_to_hex": Text,
+    "simhash_tokens": lambda: ARRAY(Text),
+    "simhash_shingles": lambda: ARRAY(Text),
+    "simhash_feature_hash": BigInteger,
+}
 
 
-class simhash_agg(GenericFunction):
-    type = SimHash64()
-    inherit_cache = True
+def _define_typed_functions() -> None:
+    for name, make_type in FUNCTION_TYPES.items():
+        type(name, (GenericFunction,), {"type": make_type(), "inherit_cache": True, "__module__": __name__})
 
 
-class hamming_distance(GenericFunction):
-    type = Integer()
-    inherit_cache = True
-
-
-class hamming_within(GenericFunction):
-    type = Boolean()
-    inherit_cache = True
-
-
-class simhash64_to_hex(GenericFunction):
-    type = Text()
-    inherit_cache = True
-
-
-class simhash_tokens(GenericFunction):
-    type = ARRAY(Text)
-    inherit_cache = True
-
-
-class simhash_shingles(GenericFunction):
-    type = ARRAY(Text)
-    inherit_cache = True
-
-
-class simhash_feature_hash(GenericFunction):
-    type = BigInteger()
-    inherit_cache = True
+_define_typed_functions()
 
 
 def _index_params(blocks: int | None, max_distance: int | None) -> dict[str, int]:

@@ -16,22 +16,7 @@ from sqlalchemy import create_engine, inspect, text
 ROOT = Path(__file__).resolve().parents[1]
 MIGRATIONS = ROOT / "migrations"
 
-WITHOUT_INDEX = '''
-from sqlalchemy import BigInteger, Text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from pysimhash_sql.sqlalchemy import SimHash64
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class Page(Base):
-    __tablename__ = "pages"
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    url: Mapped[str] = mapped_column(Text)
-    fp: Mapped[int | None] = mapped_column(SimHash64)
-'''
+WITHOUT_INDEX = (Path(__file__).parent / "pages_model.py").read_text()
 
 
 def alembic_config(directory: Path, url) -> Config:

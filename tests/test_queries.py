@@ -7,13 +7,13 @@ import itertools
 import random
 
 import pytest
-from sqlalchemy import BigInteger, Text, select, text
+from sqlalchemy import select, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, aliased, mapped_column
+from sqlalchemy.orm import Session, aliased
 
 from pysimhash_sql.queries import clusters, find_all, near_duplicates, nearest, query_sql
-from pysimhash_sql.sqlalchemy import SimHash64
+from pages_model import Base, Page
 
 HOSTILE = [
     "'; DROP TABLE pages; --",
@@ -28,17 +28,6 @@ HOSTILE = [
     "semi;colon\nnewline\ttab",
     "ünïcødé ✓",
 ]
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class Page(Base):
-    __tablename__ = "pages"
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    url: Mapped[str] = mapped_column(Text)
-    fp: Mapped[int | None] = mapped_column(SimHash64)
 
 
 def distance(a: int, b: int) -> int:
