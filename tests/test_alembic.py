@@ -144,3 +144,19 @@ def test_operations_directly(bare_engine) -> None:
         assert conn.scalar(text("SELECT '18446744073709551615'::simhash64::text")) == "18446744073709551615"
         op.drop_simhash_extension()
     assert not extension_installed(bare_engine)
+
+
+def test_catalog_query_reads_operator_class_options(simhash_engine) -> None:
+    """The query that finds an index's parameters, checked now on a core
+    operator class with options (gist tsvector_ops siglen) until ours lands."""
+    from pysimhash_sql.alembic import _REFLECT_INDEXES, _option
+
+    with simhash_engine.begin() as conn:
+        conn.execute(text("CREATE TABLE u (id int, tsv tsvector)"))
+        conn.execute(text("CREATE INDEX u_tsv ON u USING gist (tsv tsvector_ops (siglen = 100))"))
+        conn.execute(text("CREATE INDEX u_id ON u (id)"))
+        for schema in (None, "public"):
+            rows = conn.execute(_REFLECT_INDEXES, {"table": "u", "schema": schema, "opclass": "tsvector_ops"})
+            assert [(r.index_name, r.column_name, dict(map(_option, r.options))) for r in rows] == [
+                ("u_tsv", "tsv", {"siglen": 100})
+            ]
