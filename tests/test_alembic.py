@@ -160,3 +160,17 @@ def test_catalog_query_reads_operator_class_options(simhash_engine) -> None:
             assert [(r.index_name, r.column_name, dict(map(_option, r.options))) for r in rows] == [
                 ("u_tsv", "tsv", {"siglen": 100})
             ]
+
+
+def test_offline_sql_of_the_reference_migration(simhash_url, capsys) -> None:
+    """`alembic upgrade head --sql`: the DDL our operations emit, in order."""
+    command.upgrade(alembic_config(MIGRATIONS, simhash_url), "head", sql=True)
+    sql = capsys.readouterr().out
+    extension = sql.index("CREATE EXTENSION IF NOT EXISTS simhash;")
+    table = sql.index("CREATE TABLE documents (")
+    index = sql.index(
+        "CREATE INDEX documents_fingerprint_idx ON documents "
+        "USING gin (fingerprint simhash64_ops (blocks = 6, max_distance = 3));"
+    )
+    assert extension < table < index
+    assert "fingerprint simhash64 NOT NULL" in sql

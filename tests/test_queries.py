@@ -3,6 +3,7 @@ handed to simhash_find_all / simhash_clusters."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 
@@ -10,6 +11,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, aliased
 
 from pysimhash_sql.queries import clusters, find_all, near_duplicates, nearest, query_sql
@@ -213,3 +215,15 @@ def test_find_all_wiring_against_a_brute_force_stand_in(simhash_engine, pages) -
     with Session(simhash_engine) as session:
         got = set(map(tuple, session.execute(find_all(query, max_distance=3))))
     assert got == brute_force_pairs(selected, 3)
+
+
+def test_queries_through_async_session(simhash_async_engine, pages) -> None:
+    q = pages[9]
+
+    async def main() -> list[tuple[int, int]]:
+        async with AsyncSession(simhash_async_engine) as session:
+            result = await session.execute(near_duplicates(Page.fp, q, 3))
+            return [(page.id, d) for page, d in result]
+
+    got = asyncio.run(main())
+    assert sorted(got) == sorted((i, distance(v, q)) for i, v in pages.items() if distance(v, q) <= 3)
