@@ -17,7 +17,7 @@ from sqlalchemy import BigInteger, Boolean, Integer, Select, Text, cast, column,
 from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
-from .sqlalchemy import SimHash64  # noqa: F401  (registers the typed functions)
+from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
 
 __all__ = ["clusters", "find_all", "near_duplicates", "nearest", "query_sql"]
 

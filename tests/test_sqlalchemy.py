@@ -8,7 +8,6 @@ import random
 import pytest
 from sqlalchemy import (
     BigInteger,
-    Column,
     Integer,
     MetaData,
     Table,
