@@ -1,0 +1,188 @@
+/*
+ * find_all_rows.c — the rows of a find_all or clusters run (find_all_rows.h).
+ */
+#include "find_all_rows.h"
+
+#include "find_all.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#define FIRST_CAPACITY 1024
+
+/* Row numbers are uint32, and half that keeps every row count an int. */
+#define MAX_ROWS ((uint64) PG_INT32_MAX)
+
+#define SIGN_BIT (UINT64CONST(1) << 63)
+
+void
+simhash_rows_init(SimhashRows *rows, const char *caller, bool with_ids,
+				  Size extra_bytes_per_row)
+{
+	rows->caller = caller;
+	rows->context = CurrentMemoryContext;
+	rows->count = 0;
+	rows->capacity = 0;
+	rows->hashes = NULL;
+	rows->ids = NULL;
+	rows->with_ids = with_ids;
+	rows->bytes_per_row = sizeof(uint64) + (with_ids ? sizeof(int64) : 0) +
+		SIMHASH_FIND_PAIRS_BYTES_PER_ROW + extra_bytes_per_row;
+}
+
+void
+simhash_rows_check_budget(const SimhashRows *rows, uint64 n)
+{
+	uint64		budget = (uint64) maintenance_work_mem * 1024;
+
+	if (n > MAX_ROWS)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("%s: more than %u rows", rows->caller, (uint32) MAX_ROWS));
+	if (n * rows->bytes_per_row > budget)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("%s: " UINT64_FORMAT " rows need more memory than maintenance_work_mem allows",
+					   rows->caller, n),
+				errdetail("Each row needs %zu bytes; maintenance_work_mem is " UINT64_FORMAT " kB.",
+						  rows->bytes_per_row, budget / 1024),
+				errhint("Raise maintenance_work_mem to at least " UINT64_FORMAT " kB.",
+						(n * rows->bytes_per_row + 1023) / 1024));
+}
+
+static void *
+resize(SimhashRows *rows, void *array, Size bytes)
+{
+	if (array == NULL)
+		return MemoryContextAllocHuge(rows->context, bytes);
+	return repalloc_huge(array, bytes);
+}
+
+void
+simhash_rows_grow(SimhashRows *rows)
+{
+	uint64		capacity = Max((uint64) rows->capacity * 2, FIRST_CAPACITY);
+	uint64		affordable = (uint64) maintenance_work_mem * 1024 / rows->bytes_per_row;
+
+	/* Short of the budget, the last growth takes what is left of it ... */
+	capacity = Min(capacity, Min(affordable, MAX_ROWS));
+	/* ... and once full, asks for one row more, which the check refuses. */
+	capacity = Max(capacity, (uint64) rows->count + 1);
+	simhash_rows_check_budget(rows, capacity);
+	rows->hashes = resize(rows, rows->hashes, capacity * sizeof(uint64));
+	if (rows->with_ids)
+		rows->ids = resize(rows, rows->ids, capacity * sizeof(int64));
+	rows->capacity = (uint32) capacity;
+}
+
+static inline void
+swap_buffers(uint64 **a, uint64 **b)
+{
+	uint64	   *t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/*
+ * LSD radix sort of keys[0..n) as unsigned numbers, a byte per pass, moving
+ * values[] along when not NULL.  Passes on a byte all keys share are skipped,
+ * so ids 1..n take about log256(n) passes.
+ */
+static void
+radix_sort(MemoryContext context, uint64 *keys, uint64 *values, uint32 n)
+{
+	uint32		counts[8][256] = {{0}};
+	uint64	   *key_buf = MemoryContextAllocHuge(context, sizeof(uint64) * (Size) n);
+	uint64	   *value_buf = values ? MemoryContextAllocHuge(context, sizeof(uint64) * (Size) n) : NULL;
+	uint64	   *src_keys = keys,
+			   *dst_keys = key_buf,
+			   *src_values = values,
+			   *dst_values = value_buf;
+
+	for (uint32 i = 0; i < n; i++)
+		for (int byte = 0; byte < 8; byte++)
+			counts[byte][(keys[i] >> (8 * byte)) & 0xFF]++;
+
+	for (int byte = 0; byte < 8; byte++)
+	{
+		uint32		next[256];
+		uint32		sum = 0;
+		int			shift = 8 * byte;
+
+		if (counts[byte][(keys[0] >> shift) & 0xFF] == n)
+			continue;
+		for (int d = 0; d < 256; d++)
+		{
+			next[d] = sum;
+			sum += counts[byte][d];
+		}
+		for (uint32 i = 0; i < n; i++)
+		{
+			uint32		to = next[(src_keys[i] >> shift) & 0xFF]++;
+
+			dst_keys[to] = src_keys[i];
+			if (values)
+				dst_values[to] = src_values[i];
+		}
+		CHECK_FOR_INTERRUPTS();
+		swap_buffers(&src_keys, &dst_keys);
+		swap_buffers(&src_values, &dst_values);
+	}
+	if (src_keys != keys)
+	{
+		memcpy(keys, src_keys, sizeof(uint64) * (Size) n);
+		if (values)
+			memcpy(values, src_values, sizeof(uint64) * (Size) n);
+	}
+	pfree(key_buf);
+	if (value_buf)
+		pfree(value_buf);
+}
+
+/* The ids already strictly increase (SELECT ... ORDER BY id, most heaps). */
+static bool
+ids_increasing(const SimhashRows *rows)
+{
+	for (uint32 i = 1; i < rows->count; i++)
+		if (rows->ids[i - 1] >= rows->ids[i])
+			return false;
+	return true;
+}
+
+void
+simhash_rows_sort_by_id(SimhashRows *rows)
+{
+	uint64	   *keys = (uint64 *) rows->ids;
+
+	if (ids_increasing(rows))
+		return;
+	/* Flipping the sign bit makes unsigned order the signed order. */
+	for (uint32 i = 0; i < rows->count; i++)
+		keys[i] ^= SIGN_BIT;
+	radix_sort(rows->context, keys, rows->hashes, rows->count);
+	for (uint32 i = 0; i < rows->count; i++)
+		keys[i] ^= SIGN_BIT;
+
+	for (uint32 i = 1; i < rows->count; i++)
+		if (rows->ids[i - 1] == rows->ids[i])
+			ereport(ERROR,
+					errcode(ERRCODE_UNIQUE_VIOLATION),
+					errmsg("%s: the query returned id " INT64_FORMAT " more than once",
+						   rows->caller, rows->ids[i]),
+					errhint("Each row needs its own id; for several fingerprints per "
+							"document, number the rows and map them back."));
+}
+
+void
+simhash_rows_sort_unique(SimhashRows *rows)
+{
+	uint32		kept = 0;
+
+	if (rows->count == 0)
+		return;
+	radix_sort(rows->context, rows->hashes, NULL, rows->count);
+	for (uint32 i = 0; i < rows->count; i++)
+		if (kept == 0 || rows->hashes[kept - 1] != rows->hashes[i])
+			rows->hashes[kept++] = rows->hashes[i];
+	rows->count = kept;
+}
