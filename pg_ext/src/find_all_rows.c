@@ -41,12 +41,11 @@ simhash_rows_check_budget(const SimhashRows *rows, uint64 n)
 	if (n * rows->bytes_per_row > budget)
 		ereport(ERROR,
 				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				errmsg("%s: " UINT64_FORMAT " rows need more memory than maintenance_work_mem allows",
-					   rows->caller, n),
-				errdetail("Each row needs %zu bytes; maintenance_work_mem is " UINT64_FORMAT " kB.",
-						  rows->bytes_per_row, budget / 1024),
-				errhint("Raise maintenance_work_mem to at least " UINT64_FORMAT " kB.",
-						(n * rows->bytes_per_row + 1023) / 1024));
+				errmsg("%s: the input does not fit in maintenance_work_mem", rows->caller),
+				errdetail("It has at least " UINT64_FORMAT " rows of %zu bytes each; maintenance_work_mem is %d kB.",
+						  n, rows->bytes_per_row, maintenance_work_mem),
+				errhint("Raise maintenance_work_mem; a million rows need %zu MB.",
+						(rows->bytes_per_row * 1000000 + (1 << 20) - 1) >> 20));
 }
 
 static void *
