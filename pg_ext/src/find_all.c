@@ -35,12 +35,14 @@
 #define SMALL_BUCKET 64
 
 /*
- * The cost model of simhash_choose_blocks(), in nanoseconds on the machine
- * bench/bench_find_all.py ran on: radix-sorting and scanning one row for one
- * table, and comparing one pair of rows that share a key.
+ * The cost model of simhash_choose_blocks(), in nanoseconds of backend CPU
+ * time measured with bench/bench_find_all.py's table (1M rows, distance 3):
+ * radix-sorting and scanning one row for one table (about 22 ms per table),
+ * and comparing one pair of rows that share a key (4 blocks, whose 16-bit
+ * keys give 7.6M such pairs per table, cost 40 ms per table more).
  */
-#define COST_ROW_PER_TABLE 25.0
-#define COST_PAIR 1.5
+#define COST_ROW_PER_TABLE 22.0
+#define COST_PAIR 5.0
 
 /* A fingerprint split in halves so that entries pack into 12 bytes. */
 typedef struct TableEntry
