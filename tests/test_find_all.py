@@ -168,12 +168,15 @@ def test_bigger_inputs_equal_brute_force(shared_db, k, blocks) -> None:
 
 
 def test_colliding_keys_in_one_bucket(shared_db) -> None:
-    """Many rows that share the high bits but not the key: a big bucket must still
-    be exact (it is sorted by key before comparing)."""
-    rows = [(i, (0xABCD << 48) | (i * 0x9E37 & 0xFFFFFFFF)) for i in range(3000)]
-    query = rows_query(rows)
-    for blocks in (4, 5):
-        assert sql_pairs(shared_db, query, 3, blocks) == brute_force_pairs(rows, 3)
+    """Distinct keys crafted to share one bucket (the bucket is the top bits of
+    key * 0x9E3779B97F4A7C15), each key twice: the big bucket is sorted by key
+    before comparing, and must still give exactly the equal pairs."""
+    inverse = pow(0x9E3779B97F4A7C15, -1, 2**64)
+    # 1000 rows: 11 bucket bits, so products sharing their top 13 bits collide.
+    products = [(0x1234 << 51) | (i // 2 * 0x10001) for i in range(1000)]
+    rows = [(i, p * inverse % 2**64) for i, p in enumerate(products)]
+    assert sql_pairs(shared_db, rows_query(rows), 0, 1) == brute_force_pairs(rows, 0)
+    assert len(brute_force_pairs(rows, 0)) == 500
 
 
 @pytest.mark.parametrize("id_type", ["smallint", "integer", "bigint"])
