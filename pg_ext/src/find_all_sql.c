@@ -65,7 +65,8 @@ init_result(FunctionCallInfo fcinfo, ResultSink *sink)
 	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	if (get_call_result_type(fcinfo, NULL, &sink->desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	sink->store = tuplestore_begin_heap(false, false, work_mem);
+	sink->store = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
+										false, work_mem);
 	rsinfo->returnMode = SFRM_Materialize;
 	rsinfo->setResult = sink->store;
 	rsinfo->setDesc = sink->desc;
@@ -176,7 +177,8 @@ read_query(text *sql, Oid simhash64, SimhashRows *rows)
 	Portal		portal;
 	Oid			id_type;
 
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
