@@ -150,7 +150,9 @@ def test_array_variant_matches_python_find_all(shared_db) -> None:
         assert sorted((int(a), int(b)) for a, b in got) == hashing.find_all(hashes, blocks, 3)
 
 
-@pytest.mark.parametrize(("k", "blocks"), [(0, 1), (2, 3), (3, 4), (3, None), (3, 6), (4, 9), (7, 10)])
+@pytest.mark.parametrize(
+    ("k", "blocks"), [(0, 1), (2, 3), (3, 4), (3, None), (3, 6), (4, 9), (7, 10), (10, None), (12, 14)]
+)
 def test_bigger_inputs_equal_brute_force(shared_db, k, blocks) -> None:
     """A few thousand rows, so that buckets fill up and radix passes split."""
     rng = random.Random(k * 100 + (blocks or 0))
