@@ -284,3 +284,28 @@ def test_statement_timeout_interrupts_a_long_run(db) -> None:
     )
     assert error.sqlstate == "57014"
     assert time.monotonic() - start < 3
+
+
+def test_two_million_rows_agree_across_block_counts(db) -> None:
+    """Beyond 2M rows the radix sort takes three passes.  Too big for brute
+    force: 100k planted pairs must all come out at distance 1, and the
+    results for different block counts must be the same set."""
+    db.execute("SET maintenance_work_mem = '256MB'")
+    base, planted = 2_000_000, 100_000
+    query = (
+        "SELECT i, CASE WHEN i <= {b} THEN hashint8extended(i, 0)"
+        " ELSE hashint8extended(i - {b}, 0) # (1::bigint << (i % 64)::int) END::simhash64"
+        " FROM generate_series(1, {n}) i"
+    ).format(b=base, n=base + planted)
+    db.execute("CREATE TEMP TABLE found AS SELECT * FROM simhash_find_all(%s, 3, 5)", (query,))
+    found_planted = db.execute(
+        f"SELECT count(*) FROM found WHERE id2 - id1 = {base} AND id1 <= {planted} AND distance = 1"
+    ).fetchone()[0]
+    assert found_planted == planted
+    for blocks in (4, 6):
+        differences = db.execute(
+            "SELECT count(*) FROM ((TABLE found EXCEPT SELECT * FROM simhash_find_all(%s, 3, %s))"
+            " UNION ALL (SELECT * FROM simhash_find_all(%s, 3, %s) EXCEPT TABLE found)) d",
+            (query, blocks, query, blocks),
+        ).fetchone()[0]
+        assert differences == 0
