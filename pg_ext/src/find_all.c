@@ -248,8 +248,7 @@ compare_all(const TableScan *scan, const TableEntry *entries, uint32 count)
 				report_if_first(scan, &entries[i], &entries[j], distance);
 		}
 		/* Many equal keys make this loop quadratic: stay cancellable. */
-		if ((i & 0xFF) == 0xFF)
-			CHECK_FOR_INTERRUPTS();
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 

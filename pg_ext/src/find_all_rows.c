@@ -29,8 +29,9 @@ simhash_rows_init(SimhashRows *rows, const char *caller, bool with_ids,
 		SIMHASH_FIND_PAIRS_BYTES_PER_ROW + extra_bytes_per_row;
 }
 
-void
-simhash_rows_check_budget(const SimhashRows *rows, uint64 n)
+/* ERROR if n rows would need more than the budget. */
+static void
+check_budget(const SimhashRows *rows, uint64 n)
 {
 	uint64		budget = (uint64) maintenance_work_mem * 1024;
 
@@ -66,7 +67,7 @@ simhash_rows_grow(SimhashRows *rows)
 	capacity = Min(capacity, Min(affordable, MAX_ROWS));
 	/* ... and once full, asks for one row more, which the check refuses. */
 	capacity = Max(capacity, (uint64) rows->count + 1);
-	simhash_rows_check_budget(rows, capacity);
+	check_budget(rows, capacity);
 	rows->hashes = resize(rows, rows->hashes, capacity * sizeof(uint64));
 	if (rows->with_ids)
 		rows->ids = resize(rows, rows->ids, capacity * sizeof(int64));
@@ -91,12 +92,19 @@ static void
 radix_sort(MemoryContext context, uint64 *keys, uint64 *values, uint32 n)
 {
 	uint32		counts[8][256] = {{0}};
-	uint64	   *key_buf = MemoryContextAllocHuge(context, sizeof(uint64) * (Size) n);
-	uint64	   *value_buf = values ? MemoryContextAllocHuge(context, sizeof(uint64) * (Size) n) : NULL;
+	uint64	   *key_buf;
+	uint64	   *value_buf = NULL;
 	uint64	   *src_keys = keys,
-			   *dst_keys = key_buf,
 			   *src_values = values,
-			   *dst_values = value_buf;
+			   *dst_keys,
+			   *dst_values;
+
+	if (n < 2)
+		return;
+	dst_keys = key_buf = MemoryContextAllocHuge(context, sizeof(uint64) * (Size) n);
+	if (values)
+		value_buf = MemoryContextAllocHuge(context, sizeof(uint64) * (Size) n);
+	dst_values = value_buf;
 
 	for (uint32 i = 0; i < n; i++)
 		for (int byte = 0; byte < 8; byte++)
@@ -122,8 +130,9 @@ radix_sort(MemoryContext context, uint64 *keys, uint64 *values, uint32 n)
 			dst_keys[to] = src_keys[i];
 			if (values)
 				dst_values[to] = src_values[i];
+			if ((i & 0xFFFF) == 0)
+				CHECK_FOR_INTERRUPTS();
 		}
-		CHECK_FOR_INTERRUPTS();
 		swap_buffers(&src_keys, &dst_keys);
 		swap_buffers(&src_values, &dst_values);
 	}
@@ -177,8 +186,6 @@ simhash_rows_sort_unique(SimhashRows *rows)
 {
 	uint32		kept = 0;
 
-	if (rows->count == 0)
-		return;
 	radix_sort(rows->context, rows->hashes, NULL, rows->count);
 	for (uint32 i = 0; i < rows->count; i++)
 		if (kept == 0 || rows->hashes[kept - 1] != rows->hashes[i])

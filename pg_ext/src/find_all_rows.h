@@ -50,7 +50,4 @@ extern void simhash_rows_sort_by_id(SimhashRows *rows);
 /* Orders bare fingerprints as unsigned numbers and drops repeats. */
 extern void simhash_rows_sort_unique(SimhashRows *rows);
 
-/* ERROR if n rows would need more than the budget. */
-extern void simhash_rows_check_budget(const SimhashRows *rows, uint64 n);
-
 #endif							/* SIMHASH_FIND_ALL_ROWS_H */

@@ -209,7 +209,6 @@ read_array(ArrayType *array, SimhashRows *rows)
 	Datum		value;
 	bool		isnull;
 
-	simhash_rows_check_budget(rows, ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array)));
 	while (array_iterate(iterator, &value, &isnull))
 		if (!isnull)
 			simhash_rows_add(rows, 0, DatumGetSimhash64(value));
@@ -224,8 +223,12 @@ put_clusters(ResultSink *sink, const SimhashRows *rows, int k, int blocks,
 
 	simhash_find_clusters(rows->hashes, rows->count, k, blocks, &clusters);
 	for (uint32 i = 0; i < rows->count; i++)
+	{
 		if (include_singletons || clusters.has_pair[i])
 			put_result(sink, sink->keys[i], sink->keys[clusters.leader[i]], 0);
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /*
