@@ -273,17 +273,31 @@ def test_input_beyond_maintenance_work_mem_is_a_clear_error(db) -> None:
     ).fetchone() == (True,)
 
 
-def test_statement_timeout_interrupts_a_long_run(db) -> None:
-    """4960 tables of 200k rows take many seconds; the timeout stops it within ~1 s."""
+@pytest.mark.parametrize(
+    "call",
+    [
+        # 4960 tables of 200k rows: many seconds of sorting
+        "simhash_find_all('SELECT i, hashint8extended(i, 0)::simhash64 FROM generate_series(1, 200000) i', 3, 32)",
+        # 100k identical fingerprints: 5e9 comparisons in one bucket
+        "simhash_clusters('SELECT i, 42::bigint::simhash64 FROM generate_series(1, 100000) i', 3)",
+    ],
+)
+def test_statement_timeout_interrupts_a_long_run(db, call) -> None:
     db.execute("SET statement_timeout = '500ms'")
     start = time.monotonic()
-    error = error_of(
-        db,
-        "SELECT count(*) FROM simhash_find_all("
-        "'SELECT i, hashint8extended(i, 0)::simhash64 FROM generate_series(1, 200000) i', 3, 32)",
-    )
+    error = error_of(db, f"SELECT count(*) FROM {call}")
     assert error.sqlstate == "57014"
     assert time.monotonic() - start < 3
+
+
+def test_results_bigger_than_work_mem_spill(db) -> None:
+    """500 equal fingerprints make 124750 pairs, far more than 64kB of work_mem holds."""
+    db.execute("SET work_mem = '64kB'")
+    got = db.execute(
+        "SELECT count(*), count(DISTINCT (id1, id2)), max(distance), bool_and(id1 < id2) FROM simhash_find_all("
+        "'SELECT i, 42::bigint::simhash64 FROM generate_series(1, 500) i', 3)"
+    ).fetchone()
+    assert got == (124750, 124750, 0, True)
 
 
 def test_two_million_rows_agree_across_block_counts(db) -> None:
