@@ -8,8 +8,12 @@
 
 #include "simhash.h"
 
-/* What simhash_find_clusters() allocates per row, for the memory budget. */
-#define SIMHASH_CLUSTERS_BYTES_PER_ROW (sizeof(uint32) + sizeof(bool))
+/*
+ * What simhash_find_clusters() allocates per row on top of
+ * simhash_find_pairs(), for the memory budget: a parent and a flag, and a
+ * distinct fingerprint with its row.
+ */
+#define SIMHASH_CLUSTERS_BYTES_PER_ROW (sizeof(uint32) + sizeof(bool) + 2 * sizeof(uint64))
 
 typedef struct SimhashClusters
 {
