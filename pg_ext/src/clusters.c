@@ -7,29 +7,21 @@
  * always holds, which lets one ascending pass resolve every row's root.
  *
  * Rows with equal fingerprints are in one cluster whatever k is, so they are
- * joined directly and pairs are searched for among distinct fingerprints
- * only: a group of g exact duplicates costs O(g), not g^2/2 comparisons per
- * table.
+ * joined directly (simhash_distinct) and pairs are searched for among the
+ * distinct fingerprints only: a group of g exact duplicates costs O(g), not
+ * g^2/2 comparisons per table.
  */
 #include "clusters.h"
 
 #include "find_all.h"
-#include "radix_sort.h"
 #include "utils/memutils.h"
 
-/* The distinct fingerprints, each with the lowest row that has it. */
-typedef struct DistinctHashes
-{
-	uint64	   *hashes;
-	uint64	   *rows;
-	uint32		count;
-} DistinctHashes;
-
-typedef struct JoinState
+/* For joining pairs of distinct fingerprints: the row of each. */
+typedef struct DistinctRows
 {
 	SimhashClusters *clusters;
-	const uint64 *rows;			/* row of each distinct fingerprint */
-} JoinState;
+	const uint32 *rows;
+} DistinctRows;
 
 static uint32
 find_root(uint32 *parent, uint32 row)
@@ -43,8 +35,9 @@ find_root(uint32 *parent, uint32 row)
 }
 
 static void
-join_rows(SimhashClusters *clusters, uint32 row1, uint32 row2)
+join_rows(void *arg, uint32 row1, uint32 row2, int distance)
 {
+	SimhashClusters *clusters = arg;
 	uint32		root1 = find_root(clusters->leader, row1);
 	uint32		root2 = find_root(clusters->leader, row2);
 
@@ -56,75 +49,34 @@ join_rows(SimhashClusters *clusters, uint32 row1, uint32 row2)
 }
 
 static void
-join_pair(void *arg, uint32 distinct1, uint32 distinct2, int distance)
+join_distinct(void *arg, uint32 distinct1, uint32 distinct2, int distance)
 {
-	JoinState  *state = arg;
+	DistinctRows *distinct = arg;
 
-	join_rows(state->clusters, state->rows[distinct1], state->rows[distinct2]);
-}
-
-static bool
-strictly_increasing(const uint64 *hashes, uint32 n)
-{
-	for (uint32 i = 1; i < n; i++)
-		if (hashes[i - 1] >= hashes[i])
-			return false;
-	return true;
-}
-
-/*
- * Joins the rows of each group of equal fingerprints and returns one entry
- * per group.  The sort is stable and rows come in increasing order, so each
- * group's first row is its lowest.
- */
-static void
-join_duplicates(SimhashClusters *clusters, const uint64 *hashes, uint32 n,
-				DistinctHashes *distinct)
-{
-	uint32		kept = 0;
-
-	distinct->hashes = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * (Size) n);
-	distinct->rows = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * (Size) n);
-	for (uint32 i = 0; i < n; i++)
-	{
-		distinct->hashes[i] = hashes[i];
-		distinct->rows[i] = i;
-	}
-	/* Bare fingerprints (the array variants) arrive distinct and sorted. */
-	if (!strictly_increasing(hashes, n))
-		simhash_radix_sort(distinct->hashes, distinct->rows, n);
-	for (uint32 i = 0; i < n; i++)
-	{
-		if (kept > 0 && distinct->hashes[kept - 1] == distinct->hashes[i])
-		{
-			join_rows(clusters, (uint32) distinct->rows[kept - 1], (uint32) distinct->rows[i]);
-			continue;
-		}
-		distinct->hashes[kept] = distinct->hashes[i];
-		distinct->rows[kept++] = distinct->rows[i];
-	}
-	distinct->count = kept;
+	join_rows(distinct->clusters, distinct->rows[distinct1], distinct->rows[distinct2], distance);
 }
 
 void
 simhash_find_clusters(const uint64 *hashes, uint32 n, int k, int blocks,
 					  SimhashClusters *clusters)
 {
-	DistinctHashes distinct;
-	JoinState	state = {.clusters = clusters};
+	Size		slots = Max(n, 1);
+	uint64	   *distinct_hashes = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * slots);
+	uint32	   *distinct_rows = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * slots);
+	DistinctRows distinct = {.clusters = clusters, .rows = distinct_rows};
+	uint32		ndistinct;
 
-	clusters->leader = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * (Size) Max(n, 1));
-	clusters->has_pair = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(bool) * (Size) Max(n, 1));
+	clusters->leader = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * slots);
+	clusters->has_pair = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(bool) * slots);
 	for (uint32 i = 0; i < n; i++)
 	{
 		clusters->leader[i] = i;
 		clusters->has_pair[i] = false;
 	}
-	join_duplicates(clusters, hashes, n, &distinct);
-	state.rows = distinct.rows;
-	simhash_find_pairs(distinct.hashes, distinct.count, k, blocks, join_pair, &state);
-	pfree(distinct.hashes);
-	pfree(distinct.rows);
+	ndistinct = simhash_distinct(hashes, n, distinct_hashes, distinct_rows, join_rows, clusters);
+	simhash_find_pairs(distinct_hashes, ndistinct, k, blocks, join_distinct, &distinct);
+	pfree(distinct_hashes);
+	pfree(distinct_rows);
 	/* parent[i] < i for every non-root, so its root is already resolved. */
 	for (uint32 i = 0; i < n; i++)
 		clusters->leader[i] = clusters->leader[clusters->leader[i]];

@@ -13,7 +13,8 @@
  * simhash_find_pairs(), for the memory budget: a parent and a flag, and a
  * distinct fingerprint with its row.
  */
-#define SIMHASH_CLUSTERS_BYTES_PER_ROW (sizeof(uint32) + sizeof(bool) + 2 * sizeof(uint64))
+#define SIMHASH_CLUSTERS_BYTES_PER_ROW \
+	(sizeof(uint32) + sizeof(bool) + sizeof(uint64) + sizeof(uint32))
 
 typedef struct SimhashClusters
 {

@@ -298,8 +298,11 @@ scan_bucket(const TableScan *scan, TableEntry *entries, uint32 count)
 	}
 }
 
+/* What to do with the entries of one bucket; state is the caller's. */
+typedef void (*BucketFn) (const TableScan *scan, TableEntry *entries, uint32 count, void *state);
+
 static void
-scan_buckets(const TableScan *scan, TableEntry *sorted, uint32 n)
+for_each_bucket(const TableScan *scan, TableEntry *sorted, uint32 n, BucketFn visit, void *state)
 {
 	uint32		start = 0;
 
@@ -310,11 +313,23 @@ scan_buckets(const TableScan *scan, TableEntry *sorted, uint32 n)
 
 		while (end < n && bucket_of(scan, entry_hash(&sorted[end])) == bucket)
 			end++;
-		if (end - start > 1)
-			scan_bucket(scan, sorted + start, end - start);
+		visit(scan, sorted + start, end - start, state);
 		start = end;
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+static void
+scan_bucket_pairs(const TableScan *scan, TableEntry *entries, uint32 count, void *state)
+{
+	if (count > 1)
+		scan_bucket(scan, entries, count);
+}
+
+static TableEntry *
+alloc_entries(uint32 n)
+{
+	return MemoryContextAllocHuge(CurrentMemoryContext, sizeof(TableEntry) * (Size) n);
 }
 
 void
@@ -333,16 +348,72 @@ simhash_find_pairs(const uint64 *hashes, uint32 n, int k, int blocks,
 	simhash_blocks_init(&layout, blocks);
 	ntables = simhash_tables(blocks, k, &tables);
 	scan.bucket_bits = bucket_bits_for(n);
-	for (int b = 0; b < 2; b++)
-		buffers[b] = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(TableEntry) * (Size) n);
+	buffers[0] = alloc_entries(n);
+	buffers[1] = alloc_entries(n);
 
 	for (int t = 0; t < ntables; t++)
 	{
 		scan.table = tables[t];
 		scan.mask = simhash_table_mask(&layout, tables[t]);
-		scan_buckets(&scan, sort_by_bucket(&scan, hashes, n, buffers), n);
+		for_each_bucket(&scan, sort_by_bucket(&scan, hashes, n, buffers), n,
+						scan_bucket_pairs, NULL);
 	}
 	pfree(buffers[0]);
 	pfree(buffers[1]);
 	pfree(tables);
+}
+
+/* Where simhash_distinct() puts one row of each fingerprint. */
+typedef struct DistinctOut
+{
+	uint64	   *hashes;
+	uint32	   *rows;
+	uint32		count;
+} DistinctOut;
+
+/*
+ * Keeps the first entry of each fingerprint in a bucket and joins the others
+ * to it.  A bucket holding several fingerprints is sorted first, so equal
+ * ones are adjacent.
+ */
+static void
+keep_distinct(const TableScan *scan, TableEntry *entries, uint32 count, void *state)
+{
+	DistinctOut *out = state;
+	uint64		mask = scan->mask;
+
+	if (count > 1 && !keys_all_equal(scan, entries, count))
+		qsort_arg(entries, count, sizeof(TableEntry), compare_keys, &mask);
+	for (uint32 i = 0; i < count; i++)
+	{
+		if (i > 0 && entry_hash(&entries[i]) == entry_hash(&entries[i - 1]))
+		{
+			/* The previous entry, or the one it was joined to, is kept. */
+			uint32		kept_row = out->rows[out->count - 1];
+
+			scan->emit(scan->arg, Min(kept_row, entries[i].row), Max(kept_row, entries[i].row), 0);
+			continue;
+		}
+		out->hashes[out->count] = entry_hash(&entries[i]);
+		out->rows[out->count++] = entries[i].row;
+	}
+}
+
+uint32
+simhash_distinct(const uint64 *hashes, uint32 n, uint64 *distinct_hashes,
+				 uint32 *distinct_rows, SimhashPairFn join, void *arg)
+{
+	TableEntry *buffers[2];
+	DistinctOut out = {.hashes = distinct_hashes, .rows = distinct_rows, .count = 0};
+	TableScan	scan = {.mask = ~UINT64CONST(0), .emit = join, .arg = arg};
+
+	if (n == 0)
+		return 0;
+	scan.bucket_bits = bucket_bits_for(n);
+	buffers[0] = alloc_entries(n);
+	buffers[1] = alloc_entries(n);
+	for_each_bucket(&scan, sort_by_bucket(&scan, hashes, n, buffers), n, keep_distinct, &out);
+	pfree(buffers[0]);
+	pfree(buffers[1]);
+	return out.count;
 }

@@ -39,4 +39,14 @@ extern int	simhash_choose_blocks(int k, uint32 n);
 extern void simhash_find_pairs(const uint64 *hashes, uint32 n, int k, int blocks,
 							   SimhashPairFn emit, void *arg);
 
+/*
+ * One row of each distinct fingerprint among hashes[0..n), in no particular
+ * order, into distinct_hashes[] and distinct_rows[] (n entries each); returns
+ * how many.  Every other row is joined by join(arg, row1, row2, 0) to a row
+ * with the same fingerprint: a spanning tree of each group of equal
+ * fingerprints, not all its pairs.  Allocates as simhash_find_pairs() does.
+ */
+extern uint32 simhash_distinct(const uint64 *hashes, uint32 n, uint64 *distinct_hashes,
+							   uint32 *distinct_rows, SimhashPairFn join, void *arg);
+
 #endif							/* SIMHASH_FIND_ALL_H */
