@@ -172,13 +172,18 @@ def test_bigger_inputs_equal_brute_force(shared_db, k, blocks) -> None:
 def test_colliding_keys_in_one_bucket(shared_db) -> None:
     """Distinct keys crafted to share one bucket (the bucket is the top bits of
     key * 0x9E3779B97F4A7C15), each key twice: the big bucket is sorted by key
-    before comparing, and must still give exactly the equal pairs."""
+    before comparing, and must still give exactly the equal pairs (and
+    clusters)."""
     inverse = pow(0x9E3779B97F4A7C15, -1, 2**64)
     # 1000 rows: 11 bucket bits, so products sharing their top 13 bits collide.
     products = [(0x1234 << 51) | (i // 2 * 0x10001) for i in range(1000)]
     rows = [(i, p * inverse % 2**64) for i, p in enumerate(products)]
-    assert sql_pairs(shared_db, rows_query(rows), 0, 1) == brute_force_pairs(rows, 0)
-    assert len(brute_force_pairs(rows, 0)) == 500
+    pairs = brute_force_pairs(rows, 0)
+    assert len(pairs) == 500
+    assert sql_pairs(shared_db, rows_query(rows), 0, 1) == pairs
+    # clusters find the distinct fingerprints with the same bucket sort
+    expected = components([i for i, _ in rows], [(a, b) for a, b, _ in pairs])
+    assert sql_clusters(shared_db, rows_query(rows), 0, 1) == expected
 
 
 @pytest.mark.parametrize("id_type", ["smallint", "integer", "bigint"])
