@@ -13,6 +13,8 @@
  *     memory sequentially;
  *   - reports a pair only from the first table both fingerprints agree on
  *     (simhash_first_table), so each pair comes out once with no set of pairs.
+ * simhash_distinct(), for clusters, uses the same bucket sort with the whole
+ * fingerprint as the key.
  */
 #include "find_all.h"
 
@@ -386,6 +388,8 @@ keep_distinct(const TableScan *scan, TableEntry *entries, uint32 count, void *st
 		qsort_arg(entries, count, sizeof(TableEntry), compare_keys, &mask);
 	for (uint32 i = 0; i < count; i++)
 	{
+		if ((i & 0xFFFF) == 0xFFFF)
+			CHECK_FOR_INTERRUPTS();
 		if (i > 0 && entry_hash(&entries[i]) == entry_hash(&entries[i - 1]))
 		{
 			/* The previous entry, or the one it was joined to, is kept. */
