@@ -230,3 +230,44 @@ CREATE AGGREGATE simhash_agg(bigint, float8) (
 );
 COMMENT ON AGGREGATE simhash_agg(bigint, float8) IS
     'weighted fingerprint of a group (rows with a NULL hash or weight are skipped)';
+
+---------------------------------------------------------------------------
+-- find_all and clusters: every pair within k bits, and the connected
+-- components of those pairs (docs/find_all.md)
+---------------------------------------------------------------------------
+
+-- The query variants run arbitrary SQL with the caller's privileges, hence
+-- VOLATILE and PARALLEL UNSAFE.  Not STRICT: blocks NULL means "choose".
+CREATE FUNCTION simhash_find_all(sql text, max_distance integer DEFAULT 3,
+                                 blocks integer DEFAULT NULL)
+    RETURNS TABLE(id1 bigint, id2 bigint, distance integer)
+    AS 'MODULE_PATHNAME', 'simhash_find_all_query'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
+COMMENT ON FUNCTION simhash_find_all(text, integer, integer) IS
+    'every pair of rows (id, simhash64) of the query within max_distance bits, once, id1 < id2';
+
+CREATE FUNCTION simhash_find_all(hashes simhash64[], max_distance integer DEFAULT 3,
+                                 blocks integer DEFAULT NULL)
+    RETURNS TABLE(hash1 simhash64, hash2 simhash64, distance integer)
+    AS 'MODULE_PATHNAME', 'simhash_find_all_array'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 1000;
+COMMENT ON FUNCTION simhash_find_all(simhash64[], integer, integer) IS
+    'every pair of distinct fingerprints within max_distance bits, hash1 < hash2, as simhash-py''s find_all';
+
+CREATE FUNCTION simhash_clusters(sql text, max_distance integer DEFAULT 3,
+                                 blocks integer DEFAULT NULL,
+                                 include_singletons boolean DEFAULT false)
+    RETURNS TABLE(id bigint, cluster_id bigint)
+    AS 'MODULE_PATHNAME', 'simhash_clusters_query'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
+COMMENT ON FUNCTION simhash_clusters(text, integer, integer, boolean) IS
+    'connected components of the pairs simhash_find_all finds; cluster_id is the smallest id of the cluster';
+
+CREATE FUNCTION simhash_clusters(hashes simhash64[], max_distance integer DEFAULT 3,
+                                 blocks integer DEFAULT NULL,
+                                 include_singletons boolean DEFAULT false)
+    RETURNS TABLE(hash simhash64, cluster_id simhash64)
+    AS 'MODULE_PATHNAME', 'simhash_clusters_array'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 1000;
+COMMENT ON FUNCTION simhash_clusters(simhash64[], integer, integer, boolean) IS
+    'connected components of distinct fingerprints within max_distance bits; cluster_id is the smallest hash';

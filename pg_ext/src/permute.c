@@ -97,3 +97,9 @@ simhash_tables(int nblocks, int k, uint32 **tables)
 	}
 	return (int) count;
 }
+
+int64
+simhash_table_count(int nblocks, int k)
+{
+	return binomial(nblocks, nblocks - k);
+}

@@ -39,6 +39,9 @@ extern uint64 simhash_table_mask(const SimhashBlocks *blocks, uint32 table);
  */
 extern int	simhash_tables(int nblocks, int k, uint32 **tables);
 
+/* How many tables simhash_tables(nblocks, k) makes: C(nblocks, k), saturating. */
+extern int64 simhash_table_count(int nblocks, int k);
+
 /*
  * The first table (in simhash_tables order) on which two fingerprints that
  * agree on the blocks in `agreeing` collide: its lowest nblocks - k blocks.
