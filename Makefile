@@ -37,8 +37,7 @@ regress: deps
 	scripts/regress.sh
 
 pytest: deps
-	scripts/venv.sh
-	SIMHASH_PG_BINDIR=$$(scripts/temp-install.sh) .venv/bin/python -m pytest $(PYTEST_ARGS)
+	scripts/pytest.sh $(PYTEST_ARGS)
 
 demo: deps
 	scripts/demo.sh

@@ -5,7 +5,4 @@
 
 "$ROOT/scripts/venv.sh"
 "$ROOT/scripts/regress.sh"
-SIMHASH_PG_BINDIR=$("$ROOT/scripts/temp-install.sh")
-export SIMHASH_PG_BINDIR
-cd "$ROOT"
-"$VENV/bin/python" -m pytest "$@"
+exec "$ROOT/scripts/pytest.sh" "$@"
