@@ -82,5 +82,9 @@ class ScratchServer:
     def dsn(self, dbname: str = "postgres") -> str:
         return f"host={self.socket_dir} port={PORT} user=postgres dbname={dbname}"
 
+    def libpq_env(self, dbname: str = "postgres") -> dict[str, str]:
+        """PG* variables that point libpq clients (psql, pysimhash-sql) at this server."""
+        return {"PGHOST": str(self.socket_dir), "PGPORT": str(PORT), "PGUSER": "postgres", "PGDATABASE": dbname}
+
     def connect(self, dbname: str = "postgres") -> psycopg.Connection:
         return psycopg.connect(self.dsn(dbname), autocommit=True)

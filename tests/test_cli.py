@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from readme import readme_blocks, run_example
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = str(Path(sys.executable).with_name("pysimhash-sql"))
@@ -179,11 +180,15 @@ def test_database_mistakes_are_one_line(db: psycopg.Connection, tmp_path: Path) 
     assert_user_error(run("ingest", "--dsn", dsn, "--table", "notext", str(tmp_path), ok=False), "body")
 
 
+def require_find_all(conn: psycopg.Connection) -> None:
+    if conn.execute("SELECT to_regprocedure('simhash_find_all(text,integer,integer)')").fetchone()[0] is None:
+        pytest.skip("this build of the extension has no simhash_find_all yet")
+
+
 @pytest.fixture
 def near_duplicate_table(db: psycopg.Connection) -> list[tuple[int, int]]:
     """documents(id, name, fingerprint) with near-duplicates; the brute-force pairs within 3 bits."""
-    if db.execute("SELECT to_regprocedure('simhash_find_all(text,integer,integer)')").fetchone()[0] is None:
-        pytest.skip("this build of the extension has no simhash_find_all yet")
+    require_find_all(db)
     hashes = sorted(near_duplicate_hashes(seed=3))
     db.execute("CREATE TABLE documents (id bigint PRIMARY KEY, name text, fingerprint simhash64)")
     with db.cursor().copy("COPY documents FROM STDIN") as copy:
@@ -237,6 +242,21 @@ def test_ctrl_c_during_ingest_keeps_committed_batches_and_rerun_resumes(db: psyc
     assert db.execute("SELECT count(*) FROM documents").fetchone() == (200,)
     run("ingest", "--dsn", db.info.dsn, "-", input="".join(lines))
     assert db.execute("SELECT count(*), count(DISTINCT name) FROM documents").fetchone() == (1000, 1000)
+
+
+def test_readme_command_line_example(db: psycopg.Connection, tmp_path: Path) -> None:
+    require_find_all(db)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")  # the example runs from a checkout
+    info = db.info
+    env = {"PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
+    out = run_example(readme_blocks("Command line")[0], cwd=tmp_path, env=env, path=[]).splitlines()
+
+    arrays = [json.loads(line) for line in out if line.startswith("[")]
+    assert arrays and all(len(a) >= 2 for a in arrays)
+    header = out.index("id1,id2,distance,name1,name2")
+    clusters = [json.loads(line) for line in out if line.startswith("{")]
+    assert header + 1 < len(out) and clusters and {"cluster_id", "id", "name"} == clusters[0].keys()
+    assert db.execute("SELECT count(*) FROM documents").fetchone() == (len(list(CORPUS.iterdir())),)
 
 
 # -- the terminal ------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import psycopg
+from readme import readme_blocks
 from scratch_postgres import ScratchInstall, ScratchServer, pg_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,3 +143,21 @@ def test_init_script_creates_the_extension_as_the_entrypoint_runs_it(tmp_path: P
         for dbname in ["simhash", "created_later"]:
             with server.connect(dbname) as conn:
                 assert conn.execute("SELECT simhash('hello world') = simhash('Hello, World!')").fetchone() == (True,)
+
+
+def test_readme_docker_examples_agree_with_the_docker_files(shared_db: psycopg.Connection) -> None:
+    """No Docker engine here: the README's commands are checked against the files
+    they name, and the SQL they run is run on the test server."""
+    text = "\n".join(readme_blocks("Docker"))
+    for path in re.findall(r" -f (\S+)", text):
+        assert (ROOT / path).is_file(), path
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    for name in re.findall(r"--build-arg (\w+)=", text):
+        assert f"ARG {name}" in dockerfile
+    user, password, port, dbname = re.search(r"postgresql://(\w+):([\w-]+)@localhost:(\d+)/(\w+)", text).groups()
+    compose = (DOCKER / "compose.yaml").read_text()
+    assert (user, f"POSTGRES_DB: {dbname}", f"POSTGRES_PASSWORD: {password}") == (
+        "postgres", *re.findall(r"POSTGRES_(?:DB|PASSWORD): [\w-]+", compose))
+    assert f"${{SIMHASH_DB_PORT:-{port}}}:5432" in compose
+    query = re.search(r'psql "[^"]+" -c "([^"]+)"', text).group(1)
+    assert shared_db.execute(query).fetchone() == (0,)
