@@ -94,13 +94,24 @@ def batches(documents: Iterator[Document], size: int) -> Iterator[list[Document]
         yield batch
 
 
+def copy_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Composable, args) -> int:
+    """Stages a batch with COPY and moves its new documents into the table, in
+    one transaction; returns how many were new."""
+    local = args.fingerprints == "local"
+    with conn.transaction():
+        with conn.cursor().copy("COPY simhash_ingest FROM STDIN") as copy:
+            for doc in batch:
+                copy.write_row((doc.name, doc.text, hashing.simhash(doc.text, args.shingle_size) if local else None))
+        return conn.execute(move).rowcount
+
+
 def ingest_command(args) -> None:
     if args.batch_size < 1 or args.shingle_size < 1:
         raise UserError("--batch-size and --shingle-size must be at least 1")
     documents, total = read_documents(args.sources, args.id_field, args.text_field)
     table = table_identifier(args.table)
-    local = args.fingerprints == "local"
-    fingerprint = sql.SQL("s.fingerprint") if local else sql.SQL("simhash(s.body, {})").format(args.shingle_size)
+    server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size)
+    fingerprint = sql.SQL("s.fingerprint") if args.fingerprints == "local" else server_side
     move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=fingerprint)
     read = added = 0
     with connect(args.dsn) as conn:
@@ -108,12 +119,7 @@ def ingest_command(args) -> None:
         conn.execute(STAGING)
         try:
             for batch in batches(iter(progress(documents, "doc", total)), args.batch_size):
-                with conn.transaction():
-                    with conn.cursor().copy("COPY simhash_ingest FROM STDIN") as copy:
-                        for doc in batch:
-                            fp = hashing.simhash(doc.text, args.shingle_size) if local else None
-                            copy.write_row((doc.name, doc.text, fp))
-                    added += conn.execute(move).rowcount
+                added += copy_batch(conn, batch, move, args)
                 read += len(batch)
         except KeyboardInterrupt:
             print(f"pysimhash-sql: {added} new documents were committed to {args.table} before the interruption; "
@@ -161,23 +167,22 @@ def stream_rows(conn: psycopg.Connection, query: sql.Composable, params: tuple, 
         write_records(out, fields, progress(cursor, "row"), args.format)
 
 
-def dupes_command(args) -> None:
+def report(args, signature: str, call: str, id_columns: list[str], fields: list[str], *params) -> None:
+    """Runs simhash_find_all or simhash_clusters over the table and writes the
+    result ordered by fields, with --label's values for id_columns if asked."""
     with connect(args.dsn) as conn:
         rows = rows_query(conn, args)
-        require_function(conn, "simhash_find_all(text,integer,integer)")
-        query, label_fields = labelled(
-            "SELECT id1, id2, distance FROM simhash_find_all(%s, %s, %s)", args, ["id1", "id2"])
-        ordered = sql.SQL("{} ORDER BY id1, id2").format(query)
-        stream_rows(conn, ordered, (rows, args.distance, args.blocks),
-                    ["id1", "id2", "distance", *label_fields], args)
+        require_function(conn, signature)
+        query, label_fields = labelled(f"SELECT {', '.join(fields)} FROM {call}", args, id_columns)
+        ordered = sql.SQL("{} ORDER BY {}").format(query, sql.SQL(", ").join(map(sql.Identifier, fields)))
+        stream_rows(conn, ordered, (rows, args.distance, args.blocks, *params), [*fields, *label_fields], args)
+
+
+def dupes_command(args) -> None:
+    report(args, "simhash_find_all(text,integer,integer)", "simhash_find_all(%s, %s, %s)",
+           ["id1", "id2"], ["id1", "id2", "distance"])
 
 
 def clusters_command(args) -> None:
-    with connect(args.dsn) as conn:
-        rows = rows_query(conn, args)
-        require_function(conn, "simhash_clusters(text,integer,integer,boolean)")
-        query, label_fields = labelled(
-            "SELECT cluster_id, id FROM simhash_clusters(%s, %s, %s, %s)", args, ["id"])
-        ordered = sql.SQL("{} ORDER BY cluster_id, id").format(query)
-        stream_rows(conn, ordered, (rows, args.distance, args.blocks, args.singletons),
-                    ["cluster_id", "id", *label_fields], args)
+    report(args, "simhash_clusters(text,integer,integer,boolean)", "simhash_clusters(%s, %s, %s, %s)",
+           ["id"], ["cluster_id", "id"], args.singletons)
