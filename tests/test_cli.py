@@ -97,6 +97,12 @@ def test_find_clusters_are_the_connected_components_of_find_all(tmp_path: Path) 
     assert clusters == sorted(clusters) and all(cluster == sorted(cluster) for cluster in clusters)
 
 
+@pytest.mark.parametrize("command", ["find-all", "find-clusters"])
+def test_no_hashes_no_output(command: str) -> None:
+    assert run(command, input="").stdout == ""
+    assert run(command, input="42\n\n42\n").stdout == ""  # one distinct hash has no partner
+
+
 def test_malformed_hash_line_names_the_line() -> None:
     assert_user_error(run("find-all", input="1\n2\n0x10\n", ok=False), "stdin, line 3", "'0x10'")
     assert_user_error(run("find-clusters", input="18446744073709551616\n", ok=False), "line 1")

@@ -14,7 +14,7 @@ from typing import IO
 
 from .. import hashing
 from .errors import UserError
-from .output import open_input, open_output
+from .output import open_input, open_output, progress
 
 MAX_HASH = 2**64 - 1
 DECIMAL = re.compile(r"[0-9]+")
@@ -23,7 +23,7 @@ DECIMAL = re.compile(r"[0-9]+")
 def read_hashes(stream: IO[str], source: str) -> set[int]:
     """The distinct hashes of a stream, one decimal per line (blank lines skipped)."""
     hashes = set()
-    for number, line in enumerate(stream, 1):
+    for number, line in enumerate(progress(stream, "hash"), 1):
         text = line.strip()
         if not text:
             continue
