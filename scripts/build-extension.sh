@@ -7,8 +7,9 @@
 #   scripts/build-extension.sh            build pg_ext/
 #   scripts/build-extension.sh install    build, then install
 #
-# With DESTDIR set, the install lands below that directory (a staging root)
-# instead of the live installation.  Progress goes to stderr.
+# With DESTDIR set, the install lands below that directory (a staging root:
+# the tests' private copy, the image's layer) instead of the live
+# installation, quietly.  Messages go to stderr.
 . "$(dirname "$0")/lib.sh"
 
 pgxs_make() {
@@ -18,6 +19,6 @@ pgxs_make() {
 pgxs_make
 if [ "${1:-}" = install ]; then
     pgxs_make install ${DESTDIR:+DESTDIR="$DESTDIR"}
-    echo "Installed the simhash extension into ${DESTDIR:-}$("$PG_CONFIG" --sharedir)/extension" \
-        "and ${DESTDIR:-}$("$PG_CONFIG" --pkglibdir)" >&2
+    [ -n "${DESTDIR:-}" ] || echo "Installed the simhash extension into" \
+        "$("$PG_CONFIG" --sharedir)/extension and $("$PG_CONFIG" --pkglibdir)" >&2
 fi

@@ -107,6 +107,7 @@ def test_malformed_hash_line_names_the_line() -> None:
     assert_user_error(run("find-all", input="1\n2\n0x10\n", ok=False), "stdin, line 3", "'0x10'")
     assert_user_error(run("find-clusters", input="18446744073709551616\n", ok=False), "line 1")
     assert_user_error(run("find-all", "-i", "/nonexistent/hashes", ok=False), "cannot read /nonexistent/hashes")
+    assert_user_error(run("find-all", "-o", "/nonexistent/out", input="1\n", ok=False), "cannot write /nonexistent/out")
 
 
 def test_blocks_must_exceed_distance() -> None:
