@@ -37,7 +37,8 @@ regress: deps
 	scripts/regress.sh
 
 pytest: deps
-	scripts/pytest.sh $(PYTEST_ARGS)
+	scripts/venv.sh
+	SIMHASH_PG_BINDIR=$$(scripts/temp-install.sh) .venv/bin/python -m pytest $(PYTEST_ARGS)
 
 demo: deps
 	scripts/demo.sh

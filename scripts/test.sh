@@ -5,4 +5,7 @@
 
 "$ROOT/scripts/venv.sh"
 "$ROOT/scripts/regress.sh"
-exec "$ROOT/scripts/pytest.sh" "$@"
+SIMHASH_PG_BINDIR=$("$ROOT/scripts/temp-install.sh")
+export SIMHASH_PG_BINDIR
+cd "$ROOT"
+"$VENV/bin/python" -m pytest "$@"
