@@ -108,6 +108,8 @@ def test_malformed_hash_line_names_the_line() -> None:
     assert_user_error(run("find-clusters", input="18446744073709551616\n", ok=False), "line 1")
     assert_user_error(run("find-all", "-i", "/nonexistent/hashes", ok=False), "cannot read /nonexistent/hashes")
     assert_user_error(run("find-all", "-o", "/nonexistent/out", input="1\n", ok=False), "cannot write /nonexistent/out")
+    binary = subprocess.run([CLI, "find-all"], input=b"12\n\xff\xfe\n", capture_output=True)
+    assert binary.returncode == 1 and b"stdin, line 2" in binary.stderr and b"Traceback" not in binary.stderr
 
 
 def test_blocks_must_exceed_distance() -> None:
@@ -145,6 +147,8 @@ def test_fingerprint_input_mistakes(tmp_path: Path) -> None:
     assert_user_error(run("fingerprint", str(tmp_path / "missing"), ok=False), "missing: no such file or directory")
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
     assert_user_error(run("fingerprint", str(tmp_path / "latin1.txt"), ok=False), "not UTF-8 text")
+    (tmp_path / "latin1.jsonl").write_bytes('{"id": 1, "text": "caf\xe9"}\n'.encode("latin-1"))
+    assert_user_error(run("fingerprint", str(tmp_path / "latin1.jsonl"), ok=False), "latin1.jsonl: not UTF-8 text")
 
 
 # -- the database commands -----------------------------------------------------------------

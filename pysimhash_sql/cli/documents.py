@@ -50,8 +50,15 @@ def read_text(path: Path) -> str:
 
 
 def jsonl_documents(source: str, id_field: str, text_field: str) -> Iterator[Document]:
-    stream = sys.stdin if source == "-" else open(source, encoding="utf-8")
     where = "stdin" if source == "-" else source
+    try:
+        yield from jsonl_records(source, where, id_field, text_field)
+    except UnicodeDecodeError:
+        raise UserError(f"{where}: not UTF-8 text") from None
+
+
+def jsonl_records(source: str, where: str, id_field: str, text_field: str) -> Iterator[Document]:
+    stream = sys.stdin if source == "-" else open(source, encoding="utf-8")
     with stream:
         for number, line in enumerate(stream, 1):
             if not line.strip():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -19,12 +20,13 @@ FORMATS = ("csv", "jsonl")
 
 @contextmanager
 def open_input(path: str) -> Iterator[IO[str]]:
-    """A text stream for reading: '-' is stdin."""
+    """A text stream for reading: '-' is stdin.  Bytes that are not UTF-8 are
+    read as U+FFFD, so the line they are on is reported as malformed."""
     if path == "-":
-        yield sys.stdin
+        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
         return
     try:
-        stream = open(path, encoding="utf-8")
+        stream = open(path, encoding="utf-8", errors="replace")
     except OSError as e:
         raise UserError(f"cannot read {path}: {e.strerror}") from None
     with stream:
