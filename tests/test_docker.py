@@ -76,6 +76,10 @@ def test_image_builds_with_the_script_make_install_runs() -> None:
     assert final[0] == ("FROM", "postgres:${PG_MAJOR}")
     assert ("COPY", "--from=build /staging/ /") in final
     assert not any(keyword == "RUN" for keyword, _ in final)  # no compiler or headers in the image
+    kept = {path.relative_to(ROOT).as_posix() for path in context_files()}
+    assert "docker/initdb.d/10-simhash.sql" in kept  # the final stage's other COPY
+    compose = (DOCKER / "compose.yaml").read_text()
+    assert "context: ..\n" in compose and "dockerfile: docker/Dockerfile\n" in compose
     makefile = (ROOT / "Makefile").read_text()
     assert "install: deps\n\tscripts/build-extension.sh install\n" in makefile
     assert '"$ROOT/scripts/build-extension.sh" install' in (ROOT / "scripts" / "temp-install.sh").read_text()
