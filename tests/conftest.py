@@ -1,21 +1,19 @@
 """Test fixtures: a real PostgreSQL server with the simhash extension.
 
-The server is started by pytest-postgresql through scripts/pg_ctl, which runs
-it as an unprivileged user when the tests run as root, from the private
-installation `make test` builds (SIMHASH_PG_BINDIR), or else from the
-PostgreSQL that ``pg_config --bindir`` names (after ``make install``).
+The server is the plugin's (pysimhash_sql.pytest_plugin), started through
+scripts/pg_ctl, which runs it as an unprivileged user when the tests run as
+root, from the private installation `make test` builds (SIMHASH_PG_BINDIR), or
+else from the PostgreSQL that ``pg_config --bindir`` names (after ``make install``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
-from pytest_postgresql import factories
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,27 +27,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.basetemp = Path(tempfile.gettempdir()) / f"pysimhash-sql-pytest-{checkout}"
 
 
-def _create_extension(
-    host: str, port: int, user: str, dbname: str, password: str | None, **_: object
-) -> None:
-    with psycopg.connect(
-        host=host, port=port, user=user, dbname=dbname, password=password, autocommit=True
-    ) as conn:
-        conn.execute("CREATE EXTENSION simhash")
-
-
-postgresql_proc = factories.postgresql_proc(
-    executable=os.environ.get("SIMHASH_PG_CTL", str(ROOT / "scripts" / "pg_ctl")),
-    load=[_create_extension],
-)
-postgresql = factories.postgresql("postgresql_proc")
+# One server for the whole suite: the one pysimhash_sql.pytest_plugin starts
+# (its template database has the extension, so each test database does too).
+@pytest.fixture(scope="session")
+def postgresql_proc(simhash_postgresql_proc):
+    return simhash_postgresql_proc
 
 
 @pytest.fixture
-def db(postgresql: psycopg.Connection) -> psycopg.Connection:
+def db(simhash_postgresql: psycopg.Connection) -> psycopg.Connection:
     """A connection in autocommit mode to a fresh database with simhash created."""
-    postgresql.autocommit = True
-    return postgresql
+    simhash_postgresql.autocommit = True
+    return simhash_postgresql
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,87 @@
+"""All pairs of near-equal 64-bit hashes: simhash-cpp's block-table search in numpy."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+# Odd multiplier for Fibonacci hashing of table keys into buckets.
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# At most 2**23 buckets: the bucket counts stay at 64 MiB whatever the input size.
+_MAX_BUCKET_BITS = 23
+_POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+
+
+def _popcount_lut(x: np.ndarray) -> np.ndarray:
+    """Bits set in each uint64 (numpy 1.x has no bitwise_count)."""
+    return _POPCOUNT8[x.astype("<u8").view(np.uint8).reshape(-1, 8)].sum(axis=1)
+
+
+popcount = getattr(np, "bitwise_count", _popcount_lut)
+
+
+def block_masks(blocks: int) -> list[int]:
+    """simhash-cpp's blocks: block i holds bits i*64//blocks up to (i+1)*64//blocks."""
+    edges = [i * 64 // blocks for i in range(blocks + 1)]
+    return [((1 << (hi - lo)) - 1) << lo for lo, hi in zip(edges, edges[1:])]
+
+
+def _equal_key_pairs(keys: np.ndarray, values: np.ndarray, k: int):
+    """Pairs of values that share a key and differ in at most k bits; keys sorted."""
+    found_a, found_b = [], []
+    idx = np.flatnonzero(keys[1:] == keys[:-1])
+    step = 1
+    # idx holds the i with keys[i] == keys[i + step]; as keys are sorted, that set
+    # only shrinks as step grows, so the work is the number of same-key pairs.
+    while idx.size:
+        a, b = values[idx], values[idx + step]
+        near = popcount(a ^ b) <= k
+        found_a.append(a[near])
+        found_b.append(b[near])
+        step += 1
+        idx = idx[idx + step < keys.size]
+        idx = idx[keys[idx + step] == keys[idx]]
+    return found_a, found_b
+
+
+def near_pairs(hashes: np.ndarray, blocks: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """All pairs (a, b), a < b, of distinct values of the uint64 array `hashes` with
+    popcount(a ^ b) <= k, sorted; requires 0 <= k < blocks <= 64.
+
+    Two hashes within k bits agree on at least blocks - k of the blocks, so each
+    pair has equal keys in the table keyed on some choice of blocks - k blocks.
+    """
+    h = np.sort(np.asarray(hashes, np.uint64))
+    distinct = np.ones(h.size, bool)
+    distinct[1:] = h[1:] != h[:-1]
+    h = h[distinct]
+    masks = block_masks(blocks)
+    bits = min(_MAX_BUCKET_BITS, max(1, (4 * h.size).bit_length()))
+    found_a, found_b = [], []
+    for chosen in combinations(range(blocks), blocks - k):
+        keys = h & np.uint64(sum(masks[j] for j in chosen))
+        # Sorting is the cost; with about 4 buckets per hash, few hashes share a
+        # bucket, and only those can share a key, so only those are sorted.
+        bucket = ((keys * _GOLDEN) >> np.uint64(64 - bits)).astype(np.intp)
+        shared = np.bincount(bucket, minlength=1 << bits)[bucket] > 1
+        keys, values = keys[shared], h[shared]
+        order = np.argsort(keys)
+        a, b = _equal_key_pairs(keys[order], values[order], k)
+        if not a:
+            continue
+        a, b = np.concatenate(a), np.concatenate(b)
+        # A pair agreeing on more than blocks - k blocks turns up in several tables:
+        # keep it only from the first in combinations() order, the one keyed on the
+        # first blocks - k blocks it agrees on, i.e. it differs in every block before
+        # chosen[-1] that is not chosen.
+        x = a ^ b
+        first = np.ones(x.size, bool)
+        for j in set(range(chosen[-1])) - set(chosen):
+            first &= (x & np.uint64(masks[j])) != 0
+        found_a.append(np.minimum(a, b)[first])
+        found_b.append(np.maximum(a, b)[first])
+    a = np.concatenate(found_a) if found_a else np.empty(0, np.uint64)
+    b = np.concatenate(found_b) if found_b else np.empty(0, np.uint64)
+    order = np.lexsort((b, a))
+    return a[order], b[order]

@@ -1,0 +1,290 @@
+"""Alembic support: migration operations and autogenerate (an Alembic plugin).
+
+Operations, available as ``op.<name>`` once this module is imported (env.py
+does, for render_item; migrations that use them import it too)::
+
+    op.create_simhash_extension()            op.drop_simhash_extension()
+    op.create_simhash_index("documents_fingerprint_idx", "documents", "fingerprint",
+                            blocks=6, max_distance=3)
+    op.drop_simhash_index("documents_fingerprint_idx", "documents", "fingerprint")
+
+Autogenerate, enabled by two additions to ``env.py``::
+
+    from pysimhash_sql.alembic import render_item
+    context.configure(..., render_item=render_item,
+                      autogenerate_plugins=["alembic.autogenerate.*", "pysimhash_sql"])
+
+(the plugin is the ``alembic.plugins`` entry point, pysimhash_sql.alembic_plugin).
+It then creates the extension first when the models use ``SimHash64`` and the
+database lacks it, renders ``SimHash64`` columns with their import, emits the
+operations above for ``simhash_index`` indexes, and detects changed index
+parameters (Alembic's own index comparison does not look at operator classes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alembic.autogenerate import renderers
+from alembic.operations import MigrateOperation, Operations, ops
+from alembic.util import PriorityDispatchResult
+from sqlalchemy import Column, Index, MetaData, Table, text
+
+from .sqlalchemy import OPCLASS, SimHash64, index_parameters, simhash_index
+
+__all__ = [
+    "CreateSimhashExtensionOp",
+    "CreateSimhashIndexOp",
+    "DropSimhashExtensionOp",
+    "DropSimhashIndexOp",
+    "compare_extension",
+    "compare_indexes",
+    "render_item",
+]
+
+EXTENSION = "simhash"
+PLUGIN_IMPORT = "import pysimhash_sql.alembic"
+
+
+# ---------------------------------------------------------------- operations
+
+
+@Operations.register_operation("create_simhash_extension")
+class CreateSimhashExtensionOp(MigrateOperation):
+    """CREATE EXTENSION IF NOT EXISTS simhash."""
+
+    @classmethod
+    def create_simhash_extension(cls, operations: Operations) -> Any:
+        return operations.invoke(cls())
+
+    def reverse(self) -> DropSimhashExtensionOp:
+        return DropSimhashExtensionOp()
+
+    def to_diff_tuple(self) -> tuple:
+        return ("add_extension", EXTENSION)
+
+
+@Operations.register_operation("drop_simhash_extension")
+class DropSimhashExtensionOp(MigrateOperation):
+    """DROP EXTENSION IF EXISTS simhash."""
+
+    @classmethod
+    def drop_simhash_extension(cls, operations: Operations) -> Any:
+        return operations.invoke(cls())
+
+    def reverse(self) -> CreateSimhashExtensionOp:
+        return CreateSimhashExtensionOp()
+
+    def to_diff_tuple(self) -> tuple:
+        return ("remove_extension", EXTENSION)
+
+
+class _SimhashIndexOp(MigrateOperation):
+    """What both index operations know: enough to build the index itself."""
+
+    def __init__(
+        self,
+        index_name: str,
+        table_name: str,
+        column_name: str,
+        blocks: int | None = None,
+        max_distance: int | None = None,
+        schema: str | None = None,
+    ) -> None:
+        self.index_name = index_name
+        self.table_name = table_name
+        self.column_name = column_name
+        self.blocks = blocks
+        self.max_distance = max_distance
+        self.schema = schema
+
+    @classmethod
+    def from_index(cls, index: Index, params: dict[str, int] | None = None) -> _SimhashIndexOp:
+        (column,) = index.columns
+        params = index_parameters(index) if params is None else params
+        return cls(index.name, index.table.name, column.name, schema=index.table.schema, **params)
+
+    def to_index(self) -> Index:
+        table = Table(self.table_name, MetaData(), Column(self.column_name, SimHash64()), schema=self.schema)
+        return simhash_index(self.index_name, table.c[self.column_name], self.blocks, self.max_distance)
+
+    def _swapped(self, cls: type[_SimhashIndexOp]) -> _SimhashIndexOp:
+        return cls(**vars(self))
+
+    def render(self, verb: str) -> str:
+        args = [repr(self.index_name), repr(self.table_name), repr(self.column_name)]
+        for name in ("blocks", "max_distance", "schema"):
+            if getattr(self, name) is not None:
+                args.append(f"{name}={getattr(self, name)!r}")
+        return f"op.{verb}_simhash_index({', '.join(args)})"
+
+
+@Operations.register_operation("create_simhash_index")
+class CreateSimhashIndexOp(_SimhashIndexOp):
+    """CREATE INDEX ... USING gin (column simhash64_ops (...))."""
+
+    @classmethod
+    def create_simhash_index(cls, operations: Operations, index_name: str, table_name: str,
+                             column_name: str, blocks: int | None = None,
+                             max_distance: int | None = None, schema: str | None = None) -> Any:
+        return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema))
+
+    def reverse(self) -> DropSimhashIndexOp:
+        return self._swapped(DropSimhashIndexOp)
+
+    def to_diff_tuple(self) -> tuple:
+        return ("add_index", self.to_index())
+
+
+@Operations.register_operation("drop_simhash_index")
+class DropSimhashIndexOp(_SimhashIndexOp):
+    """DROP INDEX; keeps the parameters so that downgrade recreates the index."""
+
+    @classmethod
+    def drop_simhash_index(cls, operations: Operations, index_name: str, table_name: str,
+                           column_name: str, blocks: int | None = None,
+                           max_distance: int | None = None, schema: str | None = None) -> Any:
+        return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema))
+
+    def reverse(self) -> CreateSimhashIndexOp:
+        return self._swapped(CreateSimhashIndexOp)
+
+    def to_diff_tuple(self) -> tuple:
+        return ("remove_index", self.to_index())
+
+
+@Operations.implementation_for(CreateSimhashExtensionOp)
+def _create_extension(operations: Operations, operation: CreateSimhashExtensionOp) -> None:
+    operations.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")
+
+
+@Operations.implementation_for(DropSimhashExtensionOp)
+def _drop_extension(operations: Operations, operation: DropSimhashExtensionOp) -> None:
+    operations.execute(f"DROP EXTENSION IF EXISTS {EXTENSION}")
+
+
+@Operations.implementation_for(CreateSimhashIndexOp)
+def _create_index(operations: Operations, operation: CreateSimhashIndexOp) -> None:
+    operations.impl.create_index(operation.to_index())
+
+
+@Operations.implementation_for(DropSimhashIndexOp)
+def _drop_index(operations: Operations, operation: DropSimhashIndexOp) -> None:
+    operations.impl.drop_index(operation.to_index())
+
+
+# ----------------------------------------------------------------- rendering
+
+
+def _render(verb: str):
+    def render(autogen_context, operation) -> str:
+        autogen_context.imports.add(PLUGIN_IMPORT)
+        if isinstance(operation, _SimhashIndexOp):
+            return operation.render(verb)
+        return f"op.{verb}_simhash_extension()"
+
+    return render
+
+
+for _op, _verb in [
+    (CreateSimhashExtensionOp, "create"),
+    (DropSimhashExtensionOp, "drop"),
+    (CreateSimhashIndexOp, "create"),
+    (DropSimhashIndexOp, "drop"),
+]:
+    renderers.dispatch_for(_op)(_render(_verb))
+
+
+def render_item(type_: str, obj: Any, autogen_context) -> str | bool:
+    """``render_item`` for env.py: SimHash64 columns render with their import."""
+    if type_ == "type" and isinstance(obj, SimHash64):
+        autogen_context.imports.add("from pysimhash_sql.sqlalchemy import SimHash64")
+        return "SimHash64()"
+    return False
+
+
+# -------------------------------------------------------------- autogenerate
+
+
+def _uses_simhash(autogen_context) -> bool:
+    return any(
+        isinstance(column.type, SimHash64)
+        for table in autogen_context.sorted_tables
+        for column in table.columns
+    )
+
+
+def compare_extension(autogen_context, upgrade_ops: ops.UpgradeOps) -> PriorityDispatchResult:
+    """The extension goes first in upgrade (so last in downgrade) when needed."""
+    if _uses_simhash(autogen_context):
+        installed = autogen_context.connection.scalar(
+            text("SELECT count(*) FROM pg_extension WHERE extname = :name"), {"name": EXTENSION}
+        )
+        if not installed:
+            upgrade_ops.ops.insert(0, CreateSimhashExtensionOp())
+    return PriorityDispatchResult.CONTINUE
+
+
+_REFLECT_INDEXES = text(
+    """
+    SELECT i.relname AS index_name, a.attname AS column_name,
+           coalesce(ia.attoptions, '{}') AS options
+    FROM pg_index x
+    JOIN pg_class i ON i.oid = x.indexrelid
+    JOIN pg_class t ON t.oid = x.indrelid
+    JOIN pg_opclass oc ON oc.oid = x.indclass[0]
+    JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0]
+    JOIN pg_attribute ia ON ia.attrelid = i.oid AND ia.attnum = 1
+    JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE t.relname = :table AND n.nspname = coalesce(:schema, current_schema())
+      AND oc.opcname = :opclass AND x.indnatts = 1
+    """
+)
+
+
+def _database_indexes(autogen_context, schema: str | None, table: str) -> dict[str, tuple[str, dict]]:
+    """name -> (column, parameters) of the table's simhash64_ops indexes."""
+    rows = autogen_context.connection.execute(
+        _REFLECT_INDEXES, {"table": table, "schema": schema, "opclass": OPCLASS}
+    )
+    return {
+        row.index_name: (row.column_name, dict(_option(o) for o in row.options)) for row in rows
+    }
+
+
+def _option(option: str) -> tuple[str, int]:
+    name, _, value = option.partition("=")
+    return name, int(value)
+
+
+def compare_indexes(
+    autogen_context, modify_ops: ops.ModifyTableOps, schema, tname, conn_table, metadata_table
+) -> PriorityDispatchResult:
+    """Runs after Alembic's index comparison: turns its operations on simhash
+    indexes into ours (which keep the parameters) and adds the parameter
+    changes it cannot see."""
+    wanted = {
+        index.name: index
+        for index in (metadata_table.indexes if metadata_table is not None else ())
+        if index_parameters(index) is not None
+    }
+    existing = _database_indexes(autogen_context, schema, tname) if conn_table is not None else {}
+
+    def existing_op(cls, name):
+        column, params = existing[name]
+        return cls(name, tname, column, schema=schema, **params)
+
+    touched = set()
+    for position, operation in enumerate(modify_ops.ops):
+        if isinstance(operation, ops.CreateIndexOp) and operation.index_name in wanted:
+            modify_ops.ops[position] = CreateSimhashIndexOp.from_index(wanted[operation.index_name])
+            touched.add(operation.index_name)
+        elif isinstance(operation, ops.DropIndexOp) and operation.index_name in existing:
+            modify_ops.ops[position] = existing_op(DropSimhashIndexOp, operation.index_name)
+            touched.add(operation.index_name)
+
+    for name in sorted((wanted.keys() & existing.keys()) - touched):
+        if index_parameters(wanted[name]) != existing[name][1]:
+            modify_ops.ops.append(existing_op(DropSimhashIndexOp, name))
+            modify_ops.ops.append(CreateSimhashIndexOp.from_index(wanted[name]))
+    return PriorityDispatchResult.CONTINUE

@@ -1,0 +1,272 @@
+"""Simhash fingerprints in pure Python, exactly as docs/fingerprint-spec.md defines them.
+
+Fingerprints and hashes are unsigned ints in 0 .. 2**64-1. Where a hash is an
+input, a negative int in the signed 64-bit range is read as its two's-complement
+bit pattern, as SQL reads a bigint.
+
+Also drop-in equivalents of simhash-py's functions: unsigned_hash,
+num_differing_bits, compute, shingle and find_all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+import operator
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain, islice
+
+import numpy as np
+import xxhash
+
+from ._find_all import near_pairs
+
+__all__ = [
+    "MASK64",
+    "tokenize",
+    "shingles",
+    "feature_hash",
+    "simhash",
+    "simhash_weighted",
+    "vote",
+    "hamming_distance",
+    "unsigned_hash",
+    "num_differing_bits",
+    "compute",
+    "shingle",
+    "find_all",
+]
+
+MASK64 = (1 << 64) - 1
+Text = str | bytes | bytearray | memoryview
+
+# Normalised bytes split into tokens at a time: bounds the memory a huge text takes.
+_BATCH_BYTES = 1 << 20
+# Spec §3.2 as one bytes.translate(): separator bytes become spaces, A-Z become
+# a-z, every other token byte (a-z, 0-9, >= 0x80) stays.
+_NORMALISE = bytes(
+    c + 32 if 0x41 <= c <= 0x5A
+    else c if 0x30 <= c <= 0x39 or 0x61 <= c <= 0x7A or c >= 0x80
+    else 0x20
+    for c in range(256)
+)
+# _BYTE_BITS[v, i] is bit i of the byte value v.
+_BYTE_BITS = np.unpackbits(
+    np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"
+).astype(np.int64)
+
+
+# -- input checking ---------------------------------------------------------------
+
+
+def _as_bytes(text: Text) -> bytes:
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    if isinstance(text, Text):
+        return bytes(text)
+    raise TypeError(f"expected str or bytes, not {type(text).__name__}")
+
+
+def _hash_int(value) -> int:
+    """A 64-bit hash from an int in -2**63 .. 2**64-1 (negative: two's complement)."""
+    value = operator.index(value)
+    if not -(1 << 63) <= value <= MASK64:
+        raise ValueError(f"{value} is not a 64-bit hash")
+    return value & MASK64
+
+
+def _unsigned(value) -> int:
+    value = operator.index(value)
+    if not 0 <= value <= MASK64:
+        raise ValueError(f"{value} is not in 0 .. 2**64-1")
+    return value
+
+
+def _shingle_size(shingle_size: int) -> int:
+    shingle_size = operator.index(shingle_size)
+    if shingle_size < 1:
+        raise ValueError(f"shingle_size must be at least 1, not {shingle_size}")
+    return shingle_size
+
+
+def _weights(weights: list) -> np.ndarray:
+    # Type checks per type rather than per item: numbers.Real is a slow ABC check.
+    for kind in set(map(type, weights)) - {float, int}:
+        if not issubclass(kind, numbers.Real):
+            raise TypeError(f"a weight must be a real number, not {kind.__name__}")
+    try:
+        w = np.array(list(map(float, weights)), np.float64)
+    except OverflowError:
+        raise ValueError("a weight is out of the float range") from None
+    if not np.isfinite(w).all():
+        raise ValueError("weights must be finite (no NaN or infinity)")
+    return w
+
+
+def _hash_array(hashes) -> np.ndarray:
+    """The hashes as a 1-D uint64 array (see the module docstring for signed values)."""
+    if isinstance(hashes, np.ndarray) and hashes.ndim == 1 and hashes.dtype.kind in "iu":
+        signed = hashes.dtype.kind == "i"
+        return hashes.astype(np.int64 if signed else np.uint64, copy=False).view(np.uint64)
+    seq = hashes if isinstance(hashes, list | tuple) else list(hashes)
+    # Fast path for non-negative ints: fromiter alone would also take floats and
+    # numeric strings, and numpy 1.x wraps negative ints with a warning.
+    if set(map(type, seq)) <= {int} and (not seq or min(seq) >= 0):
+        try:
+            return np.fromiter(seq, np.uint64, len(seq))
+        except OverflowError:  # beyond 64 bits: _hash_int raises the error
+            pass
+    return np.fromiter(map(_hash_int, seq), np.uint64, len(seq))
+
+
+# -- the text fingerprint (spec §3) -----------------------------------------------
+
+
+def _token_batches(data: bytes) -> Iterator[list[bytes]]:
+    """The tokens of data (spec §3.2), in lists covering about _BATCH_BYTES each."""
+    # After translate() every separator is a space, and bytes.split() splits at
+    # ASCII white space only, so it yields exactly the tokens.
+    norm = data.translate(_NORMALISE)
+    start = 0
+    while start < len(norm):
+        end = norm.find(b" ", start + _BATCH_BYTES)  # cut between two tokens
+        end = len(norm) if end < 0 else end
+        yield norm[start:end].split()
+        start = end
+
+
+def _feature_batches(data: bytes, s: int) -> Iterator[Iterable[bytes]]:
+    window: list[bytes] = []  # the last s - 1 tokens: features that span two batches
+    found = False
+    for batch in _token_batches(data):
+        tokens = window + batch
+        if len(tokens) >= s:
+            found = True
+            yield map(b" ".join, zip(*(islice(tokens, i, None) for i in range(s))))
+        window = tokens[max(0, len(tokens) - s + 1) :]
+    if window and not found:  # 1 <= n < s: one feature of all the tokens
+        yield [b" ".join(window)]
+
+
+def _features(data: bytes, s: int) -> Iterator[bytes]:
+    """The features of data (spec §3.3)."""
+    return chain.from_iterable(_feature_batches(data, s))
+
+
+def _decoded(items: list[bytes], like: Text) -> list:
+    # Tokens and features of UTF-8 text are valid UTF-8: every byte >= 0x80 is a
+    # token byte, so a boundary never falls inside a multi-byte character.
+    return [item.decode("utf-8") for item in items] if isinstance(like, str) else items
+
+
+def tokenize(text: Text) -> list:
+    """The tokens of text (spec §3.2): str for str input, bytes for bytes input."""
+    return _decoded(list(chain.from_iterable(_token_batches(_as_bytes(text)))), text)
+
+
+def shingles(text: Text, shingle_size: int = 3) -> list:
+    """The features of text (spec §3.3): str for str input, bytes for bytes input."""
+    return _decoded(list(_features(_as_bytes(text), _shingle_size(shingle_size))), text)
+
+
+def feature_hash(feature: Text) -> int:
+    """XXH3-64, seed 0, of the feature's UTF-8 bytes, unsigned (spec §3.4)."""
+    return xxhash.xxh3_64_intdigest(_as_bytes(feature))
+
+
+def simhash(text: Text, shingle_size: int = 3) -> int:
+    """The fingerprint of text (spec §3); bytes are used as they are."""
+    features = _features(_as_bytes(text), _shingle_size(shingle_size))
+    return _vote_array(np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64))
+
+
+# -- votes (spec §1, §2) ----------------------------------------------------------
+
+
+def _bits_int(bits: np.ndarray) -> int:
+    """The int whose bit i is bits[i], for 64 booleans."""
+    return int(np.packbits(bits, bitorder="little").view("<u8")[0])
+
+
+def _vote_array(h: np.ndarray) -> int:
+    b = h.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
+    if h.size < 1024:
+        # For few hashes a BLAS product of the bits is cheapest; float32 counts
+        # are exact far beyond 1024.
+        bits = np.unpackbits(b, axis=1, bitorder="little").astype(np.float32)
+        set_counts = np.ones(h.size, np.float32) @ bits
+    else:  # for many, counting byte values is cheapest, and exact integers
+        byte_counts = np.stack([np.bincount(b[:, j], minlength=256) for j in range(8)])
+        set_counts = (byte_counts @ _BYTE_BITS).ravel()
+    return _bits_int(2 * set_counts > h.size)  # set > clear, where clear = n - set
+
+
+def vote(hashes: Iterable[int]) -> int:
+    """Bit i is set iff more hashes have it set than clear (spec §1); a tie gives 0."""
+    return _vote_array(_hash_array(hashes))
+
+
+def simhash_weighted(features: Mapping | Iterable[tuple]) -> int:
+    """The weighted vote (spec §2) of feature -> weight pairs, a mapping or an iterable.
+
+    A feature is a str or bytes (hashed with feature_hash) or an int hash. Weights
+    must be finite; the sums run in input order, as the spec defines them.
+    """
+    pairs = list(features.items() if isinstance(features, Mapping) else features)
+    h = _hash_array([feature_hash(f) if isinstance(f, Text) else f for f, _ in pairs])
+    w = _weights([weight for _, weight in pairs])
+    sums = np.zeros((2, 64))  # S0 and S1 per bit
+    for i in range(64):
+        bit_set = (h >> np.uint64(i)) & np.uint64(1) == 1
+        for side, terms in enumerate((w[~bit_set], w[bit_set])):
+            # cumsum is the sequential recurrence r[j] = r[j-1] + x[j], so it adds in
+            # input order as the spec demands; sum() would add pairwise. Sums of
+            # finite weights may overflow to infinity (or NaN), as in C: no warning.
+            with np.errstate(over="ignore", invalid="ignore"):
+                sums[side, i] = np.cumsum(terms)[-1] if terms.size else 0.0
+    return _bits_int(sums[1] > sums[0])
+
+
+def hamming_distance(a: int, b: int) -> int:
+    """The number of bits in which two unsigned 64-bit values differ (spec §4)."""
+    return (_unsigned(a) ^ _unsigned(b)).bit_count()
+
+
+# -- simhash-py (seomoz/simhash-py) equivalents -------------------------------------
+
+
+def unsigned_hash(obj: bytes) -> int:
+    """The first 8 bytes of obj's MD5 digest as a big-endian unsigned int."""
+    return int.from_bytes(hashlib.md5(obj, usedforsecurity=False).digest()[:8], "big")
+
+
+num_differing_bits = hamming_distance
+compute = vote
+
+
+def shingle(tokens: Iterable, window: int = 4) -> Iterator[list]:
+    """Yield a new list of each `window` consecutive tokens, as simhash-py does.
+
+    Like simhash-py's, this is a generator: ValueError for window <= 0 is raised
+    when iteration starts.
+    """
+    if window <= 0:
+        raise ValueError("Window size must be positive")
+    current = deque(maxlen=window)
+    for token in tokens:
+        current.append(token)
+        if len(current) == window:
+            yield list(current)
+
+
+def find_all(hashes: Iterable[int], number_of_blocks: int, different_bits: int) -> list[tuple[int, int]]:
+    """All pairs (a, b), a < b, of distinct hashes that differ in at most
+    different_bits bits, as sorted (int, int) tuples; duplicates count once."""
+    if not 0 <= different_bits < number_of_blocks <= 64:
+        raise ValueError(
+            "need 0 <= different_bits < number_of_blocks <= 64, got "
+            f"different_bits={different_bits}, number_of_blocks={number_of_blocks}"
+        )
+    a, b = near_pairs(_hash_array(hashes), number_of_blocks, different_bits)
+    return list(zip(a.tolist(), b.tolist()))

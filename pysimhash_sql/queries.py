@@ -1,0 +1,106 @@
+"""Near-duplicate queries as SQLAlchemy constructs (a Session or Connection
+executes them, and they compose like any ``select``).
+
+``near_duplicates`` and ``nearest`` look up one fingerprint; ``find_all`` and
+``clusters`` run the SQL functions ``simhash_find_all`` / ``simhash_clusters``
+over the rows of a ``select`` of (id, fingerprint).  Those functions take the
+query as SQL text: it is compiled here with every value rendered as a literal
+by SQLAlchemy's PostgreSQL quoting (no string formatting), and the text is
+then sent as a bound parameter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, Boolean, Integer, Select, Text, cast, column, func, literal, select
+from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
+from sqlalchemy.sql import sqltypes
+
+from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
+
+__all__ = ["clusters", "find_all", "near_duplicates", "nearest", "query_sql"]
+
+
+def _owner(fingerprint_column: Any) -> Any:
+    """What to select alongside a column: its ORM entity (or alias), else its table."""
+    parent = getattr(fingerprint_column, "parent", None)
+    if parent is not None and hasattr(parent, "entity"):
+        return parent.entity
+    return fingerprint_column.table
+
+
+def near_duplicates(fingerprint_column: Any, q: int, max_distance: int) -> Select:
+    """Rows whose fingerprint is within ``max_distance`` bits of ``q``, with a
+    ``distance`` column, closest first.  Uses the simhash64_ops index if any."""
+    distance = fingerprint_column.hamming_distance(q).label("distance")
+    return (
+        select(_owner(fingerprint_column), distance)
+        .where(fingerprint_column.within(q, max_distance))
+        .order_by(distance)
+    )
+
+
+def nearest(fingerprint_column: Any, q: int, n: int) -> Select:
+    """The ``n`` rows closest to ``q`` (exact top-n by Hamming distance; this
+    reads every row: the index answers radius queries, not ordering)."""
+    distance = fingerprint_column.hamming_distance(q).label("distance")
+    return select(_owner(fingerprint_column), distance).order_by(distance).limit(n)
+
+
+class _InlineLiteralCompiler(PGCompiler):
+    def render_literal_value(self, value: Any, type_: Any) -> str:
+        # An E'' literal means the same under either standard_conforming_strings
+        # setting, so no backslash in a value can end the literal early.
+        if isinstance(value, str) and isinstance(type_, sqltypes.String):
+            return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+        return super().render_literal_value(value, type_)
+
+
+class _InlineLiteralDialect(PGDialect):
+    """PostgreSQL, rendering SQL text that is run as is: no driver paramstyle
+    (so no doubled %), and string literals from _InlineLiteralCompiler."""
+
+    statement_compiler = _InlineLiteralCompiler
+    _backslash_escapes = False
+
+
+_INLINE = _InlineLiteralDialect(paramstyle="named")
+
+
+def query_sql(query: Select) -> str:
+    """The SQL text of a select of (id, fingerprint), values inlined as literals."""
+    if len(query.selected_columns) != 2:
+        raise ValueError(
+            "find_all/clusters need a select of exactly two columns, (id, fingerprint); "
+            f"got {len(query.selected_columns)}"
+        )
+    return str(query.compile(dialect=_INLINE, compile_kwargs={"literal_binds": True}))
+
+
+def _arguments(query: Select, max_distance: int, blocks: int | None) -> list:
+    # blocks NULL lets the server pick the block count for the distance.
+    return [cast(literal(query_sql(query)), Text), max_distance, cast(literal(blocks), Integer)]
+
+
+def find_all(query: Select, max_distance: int = 3, blocks: int | None = None) -> Select:
+    """Every pair of rows of ``query`` within ``max_distance`` bits: rows of
+    (id1, id2, distance) with id1 < id2, from ``simhash_find_all``."""
+    pairs = func.simhash_find_all(*_arguments(query, max_distance, blocks)).table_valued(
+        column("id1", BigInteger), column("id2", BigInteger), column("distance", Integer)
+    )
+    return select(pairs.c.id1, pairs.c.id2, pairs.c.distance)
+
+
+def clusters(
+    query: Select,
+    max_distance: int = 3,
+    blocks: int | None = None,
+    include_singletons: bool = False,
+) -> Select:
+    """Connected components of the within-``max_distance`` graph over the rows
+    of ``query``: rows of (id, cluster_id), from ``simhash_clusters``."""
+    members = func.simhash_clusters(
+        *_arguments(query, max_distance, blocks), cast(literal(include_singletons), Boolean)
+    ).table_valued(column("id", BigInteger), column("cluster_id", BigInteger))
+    return select(members.c.id, members.c.cluster_id)

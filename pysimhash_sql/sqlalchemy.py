@@ -1,0 +1,166 @@
+"""SQLAlchemy 2 support: the ``SimHash64`` column type, its comparator, typed
+SQL functions and the ``simhash_index`` constructor.
+
+Importing this module needs only SQLAlchemy.  Values are sent as their decimal
+text (which the server casts to ``simhash64``) and read back with ``int()``,
+so a column round-trips Python ints whether or not the psycopg adapters are
+registered; ``register_simhash(engine)`` registers them for raw driver use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, event, func, literal
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql.base import ischema_names
+from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.functions import GenericFunction
+from sqlalchemy.types import UserDefinedType
+
+from .fingerprint import check_fingerprint
+
+__all__ = [
+    "OPCLASS",
+    "SimHash64",
+    "index_parameters",
+    "opclass_clause",
+    "register_simhash",
+    "simhash_index",
+]
+
+OPCLASS = "simhash64_ops"
+INDEX_METHOD = "gin"
+_INDEX_INFO_KEY = "simhash64_ops"
+
+
+def as_fingerprint(value: Any) -> ClauseElement:
+    """A SQL expression for ``value``: itself if already one, else a SimHash64 bind."""
+    if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
+        return value
+    return literal(value, SimHash64())
+
+
+class SimHash64(UserDefinedType[int]):
+    """The ``simhash64`` column type: Python ``int`` in 0 .. 2**64-1."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "simhash64"
+
+    @property
+    def python_type(self) -> type:
+        return int
+
+    def bind_processor(self, dialect):
+        def process(value):
+            return None if value is None else str(check_fingerprint(value))
+
+        return process
+
+    def result_processor(self, dialect, coltype):
+        def process(value):
+            return None if value is None else int(value)
+
+        return process
+
+    def literal_processor(self, dialect):
+        def process(value):
+            return f"'{check_fingerprint(value)}'::simhash64"
+
+        return process
+
+    class comparator_factory(UserDefinedType.Comparator):
+        def hamming_distance(self, other: Any):
+            """Number of differing bits, ``col <~> other`` (an integer)."""
+            return self.expr.op("<~>", return_type=Integer)(as_fingerprint(other))
+
+        def within(self, other: Any, max_distance: int):
+            """``hamming_within(col, other, k)``: at most k differing bits; index-aware."""
+            return func.hamming_within(self.expr, as_fingerprint(other), max_distance)
+
+
+ischema_names["simhash64"] = SimHash64  # reflected columns come back as SimHash64
+
+
+# Typed SQL functions: func.<name>(...) returns the right SQLAlchemy type.
+# Defining a GenericFunction subclass registers it under its class name.
+FUNCTION_TYPES = {
+    "simhash": SimHash64,
+    "simhash_agg": SimHash64,
+    "hamming_distance": Integer,
+    "hamming_within": Boolean,
+    "simhash64_to_hex": Text,
+    "simhash_tokens": lambda: ARRAY(Text),
+    "simhash_shingles": lambda: ARRAY(Text),
+    "simhash_feature_hash": BigInteger,
+}
+
+
+def _define_typed_functions() -> None:
+    for name, make_type in FUNCTION_TYPES.items():
+        type(name, (GenericFunction,), {"type": make_type(), "inherit_cache": True, "__module__": __name__})
+
+
+_define_typed_functions()
+
+
+def _index_params(blocks: int | None, max_distance: int | None) -> dict[str, int]:
+    params = {"blocks": blocks, "max_distance": max_distance}
+    for name, value in params.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"simhash index parameter {name} must be a non-negative int, not {value!r}")
+    return {name: value for name, value in params.items() if value is not None}
+
+
+def opclass_clause(params: dict[str, int]) -> str:
+    """``simhash64_ops (blocks = 6, max_distance = 3)``, parameters being ints."""
+    if not params:
+        return OPCLASS
+    return f"{OPCLASS} ({', '.join(f'{k} = {int(v)}' for k, v in params.items())})"
+
+
+def simhash_index(
+    name: str | None,
+    column: Any,
+    blocks: int | None = None,
+    max_distance: int | None = None,
+    **kw: Any,
+) -> Index:
+    """A GIN index with the ``simhash64_ops`` operator class, for ``within()``.
+
+    ``column`` is a column name (as in ``__table_args__``) or a column.
+    Parameters left as None take the operator class's defaults.
+    """
+    params = _index_params(blocks, max_distance)
+    key = column if isinstance(column, str) else column.key
+    return Index(
+        name,
+        column,
+        postgresql_using=INDEX_METHOD,
+        postgresql_ops={key: opclass_clause(params)},
+        info={_INDEX_INFO_KEY: params},
+        **kw,
+    )
+
+
+def index_parameters(index: Index) -> dict[str, int] | None:
+    """The parameters of an index made by ``simhash_index``, else None."""
+    return index.info.get(_INDEX_INFO_KEY)
+
+
+def register_simhash(engine) -> None:
+    """Register the psycopg simhash64 adapters on every connection ``engine``
+    opens (an Engine or an AsyncEngine), so raw driver results are ints too."""
+    from . import psycopg as adapters  # only engines need the driver
+
+    sync_engine = getattr(engine, "sync_engine", engine)
+    is_async = sync_engine is not engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _register(dbapi_connection, _record) -> None:
+        if is_async:
+            dbapi_connection.run_async(adapters.register_simhash_async)
+        else:
+            adapters.register_simhash(dbapi_connection)

@@ -1,0 +1,229 @@
+"""pysimhash_sql.queries against brute force, and the safety of the SQL text
+handed to simhash_find_all / simhash_clusters."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+
+import pytest
+from sqlalchemy import select, text
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, aliased
+
+from pysimhash_sql.queries import clusters, find_all, near_duplicates, nearest, query_sql
+from pages_model import Base, Page
+
+HOSTILE = [
+    "'; DROP TABLE pages; --",
+    "back\\slash",
+    "trailing\\",
+    "\\'; DROP TABLE pages; --",
+    "$$; DROP TABLE pages; $$",
+    "$q$ x $q$",
+    "100% %s %(x)s",
+    "quote'quote''",
+    'double"quote',
+    "semi;colon\nnewline\ttab",
+    "ünïcødé ✓",
+]
+
+
+def distance(a: int, b: int) -> int:
+    return bin(a ^ b).count("1")
+
+
+def near_copies(seed: int, groups: int, per_group: int, max_flip: int) -> list[int]:
+    """Random fingerprints in groups of near-copies (a few bits flipped)."""
+    rng = random.Random(seed)
+    values = []
+    for _ in range(groups):
+        base = rng.getrandbits(64)
+        for _ in range(per_group):
+            for bit in rng.sample(range(64), rng.randint(0, max_flip)):
+                base ^= 1 << bit
+            values.append(base)
+    return values
+
+
+@pytest.fixture
+def pages(simhash_engine):
+    Base.metadata.create_all(simhash_engine)
+    values = near_copies(seed=7, groups=40, per_group=4, max_flip=3)
+    rows = [Page(id=i, url=HOSTILE[i % len(HOSTILE)], fp=v) for i, v in enumerate(values)]
+    rows.append(Page(id=len(values), url="null fingerprint", fp=None))
+    with Session(simhash_engine) as session:
+        session.add_all(rows)
+        session.commit()
+    return dict(enumerate(values))
+
+
+def has_function(engine, name: str) -> bool:
+    with engine.connect() as conn:
+        return bool(conn.scalar(text("SELECT count(*) FROM pg_proc WHERE proname = :n"), {"n": name}))
+
+
+def test_near_duplicates_equal_brute_force(simhash_engine, pages) -> None:
+    q = pages[5] ^ 1
+    with Session(simhash_engine) as session:
+        got = [(page.id, d) for page, d in session.execute(near_duplicates(Page.fp, q, 4))]
+    expected = sorted(((i, distance(v, q)) for i, v in pages.items() if distance(v, q) <= 4), key=lambda r: r[1])
+    assert sorted(got) == sorted(expected)
+    assert [d for _, d in got] == sorted(d for _, d in got)
+
+
+def test_near_duplicates_compose_and_accept_core_columns(simhash_engine, pages) -> None:
+    q = pages[0]
+    stmt = near_duplicates(Page.__table__.c.fp, q, 64).where(Page.__table__.c.id < 10)
+    with simhash_engine.connect() as conn:
+        assert sorted(r.id for r in conn.execute(stmt)) == list(range(10))
+    other = aliased(Page)
+    with Session(simhash_engine) as session:
+        assert {p.id for p, _ in session.execute(near_duplicates(other.fp, q, 0))} == {
+            i for i, v in pages.items() if v == q
+        }
+
+
+def test_nearest_is_exact_top_n(simhash_engine, pages) -> None:
+    q = random.Random(3).getrandbits(64)
+    with Session(simhash_engine) as session:
+        got = [d for _, d in session.execute(nearest(Page.fp, q, 7))]
+    assert got == sorted(distance(v, q) for v in pages.values())[:7]
+
+
+@pytest.mark.parametrize("conforming", ["on", "off"])
+def test_query_text_keeps_hostile_values_as_data(simhash_engine, pages, conforming: str) -> None:
+    """The inlined SQL selects exactly what the parameterised select does, under
+    either string-literal syntax, and never executes anything it should not."""
+    with simhash_engine.connect() as conn:
+        conn.exec_driver_sql(f"SET standard_conforming_strings = {conforming}")
+        for value in HOSTILE:
+            for condition in (Page.url == value, Page.url.in_([value, "x"]), Page.url.like(value)):
+                query = select(Page.id, Page.fp).where(condition).order_by(Page.id)
+                sql = query_sql(query)
+                assert outcome(conn, ids_run_by_server, sql) == outcome(conn, ids_run_by_driver, query), sql
+        assert conn.scalar(text("SELECT count(*) FROM pages")) == len(pages) + 1
+
+
+def ids_run_by_server(conn, sql: str) -> list[int]:
+    """The ids the SQL text selects when the server runs it, as simhash_find_all
+    does (query_to_xml runs SQL text handed to it as a parameter)."""
+    found = conn.scalar(
+        text("SELECT xpath('//id/text()', query_to_xml(:sql, true, false, ''))::text[]"), {"sql": sql}
+    )
+    return [int(i) for i in found]
+
+
+def ids_run_by_driver(conn, query) -> list[int]:
+    return [row.id for row in conn.execute(query)]
+
+
+def outcome(conn, run, statement) -> list[int] | str:
+    """The ids, or the SQLSTATE of the error (a LIKE pattern may be invalid)."""
+    try:
+        with conn.begin_nested():
+            return run(conn, statement)
+    except DBAPIError as error:
+        return error.orig.sqlstate
+
+
+def test_query_text_is_sent_as_a_parameter() -> None:
+    stmt = find_all(select(Page.id, Page.fp).where(Page.url == HOSTILE[0]), max_distance=2)
+    compiled = stmt.compile(dialect=postgresql.dialect())
+    assert "DROP" not in str(compiled)
+    assert any("DROP TABLE pages" in str(v) for v in compiled.params.values())
+
+
+def test_query_must_select_id_and_fingerprint() -> None:
+    with pytest.raises(ValueError, match="exactly two columns"):
+        find_all(select(Page))
+
+
+def brute_force_pairs(values: dict[int, int], k: int) -> set[tuple[int, int, int]]:
+    return {
+        (i, j, distance(a, b))
+        for (i, a), (j, b) in itertools.combinations(sorted(values.items()), 2)
+        if distance(a, b) <= k
+    }
+
+
+def brute_force_clusters(values: dict[int, int], k: int) -> dict[int, int]:
+    """id -> smallest id of its connected component (components of size >= 2)."""
+    parent = {i: i for i in values}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i, j, _ in brute_force_pairs(values, k):
+        a, b = sorted((root(i), root(j)))
+        parent[b] = a
+    members = {}
+    for i in values:
+        members.setdefault(root(i), []).append(i)
+    return {i: min(group) for group in members.values() if len(group) > 1 for i in group}
+
+
+def test_find_all_equals_brute_force(simhash_engine, pages) -> None:
+    if not has_function(simhash_engine, "simhash_find_all"):
+        pytest.skip("simhash_find_all not in this build yet")
+    selected = {i: v for i, v in pages.items() if i % len(HOSTILE) != 3}
+    query = select(Page.id, Page.fp).where(Page.url != HOSTILE[3])
+    with Session(simhash_engine) as session:
+        for k, blocks in [(3, None), (3, 5), (0, None), (6, 8)]:
+            got = set(map(tuple, session.execute(find_all(query, max_distance=k, blocks=blocks))))
+            assert got == brute_force_pairs(selected, k)
+
+
+def test_clusters_equal_brute_force(simhash_engine, pages) -> None:
+    if not has_function(simhash_engine, "simhash_clusters"):
+        pytest.skip("simhash_clusters not in this build yet")
+    query = select(Page.id, Page.fp)
+    values = {i: v for i, v in pages.items()}
+    with Session(simhash_engine) as session:
+        got = dict(map(tuple, session.execute(clusters(query, max_distance=3))))
+        with_singletons = dict(map(tuple, session.execute(clusters(query, 3, include_singletons=True))))
+    expected = brute_force_clusters(values, 3)
+    assert got == expected
+    assert with_singletons == {i: expected.get(i, i) for i in values}
+
+
+BRUTE_FORCE_FIND_ALL = """
+CREATE FUNCTION simhash_find_all(sql text, max_distance integer DEFAULT 3, blocks integer DEFAULT NULL)
+RETURNS TABLE(id1 bigint, id2 bigint, distance integer) LANGUAGE plpgsql AS $f$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT a.id::bigint, b.id::bigint, a.fp <~> b.fp FROM (%s) a(id, fp), (%s) b(id, fp)
+         WHERE a.id < b.id AND a.fp <~> b.fp <= $1', sql, sql) USING max_distance;
+END $f$
+"""
+
+
+def test_find_all_wiring_against_a_brute_force_stand_in(simhash_engine, pages) -> None:
+    """Until the C simhash_find_all lands, check the Python side end to end
+    against a PL/pgSQL brute force with the same signature."""
+    if has_function(simhash_engine, "simhash_find_all"):
+        pytest.skip("the real simhash_find_all is tested above")
+    with simhash_engine.begin() as conn:
+        conn.execute(text(BRUTE_FORCE_FIND_ALL))
+    query = select(Page.id, Page.fp).where(Page.url.in_(HOSTILE[:6]))
+    selected = {i: v for i, v in pages.items() if i % len(HOSTILE) < 6}
+    with Session(simhash_engine) as session:
+        got = set(map(tuple, session.execute(find_all(query, max_distance=3))))
+    assert got == brute_force_pairs(selected, 3)
+
+
+def test_queries_through_async_session(simhash_async_engine, pages) -> None:
+    q = pages[9]
+
+    async def main() -> list[tuple[int, int]]:
+        async with AsyncSession(simhash_async_engine) as session:
+            result = await session.execute(near_duplicates(Page.fp, q, 3))
+            return [(page.id, d) for page, d in result]
+
+    got = asyncio.run(main())
+    assert sorted(got) == sorted((i, distance(v, q)) for i, v in pages.items() if distance(v, q) <= 3)

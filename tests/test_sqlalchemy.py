@@ -1,0 +1,198 @@
+"""pysimhash_sql.sqlalchemy: the SimHash64 type, comparator, functions and index."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Integer,
+    MetaData,
+    Table,
+    create_engine,
+    func,
+    inspect,
+    literal,
+    select,
+    text,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import StatementError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.schema import CreateIndex
+
+from pysimhash_sql.sqlalchemy import SimHash64, simhash_index
+
+EDGES = [0, 1, 2**63, 2**64 - 1]
+PG = postgresql.dialect()
+
+
+def popcount(x: int) -> int:
+    return bin(x).count("1")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Doc(Base):
+    __tablename__ = "docs"
+    __table_args__ = (simhash_index("docs_fp_idx", "fp", blocks=6, max_distance=3),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    fp: Mapped[int | None] = mapped_column(SimHash64)
+
+
+def sql(clause) -> str:
+    return str(clause.compile(dialect=PG))
+
+
+@pytest.fixture(params=["adapters", "no adapters"])
+def engine(request, simhash_engine, simhash_url):
+    """The column must round-trip ints whether or not the driver adapters are on."""
+    if request.param == "adapters":
+        yield simhash_engine
+        return
+    bare = create_engine(simhash_url)
+    yield bare
+    bare.dispose()
+
+
+@pytest.fixture
+def docs_table(engine):
+    if has_opclass(engine):
+        Doc.__table__.create(engine)
+    else:
+        create_without_index(engine)
+    return engine
+
+
+def has_opclass(engine) -> bool:
+    with engine.connect() as conn:
+        return bool(conn.scalar(text("SELECT count(*) FROM pg_opclass WHERE opcname = 'simhash64_ops'")))
+
+
+def create_without_index(engine) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE docs (id bigint PRIMARY KEY, fp simhash64)"))
+
+
+def test_orm_round_trip_of_extremes(docs_table) -> None:
+    with Session(docs_table) as session:
+        session.add_all([Doc(id=i, fp=v) for i, v in enumerate(EDGES)] + [Doc(id=99, fp=None)])
+        session.commit()
+    with Session(docs_table) as session:
+        got = {d.id: d.fp for d in session.scalars(select(Doc))}
+        assert got == {**dict(enumerate(EDGES)), 99: None}
+        assert session.scalar(select(Doc.id).where(Doc.fp == 2**64 - 1)) == 3
+        assert session.scalar(select(func.max(Doc.fp))) == 2**64 - 1
+
+
+@pytest.mark.parametrize("bad", [-1, 2**64])
+def test_out_of_range_never_reaches_the_server(docs_table, bad: int) -> None:
+    with Session(docs_table) as session:
+        session.add(Doc(id=1, fp=bad))
+        with pytest.raises(StatementError) as info:
+            session.flush()
+        assert isinstance(info.value.orig, ValueError)
+
+
+def test_reflection_gives_simhash64(docs_table) -> None:
+    reflected = Table("docs", MetaData(), autoload_with=docs_table)
+    assert isinstance(reflected.c.fp.type, SimHash64)
+    columns = {c["name"]: c["type"] for c in inspect(docs_table).get_columns("docs")}
+    assert isinstance(columns["fp"], SimHash64)
+
+
+def test_comparator_renders_operator_and_function() -> None:
+    assert sql(Doc.fp.hamming_distance(5)) == "docs.fp <~> %(param_1)s"
+    assert isinstance(Doc.fp.hamming_distance(5).type, Integer)
+    assert sql(Doc.fp.within(5, 3)) == "hamming_within(docs.fp, %(param_1)s, %(hamming_within_1)s::INTEGER)"
+    assert sql(Doc.fp.within(Doc.fp, 3)) == "hamming_within(docs.fp, docs.fp, %(hamming_within_1)s::INTEGER)"
+
+
+def test_comparator_matches_brute_force(docs_table) -> None:
+    rng = random.Random(5)
+    values = [rng.getrandbits(64) for _ in range(300)]
+    q = values[0] ^ 0b1011  # 3 bits from the first value
+    with Session(docs_table) as session:
+        session.add_all([Doc(id=i, fp=v) for i, v in enumerate(values)])
+        session.commit()
+        distances = dict(session.execute(select(Doc.id, Doc.fp.hamming_distance(q))).all())
+        within = set(session.scalars(select(Doc.id).where(Doc.fp.within(q, 20))))
+    assert distances == {i: popcount(v ^ q) for i, v in enumerate(values)}
+    assert within == {i for i, v in enumerate(values) if popcount(v ^ q) <= 20}
+    assert 0 in within
+
+
+def test_typed_functions(simhash_engine) -> None:
+    assert isinstance(func.simhash("a b c").type, SimHash64)
+    assert isinstance(func.simhash_agg(literal(1)).type, SimHash64)
+    assert isinstance(func.hamming_distance(1, 2).type, Integer)
+    with simhash_engine.connect() as conn:
+        fp = conn.scalar(select(func.simhash("The quick brown fox jumps over the lazy dog")))
+        assert isinstance(fp, int) and 0 <= fp < 2**64
+        hashes = select(func.unnest(literal([1, 2, 3], postgresql.ARRAY(BigInteger))).label("h")).subquery()
+        assert conn.scalar(select(func.simhash_agg(hashes.c.h))) == 3  # bitwise vote of 1, 2, 3
+        assert conn.scalar(select(func.simhash64_to_hex(literal(255, SimHash64())))) == "0x00000000000000ff"
+        assert conn.scalar(select(func.simhash_tokens("Hello, World"))) == ["hello", "world"]
+
+
+def test_literal_rendering() -> None:
+    rendered = sql_literal(select(Doc.id).where(Doc.fp.within(2**64 - 1, 3)))
+    assert "hamming_within(docs.fp, '18446744073709551615'::simhash64, 3)" in rendered
+
+
+def test_index_ddl() -> None:
+    (index,) = Doc.__table__.indexes
+    assert sql(CreateIndex(index)) == (
+        "CREATE INDEX docs_fp_idx ON docs USING gin (fp simhash64_ops (blocks = 6, max_distance = 3))"
+    )
+    other = Table("pages", MetaData(), Column("fp", SimHash64()))
+    plain = simhash_index("ix", other.c.fp)
+    assert sql(CreateIndex(plain)) == "CREATE INDEX ix ON pages USING gin (fp simhash64_ops)"
+
+
+@pytest.mark.parametrize("bad", [{"blocks": -1}, {"max_distance": "3); DROP TABLE x; --"}, {"blocks": True}])
+def test_index_parameters_are_validated(bad) -> None:
+    with pytest.raises(ValueError):
+        simhash_index("ix", "fp", **bad)
+
+
+def test_within_uses_the_index(simhash_engine) -> None:
+    if not has_opclass(simhash_engine):
+        pytest.skip("operator class simhash64_ops not in this build yet")
+    with simhash_engine.begin() as conn:
+        conn.execute(
+            text(
+                "CREATE TABLE docs AS SELECT g::bigint AS id, hashint8extended(g, 3)::simhash64 AS fp"
+                " FROM generate_series(1, 100000) g"
+            )
+        )
+        (index,) = Doc.__table__.indexes
+        index.create(conn)
+        conn.execute(text("ANALYZE docs"))
+        query = select(Doc.id).where(Doc.fp.within(0x0123456789ABCDEF, 3))
+        plan = "\n".join(conn.scalars(text("EXPLAIN " + sql_literal(query))))
+    assert "Bitmap Index Scan on docs_fp_idx" in plan, plan
+
+
+def sql_literal(stmt) -> str:
+    return str(stmt.compile(dialect=PG, compile_kwargs={"literal_binds": True}))
+
+
+def test_async_engine_round_trip(simhash_async_engine) -> None:
+    async def main():
+        async with simhash_async_engine.begin() as conn:
+            await conn.execute(text("CREATE TABLE docs (id bigint PRIMARY KEY, fp simhash64)"))
+            await conn.execute(Doc.__table__.insert(), [{"id": i, "fp": v} for i, v in enumerate(EDGES)])
+            rows = await conn.execute(select(Doc.fp, Doc.fp.hamming_distance(0)).order_by(Doc.id))
+            raw = await conn.execute(text("SELECT '18446744073709551615'::simhash64"))
+            return rows.all(), raw.scalar()
+
+    rows, raw = asyncio.run(main())
+    assert rows == [(v, bin(v).count("1")) for v in EDGES]
+    assert raw == 2**64 - 1  # the adapters are registered on the async connections too
