@@ -5,6 +5,7 @@
 #   make install   install the extension into the PostgreSQL that pg_config
 #                  names, and the Python package into $(PYTHON)'s environment
 #   make bench     benchmarks (a printed table; not tests)
+#   make dist      the PGXN distribution zip (build/dist/simhash-<version>.zip)
 #
 # Build dependencies (PostgreSQL server headers, libxxhash-dev) are installed
 # with apt-get on Debian/Ubuntu as root; elsewhere `make deps` says what to
@@ -15,7 +16,7 @@ PG_CONFIG ?= pg_config
 PYTHON ?= python3
 export PG_CONFIG PYTHON
 
-.PHONY: all deps extension install test regress pytest demo bench clean
+.PHONY: all deps extension install test regress pytest demo bench dist clean
 
 all: extension
 
@@ -23,10 +24,10 @@ deps:
 	@scripts/install-deps.sh
 
 extension: deps
-	$(MAKE) -C pg_ext
+	scripts/build-extension.sh
 
-install: extension
-	$(MAKE) -C pg_ext install
+install: deps
+	scripts/build-extension.sh install
 	$(PYTHON) -m pip install "$(CURDIR)"
 
 test: deps
@@ -44,6 +45,9 @@ demo: deps
 
 bench: deps
 	scripts/bench.sh
+
+dist:
+	@scripts/dist.sh
 
 clean:
 	$(MAKE) -C pg_ext clean

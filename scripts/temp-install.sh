@@ -28,7 +28,6 @@ if [ ! -f "$dest/.copied" ]; then
     touch "$dest/.copied"
 fi
 
-make -s -C "$ROOT/pg_ext" PG_CONFIG="$PG_CONFIG" >&2
-make -s -C "$ROOT/pg_ext" PG_CONFIG="$PG_CONFIG" install DESTDIR="$dest" >/dev/null
+DESTDIR=$dest "$ROOT/scripts/build-extension.sh" install
 chmod -R a+rX "$dest"
 printf '%s\n' "$dest$bindir"

@@ -1,0 +1,128 @@
+"""The pysimhash-sql command line.
+
+    pysimhash-sql find-all       near-duplicate pairs of hashes (as simhash-cpp's simhash-find-all)
+    pysimhash-sql find-clusters  clusters of hashes (as simhash-cpp's simhash-find-clusters)
+    pysimhash-sql fingerprint    documents -> (id, fingerprint), as SQL's simhash(text)
+    pysimhash-sql ingest         documents -> a table, fingerprinted in the server or locally
+    pysimhash-sql dupes          near-duplicate pairs of a table's rows
+    pysimhash-sql clusters       clusters of a table's rows
+
+Mistakes (a bad argument, input line or connection string, a missing table)
+are reported in one line on stderr with exit status 1; Ctrl-C exits with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib import import_module
+from importlib.metadata import version
+
+from .errors import UserError
+from .output import FORMATS
+
+EXIT_INTERRUPTED = 130
+
+
+def options(*adders) -> argparse.ArgumentParser:
+    """A parent parser holding a group of options shared by several commands."""
+    parser = argparse.ArgumentParser(add_help=False)
+    for add in adders:
+        add(parser)
+    return parser
+
+
+def hash_io(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-i", "--input", default="-", help="hashes, one decimal per line ('-': stdin, the default)")
+    p.add_argument("-o", "--output", default="-", help="where to write ('-': stdout, the default)")
+
+
+def near(p: argparse.ArgumentParser, blocks_default: int | None = 6) -> None:
+    p.add_argument("-d", "--distance", type=int, default=3, help="most bits two near-duplicates differ in (default 3)")
+    help_blocks = "blocks of the fingerprint's bits, more than --distance (default: %s)"
+    p.add_argument("-b", "--blocks", type=int, default=blocks_default,
+                   help=help_blocks % (blocks_default or "the server chooses"))
+
+
+def documents_in(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="a directory, a file, or JSON Lines (*.jsonl, *.ndjson, '-' for stdin)")
+    p.add_argument("--id-field", default="id", help="JSON Lines: the field naming a document (default id)")
+    p.add_argument("--text-field", default="text", help="JSON Lines: the field holding its text (default text)")
+    p.add_argument("--shingle-size", type=int, default=3, help="tokens per feature, as simhash(text, n) (default 3)")
+
+
+def records_out(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", default="-", help="where to write ('-': stdout, the default)")
+    p.add_argument("--format", choices=FORMATS, default="csv", help="CSV with a header, or JSON Lines (default csv)")
+
+
+def database(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dsn", help="libpq connection string or URI (default: the PG* environment variables)")
+    p.add_argument("--table", default="documents", help="table name, optionally schema-qualified (default documents)")
+
+
+def table_rows(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--id-column", default="id", help="bigint key column (default id)")
+    p.add_argument("--fingerprint-column", default="fingerprint", help="simhash64 column (default fingerprint)")
+    p.add_argument("--label", metavar="COLUMN", help="also print this column of each row (e.g. name)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pysimhash-sql",
+        description="Near-duplicate detection with 64-bit simhash fingerprints, locally or in PostgreSQL.",
+        epilog="Exit status: 0 done, 1 a mistake in the input, arguments or database (one line on stderr), "
+        "2 bad usage, 130 interrupted. 'pysimhash-sql COMMAND --help' describes a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('pysimhash-sql')}")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    def command(name: str, run: str, help: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        """A subcommand; run is "module:function" in this package, imported only when
+        the command runs (numpy and psycopg take a while to import)."""
+        sub = commands.add_parser(name, help=help, description=help, parents=list(parents))
+        sub.set_defaults(run=run)
+        return sub
+
+    command("find-all", "hashes:find_all_command",
+            "read hashes, write each pair within --distance bits as a JSON array [a, b], a < b",
+            options(hash_io, near))
+    command("find-clusters", "hashes:find_clusters_command",
+            "read hashes, write each cluster of hashes linked by pairs within --distance bits as a JSON array",
+            options(hash_io, near))
+    command("fingerprint", "fingerprint:fingerprint_command",
+            "fingerprint documents as SQL's simhash(text) does: id, fingerprint (unsigned decimal)",
+            options(documents_in, records_out))
+    ingest = command("ingest", "database:ingest_command",
+                     "load documents into a table (id, name, body, fingerprint), created if missing; "
+                     "documents whose name is already there are skipped",
+                     options(documents_in, database))
+    ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",
+                        help="compute fingerprints in the server (simhash(text)) or here (default server)")
+    ingest.add_argument("--batch-size", type=int, default=1000, help="documents per COPY and commit (default 1000)")
+    command("dupes", "database:dupes_command", "near-duplicate pairs of a table's rows: id1, id2, distance (simhash_find_all)",
+            options(database, table_rows, lambda p: near(p, None), records_out))
+    clusters = command("clusters", "database:clusters_command",
+                       "clusters of a table's rows: cluster_id (its smallest id), id (simhash_clusters)",
+                       options(database, table_rows, lambda p: near(p, None), records_out))
+    clusters.add_argument("--singletons", action="store_true", help="also list rows with no near-duplicate")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    module, function = args.run.split(":")
+    try:
+        getattr(import_module(f".{module}", __name__), function)(args)
+    except UserError as e:
+        print(f"pysimhash-sql: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("pysimhash-sql: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): nothing is wrong, and nothing more can be written.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

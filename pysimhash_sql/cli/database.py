@@ -1,0 +1,188 @@
+"""The database commands: ingest, dupes and clusters.
+
+The connection string comes from --dsn, or else from the usual PG* environment
+variables (libpq reads them).  Errors the server reports (a missing table or
+column, a wrong type) become one-line messages.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import islice
+
+from .. import hashing
+from .documents import Document, read_documents
+from .errors import UserError
+from .output import open_output, progress, write_records
+
+try:
+    import psycopg
+    from psycopg import sql
+except ImportError:  # the database commands say so; the others work without it
+    psycopg = None
+
+
+@contextmanager
+def database_errors() -> Iterator[None]:
+    """Server errors as UserError: the server's message, detail and hint."""
+    try:
+        yield
+    except psycopg.Error as e:
+        diag = e.diag
+        parts = [diag.message_primary or str(e).strip().splitlines()[0]]
+        parts += [text for text in (diag.message_detail, diag.message_hint) if text]
+        raise UserError("; ".join(parts)) from None
+
+
+@contextmanager
+def connect(dsn: str | None) -> Iterator[psycopg.Connection]:
+    if psycopg is None:
+        raise UserError("the database commands need psycopg: pip install 'pysimhash-sql[psycopg]'")
+    try:
+        conn = psycopg.connect(dsn or "", autocommit=True)
+    except psycopg.Error as e:
+        raise UserError(f"cannot connect to the database: {' '.join(str(e).split())}") from None
+    with conn, database_errors():
+        yield conn
+
+
+def table_identifier(name: str) -> sql.Identifier:
+    """A table name as given, optionally schema-qualified, quoted as it is spelled."""
+    return sql.Identifier(*name.split("."))
+
+
+def require_table(conn: psycopg.Connection, table: str) -> None:
+    found = conn.execute("SELECT to_regclass(%s)", (table_identifier(table).as_string(conn),)).fetchone()[0]
+    if found is None:
+        raise UserError(f"table {table} does not exist")
+
+
+def require_function(conn: psycopg.Connection, signature: str) -> None:
+    if conn.execute("SELECT to_regprocedure(%s)", (signature,)).fetchone()[0] is None:
+        raise UserError(
+            f"this database has no {signature}: it comes with the simhash extension 1.0 "
+            "(CREATE EXTENSION simhash, or ALTER EXTENSION simhash UPDATE)"
+        )
+
+
+# -- ingest ---------------------------------------------------------------------------
+
+CREATE_TABLE = """
+CREATE EXTENSION IF NOT EXISTS simhash;
+CREATE TABLE IF NOT EXISTS {table} (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    body text NOT NULL,
+    fingerprint simhash64 NOT NULL
+)
+"""
+# Each batch is copied into a staging table and moved in one transaction, so
+# an interruption loses at most the batch in flight, and documents whose name
+# is already in the table are skipped: running the same ingest again resumes.
+STAGING = "CREATE TEMP TABLE simhash_ingest (name text, body text, fingerprint simhash64) ON COMMIT DELETE ROWS"
+MOVE_BATCH = """
+INSERT INTO {table} (name, body, fingerprint)
+SELECT s.name, s.body, {fingerprint} FROM simhash_ingest s
+WHERE NOT EXISTS (SELECT FROM {table} d WHERE d.name = s.name)
+"""
+
+
+def batches(documents: Iterator[Document], size: int) -> Iterator[list[Document]]:
+    while batch := list(islice(documents, size)):
+        yield batch
+
+
+def copy_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Composable, args) -> int:
+    """Stages a batch with COPY and moves its new documents into the table, in
+    one transaction; returns how many were new."""
+    local = args.fingerprints == "local"
+    with conn.transaction():
+        with conn.cursor().copy("COPY simhash_ingest FROM STDIN") as copy:
+            for doc in batch:
+                copy.write_row((doc.name, doc.text, hashing.simhash(doc.text, args.shingle_size) if local else None))
+        return conn.execute(move).rowcount
+
+
+def ingest_command(args) -> None:
+    if args.batch_size < 1 or args.shingle_size < 1:
+        raise UserError("--batch-size and --shingle-size must be at least 1")
+    documents, total = read_documents(args.sources, args.id_field, args.text_field)
+    table = table_identifier(args.table)
+    server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size)
+    fingerprint = sql.SQL("s.fingerprint") if args.fingerprints == "local" else server_side
+    move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=fingerprint)
+    read = added = 0
+    with connect(args.dsn) as conn:
+        conn.execute(sql.SQL(CREATE_TABLE).format(table=table))
+        conn.execute(STAGING)
+        try:
+            for batch in batches(iter(progress(documents, "doc", total)), args.batch_size):
+                added += copy_batch(conn, batch, move, args)
+                read += len(batch)
+        except KeyboardInterrupt:
+            print(f"pysimhash-sql: {added} new documents were committed to {args.table} before the interruption; "
+                  "run the same command again to load the rest", file=sys.stderr)
+            raise
+    if sys.stderr.isatty():
+        print(f"{read} documents read, {added} new in {args.table}", file=sys.stderr)
+
+
+# -- dupes and clusters ---------------------------------------------------------------
+
+def rows_query(conn: psycopg.Connection, args) -> str:
+    """The (id, fingerprint) query simhash_find_all and simhash_clusters read."""
+    require_table(conn, args.table)
+    return sql.SQL("SELECT {id}::bigint, {fp}::simhash64 FROM {table}").format(
+        id=sql.Identifier(args.id_column), fp=sql.Identifier(args.fingerprint_column),
+        table=table_identifier(args.table),
+    ).as_string(conn)
+
+
+def labelled(query: str, args, id_columns: list[str]) -> tuple[sql.Composable, list[str]]:
+    """The query, joined to the table once per id column to add --label's value."""
+    if not args.label:
+        return sql.SQL(query), []
+    joins = sql.SQL(" ").join(
+        sql.SQL("JOIN {table} {alias} ON {alias}.{id} = r.{col}").format(
+            table=table_identifier(args.table), alias=sql.Identifier(f"t{i}"),
+            id=sql.Identifier(args.id_column), col=sql.Identifier(col),
+        )
+        for i, col in enumerate(id_columns)
+    )
+    labels = sql.SQL(", ").join(
+        sql.SQL("{}.{}").format(sql.Identifier(f"t{i}"), sql.Identifier(args.label)) for i in range(len(id_columns))
+    )
+    names = [args.label] if len(id_columns) == 1 else [f"{args.label}{i + 1}" for i in range(len(id_columns))]
+    return sql.SQL("SELECT r.*, {labels} FROM ({query}) r {joins}").format(
+        labels=labels, query=sql.SQL(query), joins=joins), names
+
+
+def stream_rows(conn: psycopg.Connection, query: sql.Composable, params: tuple, fields: list[str], args) -> None:
+    """Runs the query with a server-side cursor and writes its rows as they come."""
+    with open_output(args.output) as out, conn.transaction():
+        cursor = conn.cursor(name="simhash_results")
+        cursor.execute(query, params)
+        write_records(out, fields, progress(cursor, "row"), args.format)
+
+
+def report(args, signature: str, call: str, id_columns: list[str], fields: list[str], *params) -> None:
+    """Runs simhash_find_all or simhash_clusters over the table and writes the
+    result ordered by fields, with --label's values for id_columns if asked."""
+    with connect(args.dsn) as conn:
+        rows = rows_query(conn, args)
+        require_function(conn, signature)
+        query, label_fields = labelled(f"SELECT {', '.join(fields)} FROM {call}", args, id_columns)
+        ordered = sql.SQL("{} ORDER BY {}").format(query, sql.SQL(", ").join(map(sql.Identifier, fields)))
+        stream_rows(conn, ordered, (rows, args.distance, args.blocks, *params), [*fields, *label_fields], args)
+
+
+def dupes_command(args) -> None:
+    report(args, "simhash_find_all(text,integer,integer)", "simhash_find_all(%s, %s, %s)",
+           ["id1", "id2"], ["id1", "id2", "distance"])
+
+
+def clusters_command(args) -> None:
+    report(args, "simhash_clusters(text,integer,integer,boolean)", "simhash_clusters(%s, %s, %s, %s)",
+           ["id"], ["cluster_id", "id"], args.singletons)

@@ -1,0 +1,65 @@
+"""Where results go: files or stdout, CSV or JSON Lines, and the progress bar."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import IO, TypeVar
+
+from tqdm import tqdm
+
+from .errors import UserError
+
+T = TypeVar("T")
+FORMATS = ("csv", "jsonl")
+
+
+@contextmanager
+def open_input(path: str) -> Iterator[IO[str]]:
+    """A text stream for reading: '-' is stdin.  Bytes that are not UTF-8 are
+    read as U+FFFD, so the line they are on is reported as malformed."""
+    if path == "-":
+        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        return
+    try:
+        stream = open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror}") from None
+    with stream:
+        yield stream
+
+
+@contextmanager
+def open_output(path: str) -> Iterator[IO[str]]:
+    """A text stream for writing: '-' is stdout."""
+    if path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    try:
+        stream = open(path, "w", encoding="utf-8", newline="")
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror}") from None
+    with stream:
+        yield stream
+
+
+def write_records(stream: IO[str], fields: list[str], rows: Iterable[tuple], fmt: str) -> None:
+    """Rows as CSV with a header line, or as one JSON object per line."""
+    if fmt == "csv":
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(fields)
+        writer.writerows(rows)
+    else:
+        for row in rows:
+            stream.write(json.dumps(dict(zip(fields, row))) + "\n")
+
+
+def progress(items: Iterable[T], unit: str, total: int | None = None) -> Iterable[T]:
+    """items, counted on a progress bar (count, rate) when stderr is a terminal;
+    unchanged, and silent, when it is not."""
+    return tqdm(items, unit=unit, total=total, disable=not sys.stderr.isatty(), file=sys.stderr)

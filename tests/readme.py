@@ -1,0 +1,30 @@
+"""The README's shell examples, for the tests that run them (doc examples must not rot)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent  # pysimhash-sql and pgxn
+
+
+def readme_blocks(heading: str) -> list[str]:
+    """The ```sh blocks of the README section "## heading", in order."""
+    text = (ROOT / "README.md").read_text()
+    section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert section, f"README.md has no section {heading!r}"
+    return re.findall(r"^```sh\n(.*?)^```", section.group(1), re.S | re.M)
+
+
+def run_example(script: str, cwd: Path, env: dict[str, str], path: list[Path]) -> str:
+    """Runs a README block in bash (stopping at the first failing command) with
+    the given directories first on PATH; returns its stdout."""
+    env = {**os.environ, **env, "PATH": os.pathsep.join([*map(str, path), VENV_BIN.as_posix(), os.environ["PATH"]])}
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"README example failed:\n{script}\n{result.stderr}"
+    return result.stdout

@@ -1,0 +1,294 @@
+"""The pysimhash-sql command line, run as users run it: the installed console
+script in a subprocess, against the real test server for the database commands."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import random
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from itertools import combinations
+from pathlib import Path
+
+import psycopg
+import pytest
+from readme import readme_blocks, run_example
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = str(Path(sys.executable).with_name("pysimhash-sql"))
+CORPUS = ROOT / "examples" / "corpus"
+
+
+def run(*args: str, input: str | None = None, env: dict | None = None, ok: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([CLI, *args], input=input, capture_output=True, text=True, env=env, timeout=120)
+    if ok:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    """One line on stderr that says what is wrong, exit status 1, no traceback."""
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("pysimhash-sql: "), result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+def brute_force_pairs(hashes: set[int], k: int) -> list[tuple[int, int]]:
+    return sorted((a, b) for a, b in combinations(sorted(hashes), 2) if (a ^ b).bit_count() <= k)
+
+
+def near_duplicate_hashes(seed: int, groups: int = 40, per_group: int = 6) -> set[int]:
+    """Random fingerprints, each with a few copies differing in 1-5 random bits."""
+    rng = random.Random(seed)
+    hashes = set()
+    for _ in range(groups):
+        base = rng.getrandbits(64)
+        hashes.add(base)
+        for _ in range(per_group):
+            hashes.add(base ^ sum(1 << bit for bit in rng.sample(range(64), rng.randint(1, 5))))
+    return hashes
+
+
+# -- find-all and find-clusters (simhash-cpp's binaries) ------------------------------------
+
+@pytest.mark.parametrize("distance, blocks", [(0, 1), (1, 4), (3, 6), (4, 8)])
+def test_find_all_is_brute_force_in_simhash_cpp_format(distance: int, blocks: int) -> None:
+    hashes = near_duplicate_hashes(seed=distance)
+    lines = "".join(f"{h}\n" for h in sorted(hashes, key=str)) + f"{min(hashes)}\n"  # a duplicate counts once
+    out = run("find-all", "--distance", str(distance), "--blocks", str(blocks), input=lines).stdout
+    expected = brute_force_pairs(hashes, distance)
+    assert out == "".join(f"[{a}, {b}]\n" for a, b in expected)
+    assert distance == 0 or expected  # the data has pairs to find
+
+
+def test_find_clusters_matches_simhash_cpp_test_vectors() -> None:
+    # simhash-cpp's FindClusters test: four clusters of four, and 0x33.. left alone.
+    hashes = [b << shift for shift in (0, 8, 16, 24) for b in (0xFF, 0xEF, 0xEE, 0xCE, 0x33)]
+    expected = sorted(sorted(b << shift for b in (0xFF, 0xEF, 0xEE, 0xCE)) for shift in (0, 8, 16, 24))
+    for blocks in range(4, 10):
+        out = run("find-clusters", "-d", "3", "-b", str(blocks), input="\n".join(map(str, hashes))).stdout
+        assert [json.loads(line) for line in out.splitlines()] == expected
+
+
+def test_find_clusters_are_the_connected_components_of_find_all(tmp_path: Path) -> None:
+    hashes = near_duplicate_hashes(seed=7, groups=60)
+    (tmp_path / "hashes.txt").write_text("\n".join(map(str, hashes)) + "\n")
+    run("find-clusters", "-d", "4", "-b", "7", "-i", str(tmp_path / "hashes.txt"), "-o", str(tmp_path / "out"))
+    clusters = [json.loads(line) for line in (tmp_path / "out").read_text().splitlines()]
+
+    pairs = brute_force_pairs(hashes, 4)
+    cluster_of = {h: i for i, cluster in enumerate(clusters) for h in cluster}
+    assert all(cluster_of[a] == cluster_of[b] for a, b in pairs)  # linked hashes share a cluster
+    linked = {h for pair in pairs for h in pair}
+    assert set(cluster_of) == linked  # and every clustered hash is linked: no singletons
+    for cluster in clusters:  # each cluster is connected by the pairs
+        members, reached = set(cluster), {cluster[0]}
+        while grown := {b for a, b in pairs + [(b, a) for a, b in pairs] if a in reached and b in members} - reached:
+            reached |= grown
+        assert reached == members
+    assert clusters == sorted(clusters) and all(cluster == sorted(cluster) for cluster in clusters)
+
+
+@pytest.mark.parametrize("command", ["find-all", "find-clusters"])
+def test_no_hashes_no_output(command: str) -> None:
+    assert run(command, input="").stdout == ""
+    assert run(command, input="42\n\n42\n").stdout == ""  # one distinct hash has no partner
+
+
+def test_malformed_hash_line_names_the_line() -> None:
+    assert_user_error(run("find-all", input="1\n2\n0x10\n", ok=False), "stdin, line 3", "'0x10'")
+    assert_user_error(run("find-clusters", input="18446744073709551616\n", ok=False), "line 1")
+    assert_user_error(run("find-all", "-i", "/nonexistent/hashes", ok=False), "cannot read /nonexistent/hashes")
+    assert_user_error(run("find-all", "-o", "/nonexistent/out", input="1\n", ok=False), "cannot write /nonexistent/out")
+    binary = subprocess.run([CLI, "find-all"], input=b"12\n\xff\xfe\n", capture_output=True)
+    assert binary.returncode == 1 and b"stdin, line 2" in binary.stderr and b"Traceback" not in binary.stderr
+
+
+def test_blocks_must_exceed_distance() -> None:
+    assert_user_error(run("find-all", "-d", "3", "-b", "3", input="1\n", ok=False), "--distance 3 --blocks 3")
+
+
+# -- fingerprint -------------------------------------------------------------------------
+
+def test_fingerprint_of_a_directory_equals_sql_simhash(shared_db: psycopg.Connection) -> None:
+    out = run("fingerprint", "--shingle-size", "2", str(CORPUS)).stdout.splitlines()
+    assert out[0] == "id,fingerprint"
+    files = sorted(p.name for p in CORPUS.iterdir())
+    assert [line.split(",")[0] for line in out[1:]] == files
+    for line in out[1:6]:
+        name, fingerprint = line.split(",")
+        body = (CORPUS / name).read_text(encoding="utf-8")
+        assert shared_db.execute("SELECT simhash(%s, 2)::text", (body,)).fetchone() == (fingerprint,)
+
+
+def test_fingerprint_jsonl_in_and_out(tmp_path: Path) -> None:
+    docs = [{"key": 10, "body": "the quick brown fox"}, {"key": "b", "body": "jumps over the lazy dog"}]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    out = run("fingerprint", "--format", "jsonl", "--id-field", "key", "--text-field", "body",
+              str(tmp_path / "docs.jsonl")).stdout
+    from pysimhash_sql import hashing
+
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"id": str(d["key"]), "fingerprint": hashing.simhash(d["body"])} for d in docs
+    ]
+
+
+def test_fingerprint_input_mistakes(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"id": 1, "text": "a"}\n{"id": 2, "text": "b"\n')
+    assert_user_error(run("fingerprint", str(tmp_path / "bad.jsonl"), ok=False), "bad.jsonl, line 2", "not JSON")
+    assert_user_error(run("fingerprint", str(tmp_path / "missing"), ok=False), "missing: no such file or directory")
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    assert_user_error(run("fingerprint", str(tmp_path / "latin1.txt"), ok=False), "not UTF-8 text")
+    (tmp_path / "latin1.jsonl").write_bytes('{"id": 1, "text": "caf\xe9"}\n'.encode("latin-1"))
+    assert_user_error(run("fingerprint", str(tmp_path / "latin1.jsonl"), ok=False), "latin1.jsonl: not UTF-8 text")
+
+
+# -- the database commands -----------------------------------------------------------------
+
+def documents(conn: psycopg.Connection, table: str = "documents") -> list[tuple]:
+    return conn.execute(f"SELECT name, body, fingerprint::text FROM {table} ORDER BY name").fetchall()
+
+
+def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycopg.Connection) -> None:
+    dsn = db.info.dsn
+    run("ingest", "--dsn", dsn, "--batch-size", "7", str(CORPUS))
+    run("ingest", "--dsn", dsn, "--table", "local_docs", "--fingerprints", "local", str(CORPUS))
+    server = documents(db)
+    assert len(server) == len(list(CORPUS.iterdir()))
+    assert server == documents(db, "local_docs")
+    mismatched = db.execute("SELECT count(*) FROM documents WHERE fingerprint <> simhash(body)").fetchone()
+    assert mismatched == (0,)
+
+    run("ingest", "--dsn", dsn, str(CORPUS))  # again: every name is there already
+    assert documents(db) == server
+
+
+def test_ingest_jsonl_from_stdin_with_pg_environment_variables(db: psycopg.Connection) -> None:
+    info = db.info
+    env = {**os.environ, "PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
+    lines = "".join(json.dumps({"id": f"doc{i}", "text": f"document number {i} " * 5}) + "\n" for i in range(50))
+    run("ingest", "--table", "public.docs", "--fingerprints", "local", "-", input=lines, env=env)
+    assert db.execute("SELECT count(*), count(DISTINCT fingerprint) FROM docs").fetchone() == (50, 50)
+
+
+def test_database_mistakes_are_one_line(db: psycopg.Connection, tmp_path: Path) -> None:
+    assert_user_error(run("ingest", "--dsn", "host=/nonexistent-dir port=1", str(CORPUS), ok=False),
+                      "cannot connect to the database")
+    assert_user_error(run("ingest", "--dsn", "not a dsn", str(CORPUS), ok=False), "cannot connect to the database")
+    dsn = db.info.dsn
+    for command in ("dupes", "clusters"):
+        assert_user_error(run(command, "--dsn", dsn, "--table", "nope", ok=False), "table nope does not exist")
+    db.execute("CREATE TABLE notext (name text, body int, fingerprint simhash64)")
+    (tmp_path / "a.txt").write_text("some text")
+    assert_user_error(run("ingest", "--dsn", dsn, "--table", "notext", str(tmp_path), ok=False), "body")
+
+
+def require_find_all(conn: psycopg.Connection) -> None:
+    if conn.execute("SELECT to_regprocedure('simhash_find_all(text,integer,integer)')").fetchone()[0] is None:
+        pytest.skip("this build of the extension has no simhash_find_all yet")
+
+
+@pytest.fixture
+def near_duplicate_table(db: psycopg.Connection) -> list[tuple[int, int]]:
+    """documents(id, name, fingerprint) with near-duplicates; the brute-force pairs within 3 bits."""
+    require_find_all(db)
+    hashes = sorted(near_duplicate_hashes(seed=3))
+    db.execute("CREATE TABLE documents (id bigint PRIMARY KEY, name text, fingerprint simhash64)")
+    with db.cursor().copy("COPY documents FROM STDIN") as copy:
+        for i, h in enumerate(hashes, 1):
+            copy.write_row((i * 10, f"doc{i * 10}", str(h)))
+    id_of = {h: i * 10 for i, h in enumerate(hashes, 1)}
+    return sorted((id_of[a], id_of[b]) for a, b in brute_force_pairs(set(hashes), 3))
+
+
+def test_dupes_are_the_brute_force_pairs(db: psycopg.Connection, near_duplicate_table) -> None:
+    out = run("dupes", "--dsn", db.info.dsn, "--format", "jsonl", "--label", "name").stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["id1"], r["id2"]) for r in rows] == near_duplicate_table
+    assert all(r["name1"] == f"doc{r['id1']}" and r["name2"] == f"doc{r['id2']}" for r in rows)
+    csv = run("dupes", "--dsn", db.info.dsn, "--distance", "3", "--blocks", "6").stdout.splitlines()
+    assert csv[0] == "id1,id2,distance" and len(csv) == len(rows) + 1
+
+
+def test_clusters_group_the_linked_rows(db: psycopg.Connection, near_duplicate_table) -> None:
+    out = run("clusters", "--dsn", db.info.dsn).stdout.splitlines()
+    assert out[0] == "cluster_id,id"
+    cluster_of = {int(i): int(c) for c, i in (line.split(",") for line in out[1:])}
+    assert set(cluster_of) == {i for pair in near_duplicate_table for i in pair}
+    assert all(cluster_of[a] == cluster_of[b] for a, b in near_duplicate_table)
+    everyone = run("clusters", "--dsn", db.info.dsn, "--singletons").stdout.splitlines()
+    assert len(everyone) - 1 == db.execute("SELECT count(*) FROM documents").fetchone()[0]
+
+
+def committed(conn: psycopg.Connection) -> int:
+    try:
+        return conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    except psycopg.errors.UndefinedTable:
+        return 0
+
+
+def test_ctrl_c_during_ingest_keeps_committed_batches_and_rerun_resumes(db: psycopg.Connection) -> None:
+    lines = [json.dumps({"id": f"d{i:04}", "text": f"text of document {i}"}) + "\n" for i in range(1000)]
+    ingest = subprocess.Popen([CLI, "ingest", "--dsn", db.info.dsn, "--batch-size", "100", "-"],
+                              stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ingest.stdin.write("".join(lines[:250]))  # two batches commit; the third waits for input
+    ingest.stdin.flush()
+    deadline = time.monotonic() + 30
+    while committed(db) < 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    ingest.send_signal(signal.SIGINT)
+    _, stderr = ingest.communicate(timeout=30)
+
+    assert ingest.returncode == 130
+    assert "Traceback" not in stderr and "200 new documents were committed" in stderr
+    assert db.execute("SELECT count(*) FROM documents").fetchone() == (200,)
+    run("ingest", "--dsn", db.info.dsn, "-", input="".join(lines))
+    assert db.execute("SELECT count(*), count(DISTINCT name) FROM documents").fetchone() == (1000, 1000)
+
+
+def test_readme_command_line_example(db: psycopg.Connection, tmp_path: Path) -> None:
+    require_find_all(db)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")  # the example runs from a checkout
+    info = db.info
+    env = {"PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
+    out = run_example(readme_blocks("Command line")[0], cwd=tmp_path, env=env, path=[]).splitlines()
+
+    arrays = [json.loads(line) for line in out if line.startswith("[")]
+    assert arrays and all(len(a) >= 2 for a in arrays)
+    header = out.index("id1,id2,distance,name1,name2")
+    clusters = [json.loads(line) for line in out if line.startswith("{")]
+    assert header + 1 < len(out) and clusters and {"cluster_id", "id", "name"} == clusters[0].keys()
+    assert db.execute("SELECT count(*) FROM documents").fetchone() == (len(list(CORPUS.iterdir())),)
+
+
+# -- the terminal ------------------------------------------------------------------------------
+
+def test_progress_bar_on_a_terminal_only() -> None:
+    assert run("fingerprint", str(CORPUS)).stderr == ""  # piped: quiet
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 rows, 100 columns
+    with subprocess.Popen([CLI, "fingerprint", str(CORPUS)], stdout=subprocess.DEVNULL, stderr=terminal) as proc:
+        os.close(terminal)
+        shown = b""
+        while chunk := _read_pty(controller):
+            shown += chunk
+    os.close(controller)
+    assert proc.returncode == 0
+    count = len(list(CORPUS.iterdir()))
+    assert f"{count}/{count}".encode() in shown and b"doc/s" in shown
+
+
+def _read_pty(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the other end closed
+        return b""
