@@ -21,6 +21,7 @@ import numpy as np
 import xxhash
 
 from ._find_all import near_pairs
+from .fingerprint import check_fingerprint
 
 __all__ = [
     "MASK64",
@@ -74,13 +75,6 @@ def _hash_int(value) -> int:
     if not -(1 << 63) <= value <= MASK64:
         raise ValueError(f"{value} is not a 64-bit hash")
     return value & MASK64
-
-
-def _unsigned(value) -> int:
-    value = operator.index(value)
-    if not 0 <= value <= MASK64:
-        raise ValueError(f"{value} is not in 0 .. 2**64-1")
-    return value
 
 
 def _shingle_size(shingle_size: int) -> int:
@@ -230,7 +224,7 @@ def simhash_weighted(features: Mapping | Iterable[tuple]) -> int:
 
 def hamming_distance(a: int, b: int) -> int:
     """The number of bits in which two unsigned 64-bit values differ (spec §4)."""
-    return (_unsigned(a) ^ _unsigned(b)).bit_count()
+    return (check_fingerprint(a) ^ check_fingerprint(b)).bit_count()
 
 
 # -- simhash-py (seomoz/simhash-py) equivalents -------------------------------------
