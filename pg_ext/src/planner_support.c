@@ -47,7 +47,8 @@ ball_fraction(int radius)
 		count += binomial;
 		binomial = binomial * (SIMHASH64_BITS - i) / (i + 1);
 	}
-	return count / ldexp(1.0, SIMHASH64_BITS);
+	/* Rounding may push the sum over 2^64 at radius 64. */
+	return Min(count / ldexp(1.0, SIMHASH64_BITS), 1.0);
 }
 
 static Selectivity
