@@ -8,7 +8,9 @@ PostgreSQL that ``pg_config --bindir`` names (after ``make install``).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 from pathlib import Path
 
 import psycopg
@@ -16,6 +18,15 @@ import pytest
 from pytest_postgresql import factories
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give each checkout its own temporary root: sessions running at once in
+    several checkouts would otherwise share /tmp/pytest-of-USER, and each
+    prunes the others' directories (servers then die mid-test)."""
+    if config.option.basetemp is None:
+        checkout = hashlib.md5(str(ROOT).encode()).hexdigest()[:12]
+        config.option.basetemp = Path(tempfile.gettempdir()) / f"pysimhash-sql-pytest-{checkout}"
 
 
 def _create_extension(
