@@ -15,6 +15,7 @@
  *
  * GIN provides WAL, crash safety, concurrency and VACUUM.
  */
+#include "gin_ops.h"
 #include "hamming_ball.h"
 #include "permute.h"
 
@@ -131,6 +132,14 @@ index_key_layout(FunctionCallInfo fcinfo)
 		MemoryContextSwitchTo(old);
 	}
 	return flinfo->fn_extra;
+}
+
+int
+simhash_gin_max_distance(const bytea *options)
+{
+	if (options == NULL)
+		return SIMHASH_GIN_DEFAULT_MAX_DISTANCE;
+	return ((const SimhashGinOptions *) options)->max_distance;
 }
 
 /* Rejects option combinations that cannot make an index, at CREATE INDEX. */

@@ -5,13 +5,16 @@
  *  - hamming_within_support, the support function of hamming_within(a, b, k):
  *    turns hamming_within(indexed_fp, q, k) into the indexable clause
  *    indexed_fp <@ ROW(q, k)::simhash64_ball (SupportRequestIndexCondition),
- *    and estimates its selectivity (SupportRequestSelectivity);
+ *    unless k is known to exceed the index's max_distance (the index would
+ *    have to be scanned whole, a sequential scan is cheaper), and estimates
+ *    its selectivity (SupportRequestSelectivity);
  *  - the restriction and join estimators of the <@ operator.
  *
  * The estimate is the fraction of uniformly random fingerprints within k bits
  * of a point, sum(C(64, i), i <= k) / 2^64: tiny for small k, so the planner
  * prefers the index for near-duplicate queries, and 1 at k = 64.
  */
+#include "gin_ops.h"
 #include "hamming_ball.h"
 
 #include <math.h>
@@ -111,6 +114,17 @@ is_constant_for_index(PlannerInfo *root, Node *expr, IndexOptInfo *index)
 #endif
 }
 
+/* True when the radius is known at plan time to exceed the index's max_distance. */
+static bool
+beyond_max_distance(PlannerInfo *root, Node *radius, IndexOptInfo *index, int indexcol)
+{
+	Node	   *value = estimate_expression_value(root, radius);
+	const bytea *options = index->opclassoptions ? index->opclassoptions[indexcol] : NULL;
+
+	return IsA(value, Const) && !((Const *) value)->constisnull &&
+		DatumGetInt32(((Const *) value)->constvalue) > simhash_gin_max_distance(options);
+}
+
 /*
  * hamming_within(a, b, k) with a (or b) on an index of simhash64_ops becomes
  * a <@ ROW(b, k)::simhash64_ball.  That clause is exactly equivalent, so it
@@ -144,6 +158,8 @@ index_condition(SupportRequestIndexCondition *req)
 								   SIMHASH_BALL_STRATEGY);
 	if (!OidIsValid(operator))
 		return NIL;				/* not our operator family */
+	if (beyond_max_distance(req->root, radius, req->index, req->indexcol))
+		return NIL;
 
 	ball = makeNode(RowExpr);
 	ball->args = list_make2(center, radius);
