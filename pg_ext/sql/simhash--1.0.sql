@@ -294,19 +294,20 @@ CREATE OPERATOR CLASS simhash64_ops
         FUNCTION 7 simhash64_gin_options(internal),
         STORAGE bigint;
 
--- The n rows of a table nearest to q, exactly, through the index: rows within
--- radius 0, 1, ... max_radius (index lookups) until at least n are found,
--- else an ORDER BY scan of the whole table.  Call it with a NULL of the
--- table's row type:  SELECT * FROM hamming_nearest(NULL::docs, 'fp', q, 10);
+-- The n rows of a table nearest to q, exactly: the nearest rows within
+-- max_radius bits (an index lookup when an index answers that radius), then,
+-- only if there are fewer than n of those, the nearest of the others (a scan
+-- of the whole table).  Call it with a NULL of the table's row type:
+--   SELECT * FROM hamming_nearest(NULL::docs, 'fp', q, 10);
 -- Rows come nearest first; rows tied at the last distance are picked arbitrarily.
 CREATE FUNCTION hamming_nearest(rows_of anyelement, column_name name, q simhash64,
                                 n integer, max_radius integer DEFAULT 3)
 RETURNS SETOF anyelement
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    tbl text := pg_typeof(rows_of)::text;
-    within text := format('SELECT t.* FROM %s t WHERE hamming_within(t.%I, $1, $2)',
-                          tbl, column_name);
+    rows_from text := format('SELECT t.* FROM %s t WHERE', pg_typeof(rows_of));
+    within text := format('hamming_within(t.%I, $1, $2)', column_name);
+    nearest_first text := format('ORDER BY t.%I <~> $1 LIMIT $3', column_name);
     found bigint;
 BEGIN
     IF n IS NULL OR n < 0 THEN
@@ -317,18 +318,13 @@ BEGIN
         RAISE EXCEPTION 'max_radius must be between 0 and 64, got %', max_radius
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    FOR radius IN 0..max_radius LOOP
-        EXECUTE format('SELECT count(*) FROM (%s LIMIT $3) s', within)
-            INTO found USING q, radius, n;
-        IF found >= n THEN
-            RETURN QUERY EXECUTE format('%s ORDER BY t.%I <~> $1 LIMIT $3', within, column_name)
-                USING q, radius, n;
-            RETURN;
-        END IF;
-    END LOOP;
-    RETURN QUERY EXECUTE format('SELECT t.* FROM %s t ORDER BY t.%I <~> $1 LIMIT $2',
-                                tbl, column_name)
-        USING q, n;
+    RETURN QUERY EXECUTE concat_ws(' ', rows_from, within, nearest_first)
+        USING q, max_radius, n;
+    GET DIAGNOSTICS found = ROW_COUNT;
+    IF found < n THEN
+        RETURN QUERY EXECUTE concat_ws(' ', rows_from, 'NOT', within, nearest_first)
+            USING q, max_radius, n - found;
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION hamming_nearest(anyelement, name, simhash64, integer, integer) IS

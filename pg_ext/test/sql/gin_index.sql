@@ -64,6 +64,10 @@ SELECT count(*) FROM hamming_nearest(NULL::docs, 'fp', '0', 0);
 SELECT * FROM hamming_nearest(NULL::docs, 'fp', '0', -1);
 SELECT * FROM hamming_nearest(NULL::docs, 'fp', '0', 1, 65);
 SELECT * FROM hamming_nearest(NULL::docs, 'no_such_column', '0', 1);
+CREATE TABLE "odd %s Name" ("Odd fp" simhash64);
+INSERT INTO "odd %s Name" VALUES ('1'), ('3'), (NULL), ('0xffff');
+SELECT * FROM hamming_nearest(NULL::"odd %s Name", 'Odd fp', '0', 3);
+DROP TABLE "odd %s Name";
 
 -- the planner picks the index by itself for a near-duplicate query
 CREATE TABLE big AS
