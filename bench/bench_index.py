@@ -132,8 +132,8 @@ def main_table(conn: psycopg.Connection, rng: np.random.Generator) -> None:
         candidates, matches = heap_visits(conn, k, centres[:50])
         print(f"{k:>3} {p(index, 50):>8.3f}ms {p(index, 99):>6.3f}ms {p(scan, 50):>12.1f}ms {p(scan, 99):>6.1f}ms"
               f" {p(scan, 50) / p(index, 50):>11.0f}x {candidates:>12.1f} {matches:>10.2f}")
-    print("(latencies in ms at the client; k = 5 is beyond max_distance: the planner does not offer the"
-          " index, so it is a sequential scan too)")
+    print("(latencies at the client.  k = 5 is beyond max_distance: the planner does not offer the"
+          " index, so 'index' is the sequential scan with hamming_within there)")
 
     in_clusters = centres[: len(centres) // 2]
     print(f"\n{'nearest':>10} {'hamming_nearest p50':>20} {'p99':>8} {'ORDER BY p50':>13} {'p99':>8} {'speedup p50':>12}")

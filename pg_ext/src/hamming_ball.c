@@ -4,16 +4,46 @@
  */
 #include "hamming_ball.h"
 
-#include "executor/executor.h"
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "utils/typcache.h"
+
+/*
+ * The type is the extension's, but its owner could ALTER it: refuse a layout
+ * other than (8-byte by-value centre, integer radius) rather than misread it.
+ */
+static void
+check_ball_layout(TupleDesc desc)
+{
+	if (desc->natts != 2 ||
+		TupleDescAttr(desc, 0)->attisdropped || TupleDescAttr(desc, 1)->attisdropped ||
+		TupleDescAttr(desc, 0)->attlen != sizeof(simhash64) || !TupleDescAttr(desc, 0)->attbyval ||
+		TupleDescAttr(desc, 1)->atttypid != INT4OID)
+		ereport(ERROR,
+				errcode(ERRCODE_DATATYPE_MISMATCH),
+				errmsg("simhash64_ball must be (center simhash64, radius integer)"));
+}
 
 bool
 simhash_ball_read(Datum ball, SimhashBall *out)
 {
-	HeapTupleHeader tuple = DatumGetHeapTupleHeader(ball);
+	HeapTupleHeader header = DatumGetHeapTupleHeader(ball);
+	TupleDesc	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(header),
+											  HeapTupleHeaderGetTypMod(header));
+	HeapTupleData tuple;
 	bool		center_null;
 	bool		radius_null;
-	Datum		center = GetAttributeByNum(tuple, SIMHASH_BALL_CENTER_ATTNUM, &center_null);
-	Datum		radius = GetAttributeByNum(tuple, SIMHASH_BALL_RADIUS_ATTNUM, &radius_null);
+	Datum		center;
+	Datum		radius;
+
+	check_ball_layout(desc);
+	tuple.t_len = HeapTupleHeaderGetDatumLength(header);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = header;
+	center = heap_getattr(&tuple, SIMHASH_BALL_CENTER_ATTNUM, desc, &center_null);
+	radius = heap_getattr(&tuple, SIMHASH_BALL_RADIUS_ATTNUM, desc, &radius_null);
+	ReleaseTupleDesc(desc);
 
 	if (center_null || radius_null)
 		return false;

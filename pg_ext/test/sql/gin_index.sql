@@ -55,6 +55,11 @@ SET enable_seqscan = off;
 SELECT count(*) FROM docs WHERE fp <@ hamming_ball('0', 65);
 SELECT count(*) FROM docs WHERE hamming_within(fp, '0', -1);
 RESET enable_seqscan;
+-- a ball type altered by its owner is refused, not misread
+BEGIN;
+ALTER TYPE simhash64_ball ALTER ATTRIBUTE radius TYPE bigint;
+SELECT '0'::simhash64 <@ hamming_ball('7', 3);
+ROLLBACK;
 
 -- the n nearest rows, exactly
 SELECT id, fp <~> (SELECT fp FROM docs WHERE id = 1) AS distance
