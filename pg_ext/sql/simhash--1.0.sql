@@ -271,3 +271,102 @@ CREATE FUNCTION simhash_clusters(hashes simhash64[], max_distance integer DEFAUL
     LANGUAGE C IMMUTABLE PARALLEL SAFE ROWS 1000;
 COMMENT ON FUNCTION simhash_clusters(simhash64[], integer, integer, boolean) IS
     'connected components of distinct fingerprints within max_distance bits; cluster_id is the smallest hash';
+
+---------------------------------------------------------------------------
+-- Index: GIN operator class simhash64_ops (permutation tables, Manku et al.)
+--   CREATE INDEX ON docs USING gin (fp simhash64_ops (blocks = 4, max_distance = 3));
+--   ... WHERE hamming_within(fp, q, k)        -- index-aware via its support function
+--   ... WHERE fp <@ hamming_ball(q, k)        -- the operator form
+-- Exact for every k: up to max_distance by key lookup, beyond by a full index scan.
+---------------------------------------------------------------------------
+
+CREATE TYPE simhash64_ball AS (center simhash64, radius integer);
+COMMENT ON TYPE simhash64_ball IS
+    'every fingerprint within radius bits of center: the query value of simhash64_ops';
+
+-- Plain SQL, not STRICT, so the planner inlines it into ROW(center, radius).
+CREATE FUNCTION hamming_ball(center simhash64, radius integer) RETURNS simhash64_ball
+    AS 'SELECT ROW(center, radius)::simhash64_ball'
+    LANGUAGE SQL IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION simhash64_in_ball(simhash64, simhash64_ball) RETURNS boolean
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION simhash64_ball_restrict(internal, oid, internal, integer) RETURNS float8
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION simhash64_ball_joinsel(internal, oid, internal, smallint, internal) RETURNS float8
+    AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR <@ (
+    LEFTARG = simhash64, RIGHTARG = simhash64_ball, PROCEDURE = simhash64_in_ball,
+    RESTRICT = simhash64_ball_restrict, JOIN = simhash64_ball_joinsel
+);
+COMMENT ON OPERATOR <@ (simhash64, simhash64_ball) IS
+    'fingerprint lies within the ball: hamming_within(fp, center, radius)';
+
+CREATE FUNCTION hamming_within_support(internal) RETURNS internal
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+ALTER FUNCTION hamming_within(simhash64, simhash64, integer) SUPPORT hamming_within_support;
+
+CREATE FUNCTION simhash64_gin_extract_value(simhash64, internal, internal) RETURNS internal
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION simhash64_gin_extract_query(simhash64_ball, internal, smallint, internal,
+                                            internal, internal, internal) RETURNS internal
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION simhash64_gin_consistent(internal, smallint, simhash64_ball, integer,
+                                         internal, internal, internal, internal) RETURNS boolean
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION simhash64_gin_triconsistent(internal, smallint, simhash64_ball, integer,
+                                            internal, internal, internal) RETURNS "char"
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION simhash64_gin_options(internal) RETURNS void
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE OPERATOR CLASS simhash64_ops
+    DEFAULT FOR TYPE simhash64 USING gin AS
+        OPERATOR 1 <@ (simhash64, simhash64_ball),
+        FUNCTION 1 btint8cmp(bigint, bigint),
+        FUNCTION 2 simhash64_gin_extract_value(simhash64, internal, internal),
+        FUNCTION 3 simhash64_gin_extract_query(simhash64_ball, internal, smallint, internal,
+                                               internal, internal, internal),
+        FUNCTION 4 simhash64_gin_consistent(internal, smallint, simhash64_ball, integer,
+                                            internal, internal, internal, internal),
+        FUNCTION 6 simhash64_gin_triconsistent(internal, smallint, simhash64_ball, integer,
+                                               internal, internal, internal),
+        FUNCTION 7 simhash64_gin_options(internal),
+        STORAGE bigint;
+
+-- The n rows of a table nearest to q, exactly: the nearest rows within
+-- max_radius bits (an index lookup when an index answers that radius), then,
+-- only if there are fewer than n of those, the nearest of the others (a scan
+-- of the whole table).  Call it with a NULL of the table's row type:
+--   SELECT * FROM hamming_nearest(NULL::docs, 'fp', q, 10);
+-- Rows come nearest first; rows tied at the last distance are picked arbitrarily.
+CREATE FUNCTION hamming_nearest(rows_of anyelement, column_name name, q simhash64,
+                                n integer, max_radius integer DEFAULT 3)
+RETURNS SETOF anyelement
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    rows_from text := format('SELECT t.* FROM %s t WHERE', pg_typeof(rows_of));
+    within text := format('hamming_within(t.%I, $1, $2)', column_name);
+    nearest_first text := format('ORDER BY t.%I <~> $1 LIMIT $3', column_name);
+    found bigint;
+BEGIN
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'number of neighbours must be a non-negative integer, got %', n
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_radius IS NULL OR max_radius < 0 OR max_radius > 64 THEN
+        RAISE EXCEPTION 'max_radius must be between 0 and 64, got %', max_radius
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY EXECUTE concat_ws(' ', rows_from, within, nearest_first)
+        USING q, max_radius, n;
+    GET DIAGNOSTICS found = ROW_COUNT;
+    IF found < n THEN
+        RETURN QUERY EXECUTE concat_ws(' ', rows_from, 'NOT', within, nearest_first)
+            USING q, max_radius, n - found;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION hamming_nearest(anyelement, name, simhash64, integer, integer) IS
+    'the n rows nearest to q (exact); index-assisted up to max_radius, a full scan beyond';

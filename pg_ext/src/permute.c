@@ -48,6 +48,24 @@ simhash_table_mask(const SimhashBlocks *blocks, uint32 table)
 	return mask;
 }
 
+uint64
+simhash_table_bits(const SimhashBlocks *blocks, uint32 table, uint64 fp)
+{
+	uint64		packed = 0;
+	int			width = 0;
+
+	for (int i = 0; i < blocks->nblocks; i++)
+	{
+		uint64		mask = blocks->mask[i];
+
+		if (!(table & ((uint32) 1 << i)))
+			continue;
+		packed |= ((fp & mask) >> pg_rightmost_one_pos64(mask)) << width;
+		width += pg_popcount64(mask);
+	}
+	return packed;
+}
+
 /* C(n, r), saturating at PG_INT64_MAX. */
 static int64
 binomial(int n, int r)

@@ -32,6 +32,13 @@ extern uint32 simhash_blocks_agreeing(const SimhashBlocks *blocks, uint64 a, uin
 extern uint64 simhash_table_mask(const SimhashBlocks *blocks, uint32 table);
 
 /*
+ * The bits of fp under a table's blocks, packed into the low bits in block
+ * order: two fingerprints get the same value iff they agree on those blocks.
+ * Its width is pg_popcount64(simhash_table_mask(blocks, table)).
+ */
+extern uint64 simhash_table_bits(const SimhashBlocks *blocks, uint32 table, uint64 fp);
+
+/*
  * The tables for distance k: every choice of nblocks - k blocks, as block
  * bitmaps in increasing numeric order.  Returns the count and a palloc'd
  * array.  ERROR unless 0 <= k < nblocks and there are at most

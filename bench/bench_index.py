@@ -1,0 +1,185 @@
+"""Benchmark of the GIN operator class simhash64_ops against the sequential scan.
+
+Needs a server with the extension available ($SIMHASH_DSN; `make bench` starts
+one).  Prints three tables:
+
+1. at SIMHASH_BENCH_ROWS rows (default 1M) under the default index: build
+   time, size, and query latency p50/p99 for k = 0..3 and one k beyond
+   max_distance, side by side with the `bit_count` sequential scan users run
+   today, plus how many candidate rows each query fetches from the heap;
+2. top-n nearest neighbours: hamming_nearest() against ORDER BY ... LIMIT n,
+   for n = 3 (found within max_distance around a cluster: index lookups)
+   and n = 10 (not all within max_distance: a full scan after the lookup);
+3. (blocks, max_distance) trade-offs at SIMHASH_BENCH_TRADEOFF_ROWS rows
+   (default 200k: the layouts with many tables take minutes to build at 1M).
+
+Latencies are measured at the client over a Unix socket, with server-side
+prepared statements, on a warm cache (table and index loaded into shared
+buffers with pg_prewarm when the server has it).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from math import comb
+
+import numpy as np
+import psycopg
+
+ROWS = int(os.environ.get("SIMHASH_BENCH_ROWS", 1_000_000))
+TRADEOFF_ROWS = int(os.environ.get("SIMHASH_BENCH_TRADEOFF_ROWS", 200_000))
+INDEX_QUERIES = 300
+SEQSCAN_QUERIES = 15
+RADII = (0, 1, 2, 3, 5)  # 5 is beyond the default max_distance (3)
+TRADEOFFS = ((2, 1), (3, 2), (4, 3), (5, 3), (6, 3), (5, 4))
+
+INDEXED = "SELECT id FROM docs WHERE hamming_within(fp, %s::bigint::simhash64, {k})"
+BIT_COUNT = "SELECT id FROM docs WHERE bit_count((fp::bigint # %s::bigint)::bit(64)) <= {k}"
+NEAREST = "SELECT id FROM hamming_nearest(NULL::docs, 'fp', %s::bigint::simhash64, {n})"
+ORDER_BY = "SELECT id FROM docs ORDER BY fp <~> %s::bigint::simhash64 LIMIT {n}"
+
+
+def fingerprints(rng: np.random.Generator, rows: int) -> np.ndarray:
+    """Random fingerprints with 1% of rows in clusters of near-duplicates
+    (each cluster: a centre and 4 copies 1 to 4 bits away)."""
+    n_clusters = rows // 500
+    base = rng.integers(0, 2**64, size=rows - 4 * n_clusters, dtype=np.uint64)
+    copies = [base[:n_clusters] ^ flips(rng, n_clusters, bits) for bits in (1, 2, 3, 4)]
+    return np.concatenate([base, *copies])
+
+
+def flips(rng: np.random.Generator, count: int, bits: int) -> np.ndarray:
+    """count masks with `bits` distinct bits set."""
+    positions = np.argsort(rng.random((count, 64)), axis=1)[:, :bits].astype(np.uint64)
+    return np.bitwise_or.reduce(np.uint64(1) << positions, axis=1)
+
+
+def signed(values: np.ndarray) -> list[int]:
+    return values.view(np.int64).tolist()
+
+
+def load(conn: psycopg.Connection, fps: np.ndarray) -> None:
+    conn.execute("DROP TABLE IF EXISTS docs")
+    conn.execute("CREATE TABLE docs (id serial PRIMARY KEY, fp simhash64 NOT NULL)")
+    with conn.cursor().copy("COPY docs (fp) FROM STDIN") as copy:
+        copy.write("\n".join(map(str, fps.tolist())) + "\n")
+    conn.execute("VACUUM ANALYZE docs")
+
+
+def build_index(conn: psycopg.Connection, options: str = "") -> tuple[float, float]:
+    """(seconds, index bytes per row), leaving table and index in shared buffers."""
+    conn.execute("DROP INDEX IF EXISTS docs_fp")
+    start = time.perf_counter()
+    conn.execute(f"CREATE INDEX docs_fp ON docs USING gin (fp simhash64_ops {options})")
+    seconds = time.perf_counter() - start
+    conn.execute("ANALYZE docs")
+    prewarm(conn)
+    size = conn.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
+    return seconds, size / conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+
+def prewarm(conn: psycopg.Connection) -> None:
+    """Load the table and the index into shared buffers: COPY and sequential
+    scans go through small buffer rings, so they leave them cold."""
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    except psycopg.errors.UndefinedFile:
+        print("(pg_prewarm is not installed: the first queries warm the cache)")
+        return
+    conn.execute("SELECT pg_prewarm('docs'), pg_prewarm('docs_fp')")
+
+
+def queries(rng: np.random.Generator, fps: np.ndarray, count: int) -> list[int]:
+    """Half near cluster centres (0 or 1 bit away), half random."""
+    near = fps[rng.integers(0, len(fps) // 500, size=count // 2)] ^ (
+        flips(rng, count // 2, 1) * rng.integers(0, 2, size=count // 2, dtype=np.uint64)
+    )
+    far = rng.integers(0, 2**64, size=count - count // 2, dtype=np.uint64)
+    return signed(np.concatenate([near, far]))
+
+
+def latencies_ms(conn: psycopg.Connection, sql: str, centres: list[int]) -> list[float]:
+    for centre in centres[:5]:  # warm the cache and the plan
+        conn.execute(sql, (centre,), prepare=True).fetchall()
+    times = []
+    for centre in centres:
+        start = time.perf_counter()
+        conn.execute(sql, (centre,), prepare=True).fetchall()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def p(times: list[float], q: float) -> float:
+    return float(np.percentile(times, q))
+
+
+def heap_visits(conn: psycopg.Connection, k: int, centres: list[int]) -> tuple[float, float]:
+    """Mean (candidate rows the index hands to the heap, true matches) per query."""
+    candidates, matches = [], []
+    for centre in centres:
+        plan = conn.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + INDEXED.format(k=k), (centre,)
+        ).fetchone()[0][0]["Plan"]
+        if plan["Node Type"] != "Bitmap Heap Scan":
+            return float("nan"), float("nan")
+        candidates.append(plan["Plans"][0]["Actual Rows"])
+        matches.append(plan["Actual Rows"])
+    return statistics.mean(candidates), statistics.mean(matches)
+
+
+def main_table(conn: psycopg.Connection, rng: np.random.Generator) -> None:
+    fps = fingerprints(rng, ROWS)
+    load(conn, fps)
+    seconds, per_row = build_index(conn)
+    table_mb = conn.execute("SELECT pg_table_size('docs') / 1e6").fetchone()[0]
+    print(f"{ROWS:,} rows (table {table_mb:.0f} MB); default index (blocks = 4, max_distance = 3):"
+          f" build {seconds:.1f} s, {per_row:.1f} bytes/row")
+    centres = queries(rng, fps, INDEX_QUERIES)
+    print(f"{'k':>3} {'index p50':>10} {'p99':>8} {'bit_count p50':>14} {'p99':>8} {'speedup p50':>12}"
+          f" {'heap rows/q':>12} {'matches/q':>10}")
+    for k in RADII:
+        index = latencies_ms(conn, INDEXED.format(k=k), centres)
+        scan = latencies_ms(conn, BIT_COUNT.format(k=k), centres[:SEQSCAN_QUERIES])
+        candidates, matches = heap_visits(conn, k, centres[:50])
+        print(f"{k:>3} {p(index, 50):>8.3f}ms {p(index, 99):>6.3f}ms {p(scan, 50):>12.1f}ms {p(scan, 99):>6.1f}ms"
+              f" {p(scan, 50) / p(index, 50):>11.0f}x {candidates:>12.1f} {matches:>10.2f}")
+    print("(latencies at the client.  k = 5 is beyond max_distance: the planner does not offer the"
+          " index, so 'index' is the sequential scan with hamming_within there)")
+
+    in_clusters = centres[: len(centres) // 2]
+    print(f"\n{'nearest':>10} {'hamming_nearest p50':>20} {'p99':>8} {'ORDER BY p50':>13} {'p99':>8} {'speedup p50':>12}")
+    for n in (3, 10):
+        nearest = latencies_ms(conn, NEAREST.format(n=n), in_clusters[:100])
+        ordered = latencies_ms(conn, ORDER_BY.format(n=n), in_clusters[:SEQSCAN_QUERIES])
+        print(f"{'top-' + str(n):>10} {p(nearest, 50):>18.3f}ms {p(nearest, 99):>6.1f}ms {p(ordered, 50):>11.1f}ms"
+              f" {p(ordered, 99):>6.1f}ms {p(ordered, 50) / p(nearest, 50):>11.0f}x")
+
+
+def tradeoff_table(conn: psycopg.Connection, rng: np.random.Generator) -> None:
+    fps = fingerprints(rng, TRADEOFF_ROWS)
+    load(conn, fps)
+    centres = queries(rng, fps, 100)
+    print(f"\n(blocks, max_distance) trade-offs at {TRADEOFF_ROWS:,} rows, queries at k = max_distance")
+    print(f"{'blocks':>6} {'max_d':>5} {'keys/row':>8} {'build':>8} {'bytes/row':>10} {'p50':>8} {'p99':>8}"
+          f" {'heap rows/q':>12}")
+    for blocks, max_distance in TRADEOFFS:
+        seconds, per_row = build_index(conn, f"(blocks = {blocks}, max_distance = {max_distance})")
+        times = latencies_ms(conn, INDEXED.format(k=max_distance), centres)
+        candidates, _ = heap_visits(conn, max_distance, centres[:50])
+        print(f"{blocks:>6} {max_distance:>5} {comb(blocks, max_distance):>8} {seconds:>7.1f}s {per_row:>10.1f} {p(times, 50):>6.3f}ms"
+              f" {p(times, 99):>6.3f}ms {candidates:>12.1f}")
+
+
+def main() -> None:
+    rng = np.random.default_rng(20240603)
+    with psycopg.connect(os.environ["SIMHASH_DSN"], autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
+        main_table(conn, rng)
+        tradeoff_table(conn, rng)
+        conn.execute("DROP TABLE docs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,346 @@
+"""The GIN operator class simhash64_ops: index results equal a sequential scan.
+
+Every comparison runs the same queries twice on a real server, once with the
+sequential scan disabled (the plan is checked to use the index) and once with
+index and bitmap scans disabled, and compares the matching ids row for row.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX = 2**64 - 1
+N_RANDOM = 12_000
+MAX_PLANTED_DISTANCE = 6
+
+# One row per query: how many rows matched and a digest of their sorted ids.
+BATCH_SQL = """
+SELECT q.qid, count(d.id), md5(coalesce(string_agg(d.id::text, ',' ORDER BY d.id), ''))
+FROM queries q LEFT JOIN LATERAL (
+    SELECT id FROM docs WHERE {condition}
+) d ON true
+GROUP BY q.qid ORDER BY q.qid
+"""
+FUNCTION_FORM = "hamming_within(fp, q.center, q.k)"
+OPERATOR_FORM = "fp <@ hamming_ball(q.center, q.k)"
+
+INDEX_ONLY = "SET enable_seqscan = off; SET enable_indexscan = on; SET enable_bitmapscan = on"
+SEQSCAN_ONLY = "SET enable_seqscan = on; SET enable_indexscan = off; SET enable_bitmapscan = off"
+
+
+def flip(fp: int, bits: int, rng: random.Random) -> int:
+    for bit in rng.sample(range(64), bits):
+        fp ^= 1 << bit
+    return fp
+
+
+def planted_fingerprints(rng: random.Random, n_random: int) -> list[int | None]:
+    """Random fingerprints, clusters of near-duplicates, edge values, NULLs."""
+    fps: list[int | None] = [rng.getrandbits(64) for _ in range(n_random)]
+    for _ in range(n_random // 50):
+        centre = rng.getrandbits(64)
+        fps.append(centre)
+        fps += [flip(centre, rng.randint(0, MAX_PLANTED_DISTANCE), rng) for _ in range(rng.randint(1, 8))]
+    fps += [0, MAX, 1, 1 << 63, None, None]
+    rng.shuffle(fps)
+    return fps
+
+
+def random_queries(rng: random.Random, fps: list[int | None], count: int) -> list[tuple[int, int]]:
+    """(centre, k) pairs: mostly near stored rows and small k, some of every k up to 64."""
+    stored = [fp for fp in fps if fp is not None]
+    queries = []
+    for _ in range(count):
+        centre = rng.choice([rng.getrandbits(64), flip(rng.choice(stored), rng.randint(0, 5), rng)])
+        roll = rng.random()
+        if roll < 0.85:
+            k = rng.randint(0, 7)
+        elif roll < 0.97:
+            k = rng.randint(8, 24)
+        else:
+            k = rng.randint(25, 64)
+        queries.append((centre, k))
+    return queries
+
+
+def copy_rows(conn: psycopg.Connection, sql: str, rows) -> None:
+    with conn.cursor().copy(sql) as copy:
+        for row in rows:
+            copy.write_row(tuple(None if v is None else str(v) for v in row))
+
+
+def load_docs(conn: psycopg.Connection, fps: list[int | None], index_options: str = "") -> None:
+    conn.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64)")
+    copy_rows(conn, "COPY docs FROM STDIN", enumerate(fps))
+    conn.execute(f"CREATE INDEX docs_fp ON docs USING gin (fp simhash64_ops {index_options})")
+    conn.execute("ANALYZE docs")
+
+
+def load_queries(conn: psycopg.Connection, queries: list[tuple[int, int]]) -> None:
+    conn.execute("DROP TABLE IF EXISTS queries")
+    conn.execute("CREATE TABLE queries (qid int PRIMARY KEY, center simhash64, k int)")
+    copy_rows(conn, "COPY queries FROM STDIN", ((i, c, k) for i, (c, k) in enumerate(queries)))
+    conn.execute("ANALYZE queries")
+
+
+def batch(conn: psycopg.Connection, planner: str, condition: str = FUNCTION_FORM) -> list[tuple]:
+    conn.execute(planner)
+    sql = BATCH_SQL.format(condition=condition)
+    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql).fetchall())
+    uses_index = "Bitmap Index Scan on docs_fp" in plan
+    assert uses_index == (planner == INDEX_ONLY), plan
+    rows = conn.execute(sql).fetchall()
+    conn.execute("RESET ALL")
+    return rows
+
+
+def assert_index_matches_seqscan(conn: psycopg.Connection, condition: str = FUNCTION_FORM) -> None:
+    expected = batch(conn, SEQSCAN_ONLY)
+    assert batch(conn, INDEX_ONLY, condition) == expected
+
+
+def brute_force(fps: list[int | None], centre: int, k: int) -> list[int]:
+    ids = np.array([i for i, fp in enumerate(fps) if fp is not None])
+    values = np.array([fp for fp in fps if fp is not None], dtype=np.uint64)
+    return sorted(ids[np.bitwise_count(values ^ np.uint64(centre)) <= k].tolist())
+
+
+@pytest.fixture(scope="module")
+def planted(postgresql_proc):
+    """A database with the planted data under the default index, and its queries."""
+    rng = random.Random(20240603)
+    fps = planted_fingerprints(rng, N_RANDOM)
+    queries = random_queries(rng, fps, 2500)
+    server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user)
+    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+        admin.execute("CREATE DATABASE index_planted")
+    with psycopg.connect(dbname="index_planted", autocommit=True, **server) as conn:
+        conn.execute("CREATE EXTENSION simhash")
+        load_docs(conn, fps)
+        load_queries(conn, queries)
+        yield conn, fps, queries, batch(conn, SEQSCAN_ONLY)
+
+
+def test_thousands_of_queries_match_the_sequential_scan(planted) -> None:
+    conn, _, queries, expected = planted
+    assert len(expected) == len(queries)
+    assert {k for _, k in queries} >= set(range(0, 25))  # inside and far beyond max_distance
+    assert batch(conn, INDEX_ONLY) == expected
+    assert sum(1 for _, count, _ in expected if count > 1) > 100  # the clusters are found
+
+
+def test_operator_form_matches_the_sequential_scan(planted) -> None:
+    conn, _, _, expected = planted
+    assert batch(conn, INDEX_ONLY, OPERATOR_FORM) == expected
+
+
+def test_index_results_equal_brute_force(planted) -> None:
+    conn, fps, queries, _ = planted
+    conn.execute(INDEX_ONLY)
+    for centre, k in queries[:150]:
+        got = conn.execute(
+            "SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id",
+            (str(centre), k),
+        ).fetchall()
+        assert [r[0] for r in got] == brute_force(fps, centre, k), (centre, k)
+    conn.execute("RESET ALL")
+
+
+def test_nearest_is_exact(planted) -> None:
+    conn, fps, queries, _ = planted
+    for centre, _ in queries[:60]:
+        for n in (1, 5, 20):
+            got = conn.execute(
+                "SELECT fp <~> %s::text::simhash64 FROM hamming_nearest(NULL::docs, 'fp', %s::text::simhash64, %s)",
+                (str(centre), str(centre), n),
+            ).fetchall()
+            values = np.array([fp for fp in fps if fp is not None], dtype=np.uint64)
+            nearest = sorted(np.bitwise_count(values ^ np.uint64(centre)).tolist())[:n]
+            assert sorted(r[0] for r in got) == nearest
+
+
+@pytest.mark.parametrize(
+    "options", ["(blocks = 1, max_distance = 0)", "(blocks = 2, max_distance = 1)",
+                "(blocks = 6, max_distance = 3)", "(blocks = 10, max_distance = 4)"]
+)
+def test_other_layouts_match_the_sequential_scan(db: psycopg.Connection, options: str) -> None:
+    rng = random.Random(options)
+    fps = planted_fingerprints(rng, 3000)
+    load_docs(db, fps, options)
+    load_queries(db, random_queries(rng, fps, 400))
+    assert_index_matches_seqscan(db)
+
+
+def random_writes(conninfo: str, seed: int, n_ops: int, stop: threading.Event, errors: list) -> None:
+    """Inserts, updates and deletes in small transactions, some rolled back."""
+    rng = random.Random(seed)
+    try:
+        with psycopg.connect(conninfo) as conn:
+            for i in range(n_ops):
+                if stop.is_set():
+                    return
+                with conn.transaction(force_rollback=rng.random() < 0.1):
+                    op = rng.random()
+                    target = rng.randrange(3000)
+                    fp = str(rng.getrandbits(64))
+                    if op < 0.5:
+                        conn.execute(
+                            "INSERT INTO docs VALUES (%s, %s::text::simhash64)", (100_000 * (seed + 1) + i, fp)
+                        )
+                    elif op < 0.8:
+                        conn.execute("UPDATE docs SET fp = %s::text::simhash64 WHERE id = %s", (fp, target))
+                    else:
+                        conn.execute("DELETE FROM docs WHERE id = %s", (target,))
+    except Exception as exc:  # noqa: BLE001 - reported by the test
+        errors.append(exc)
+
+
+def concurrent_queries(conninfo: str, stop: threading.Event, errors: list) -> None:
+    rng = random.Random(7)
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(INDEX_ONLY)
+            while not stop.is_set():
+                conn.execute(
+                    "SELECT count(*) FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s)",
+                    (str(rng.getrandbits(64)), rng.randint(0, 5)),
+                ).fetchone()
+    except Exception as exc:  # noqa: BLE001 - reported by the test
+        errors.append(exc)
+
+
+@pytest.mark.parametrize("fastupdate", ["on", "off"])
+def test_exact_after_concurrent_writes_vacuum_and_reindex(db: psycopg.Connection, fastupdate: str) -> None:
+    rng = random.Random(fastupdate)
+    fps = planted_fingerprints(rng, 3000)
+    load_docs(db, fps)
+    db.execute(f"ALTER INDEX docs_fp SET (fastupdate = {fastupdate})")
+    load_queries(db, random_queries(rng, fps, 400))
+    info = db.info
+    conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+
+    stop, errors = threading.Event(), []
+    writers = [threading.Thread(target=random_writes, args=(conninfo, s, 300, stop, errors)) for s in range(4)]
+    reader = threading.Thread(target=concurrent_queries, args=(conninfo, stop, errors))
+    for t in [*writers, reader]:
+        t.start()
+    for t in writers:
+        t.join()
+    stop.set()
+    reader.join()
+    assert not errors
+    db.execute("ANALYZE docs")
+    assert_index_matches_seqscan(db)
+
+    for maintenance in ("VACUUM docs", "REINDEX INDEX docs_fp", "REINDEX INDEX CONCURRENTLY docs_fp"):
+        db.execute("DELETE FROM docs WHERE id % 7 = 0")
+        db.execute(maintenance)
+        assert_index_matches_seqscan(db)
+
+
+def test_planner_chooses_the_index_by_itself_on_100k_rows(db: psycopg.Connection) -> None:
+    db.execute(
+        "CREATE TABLE docs AS SELECT g AS id, hashint8extended(g, 3)::simhash64 AS fp"
+        " FROM generate_series(1, 100000) g"
+    )
+    db.execute("CREATE INDEX docs_fp ON docs USING gin (fp)")
+    db.execute("ANALYZE docs")
+    for sql in (
+        "SELECT id FROM docs WHERE hamming_within(fp, '0x0123456789abcdef', 3)",
+        "SELECT id FROM docs WHERE fp <@ hamming_ball('0x0123456789abcdef', 3)",
+    ):
+        plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + sql).fetchall())
+        assert "Bitmap Index Scan on docs_fp" in plan, plan
+    # a radius the index cannot answer by lookup is left to the sequential scan
+    plan = "\n".join(r[0] for r in db.execute("EXPLAIN SELECT id FROM docs WHERE hamming_within(fp, '0', 30)"))
+    assert "Seq Scan on docs" in plan and "Index" not in plan, plan
+
+
+class OwnServer:
+    """A server of our own, so that it can be killed without harming the others."""
+
+    def __init__(self, base: Path) -> None:
+        self.pg_ctl = os.environ.get("SIMHASH_PG_CTL", str(ROOT / "scripts" / "pg_ctl"))
+        self.dir = base
+        self.data = base / "data"
+        self.port = 50_000 + random.randrange(10_000)
+        subprocess.run(
+            [self.pg_ctl, "initdb", "-D", str(self.data), "-o", "-U postgres -A trust --no-locale -E UTF8"],
+            check=True, capture_output=True,
+        )
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=''"
+        subprocess.run(
+            [self.pg_ctl, "start", "-w", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-o", options],
+            check=True, capture_output=True,
+        )
+
+    def stop(self, mode: str) -> None:
+        subprocess.run([self.pg_ctl, "stop", "-w", "-D", str(self.data), "-m", mode], check=True, capture_output=True)
+
+    @property
+    def conninfo(self) -> str:
+        return f"host={self.dir} port={self.port} user=postgres dbname=postgres"
+
+
+def insert_until_killed(conninfo: str, seed: int, acknowledged: list) -> None:
+    rng = random.Random(seed)
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            for i in range(1_000_000):
+                row_id, fp = seed * 1_000_000 + i, rng.getrandbits(64)
+                conn.execute("INSERT INTO docs VALUES (%s, %s::text::simhash64)", (row_id, str(fp)))
+                acknowledged.append((row_id, fp))
+    except psycopg.Error:
+        return  # the server went away
+
+
+def test_exact_after_immediate_shutdown_and_wal_replay(tmp_path_factory) -> None:
+    server = OwnServer(tmp_path_factory.mktemp("crash"))
+    server.start()
+    try:
+        with psycopg.connect(server.conninfo, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION simhash")
+            fps = planted_fingerprints(random.Random(5), 2000)
+            load_docs(conn, fps)
+            conn.execute("CHECKPOINT")
+        acknowledged: list = []
+        inserters = [
+            threading.Thread(target=insert_until_killed, args=(server.conninfo, s, acknowledged)) for s in (1, 2, 3)
+        ]
+        for t in inserters:
+            t.start()
+        time.sleep(2)
+        server.stop("immediate")
+        for t in inserters:
+            t.join()
+        assert len(acknowledged) > 50
+        server.start()
+        assert "automatic recovery in progress" in (server.dir / "server.log").read_text()
+
+        with psycopg.connect(server.conninfo, autocommit=True) as conn:
+            present = {r[0] for r in conn.execute("SELECT id FROM docs").fetchall()}
+            assert {row_id for row_id, _ in acknowledged} <= present
+            rng = random.Random(9)
+            queries = [(fp, rng.randint(0, 4)) for _, fp in rng.sample(acknowledged, 50)]
+            load_queries(conn, queries + random_queries(rng, fps, 300))
+            assert_index_matches_seqscan(conn)
+            for centre, k in queries:  # each acknowledged row is found through the index
+                conn.execute(INDEX_ONLY)
+                found = conn.execute(
+                    "SELECT count(*) FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s)", (str(centre), k)
+                ).fetchone()[0]
+                assert found >= 1
+    finally:
+        server.stop("fast")
