@@ -191,15 +191,9 @@ def test_database_mistakes_are_one_line(db: psycopg.Connection, tmp_path: Path) 
     assert_user_error(run("ingest", "--dsn", dsn, "--table", "notext", str(tmp_path), ok=False), "body")
 
 
-def require_find_all(conn: psycopg.Connection) -> None:
-    if conn.execute("SELECT to_regprocedure('simhash_find_all(text,integer,integer)')").fetchone()[0] is None:
-        pytest.skip("this build of the extension has no simhash_find_all yet")
-
-
 @pytest.fixture
 def near_duplicate_table(db: psycopg.Connection) -> list[tuple[int, int]]:
     """documents(id, name, fingerprint) with near-duplicates; the brute-force pairs within 3 bits."""
-    require_find_all(db)
     hashes = sorted(near_duplicate_hashes(seed=3))
     db.execute("CREATE TABLE documents (id bigint PRIMARY KEY, name text, fingerprint simhash64)")
     with db.cursor().copy("COPY documents FROM STDIN") as copy:
@@ -256,7 +250,6 @@ def test_ctrl_c_during_ingest_keeps_committed_batches_and_rerun_resumes(db: psyc
 
 
 def test_readme_command_line_example(db: psycopg.Connection, tmp_path: Path) -> None:
-    require_find_all(db)
     (tmp_path / "examples").symlink_to(ROOT / "examples")  # the example runs from a checkout
     info = db.info
     env = {"PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}

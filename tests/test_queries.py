@@ -61,11 +61,6 @@ def pages(simhash_engine):
     return dict(enumerate(values))
 
 
-def has_function(engine, name: str) -> bool:
-    with engine.connect() as conn:
-        return bool(conn.scalar(text("SELECT count(*) FROM pg_proc WHERE proname = :n"), {"n": name}))
-
-
 def test_near_duplicates_equal_brute_force(simhash_engine, pages) -> None:
     q = pages[5] ^ 1
     with Session(simhash_engine) as session:
@@ -169,8 +164,6 @@ def brute_force_clusters(values: dict[int, int], k: int) -> dict[int, int]:
 
 
 def test_find_all_equals_brute_force(simhash_engine, pages) -> None:
-    if not has_function(simhash_engine, "simhash_find_all"):
-        pytest.skip("simhash_find_all not in this build yet")
     selected = {i: v for i, v in pages.items() if i % len(HOSTILE) != 3}
     query = select(Page.id, Page.fp).where(Page.url != HOSTILE[3])
     with Session(simhash_engine) as session:
@@ -180,8 +173,6 @@ def test_find_all_equals_brute_force(simhash_engine, pages) -> None:
 
 
 def test_clusters_equal_brute_force(simhash_engine, pages) -> None:
-    if not has_function(simhash_engine, "simhash_clusters"):
-        pytest.skip("simhash_clusters not in this build yet")
     query = select(Page.id, Page.fp)
     values = {i: v for i, v in pages.items()}
     with Session(simhash_engine) as session:
@@ -190,31 +181,6 @@ def test_clusters_equal_brute_force(simhash_engine, pages) -> None:
     expected = brute_force_clusters(values, 3)
     assert got == expected
     assert with_singletons == {i: expected.get(i, i) for i in values}
-
-
-BRUTE_FORCE_FIND_ALL = """
-CREATE FUNCTION simhash_find_all(sql text, max_distance integer DEFAULT 3, blocks integer DEFAULT NULL)
-RETURNS TABLE(id1 bigint, id2 bigint, distance integer) LANGUAGE plpgsql AS $f$
-BEGIN
-    RETURN QUERY EXECUTE format(
-        'SELECT a.id::bigint, b.id::bigint, a.fp <~> b.fp FROM (%s) a(id, fp), (%s) b(id, fp)
-         WHERE a.id < b.id AND a.fp <~> b.fp <= $1', sql, sql) USING max_distance;
-END $f$
-"""
-
-
-def test_find_all_wiring_against_a_brute_force_stand_in(simhash_engine, pages) -> None:
-    """Until the C simhash_find_all lands, check the Python side end to end
-    against a PL/pgSQL brute force with the same signature."""
-    if has_function(simhash_engine, "simhash_find_all"):
-        pytest.skip("the real simhash_find_all is tested above")
-    with simhash_engine.begin() as conn:
-        conn.execute(text(BRUTE_FORCE_FIND_ALL))
-    query = select(Page.id, Page.fp).where(Page.url.in_(HOSTILE[:6]))
-    selected = {i: v for i, v in pages.items() if i % len(HOSTILE) < 6}
-    with Session(simhash_engine) as session:
-        got = set(map(tuple, session.execute(find_all(query, max_distance=3))))
-    assert got == brute_force_pairs(selected, 3)
 
 
 def test_queries_through_async_session(simhash_async_engine, pages) -> None:

@@ -63,21 +63,8 @@ def engine(request, simhash_engine, simhash_url):
 
 @pytest.fixture
 def docs_table(engine):
-    if has_opclass(engine):
-        Doc.__table__.create(engine)
-    else:
-        create_without_index(engine)
+    Doc.__table__.create(engine)
     return engine
-
-
-def has_opclass(engine) -> bool:
-    with engine.connect() as conn:
-        return bool(conn.scalar(text("SELECT count(*) FROM pg_opclass WHERE opcname = 'simhash64_ops'")))
-
-
-def create_without_index(engine) -> None:
-    with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE docs (id bigint PRIMARY KEY, fp simhash64)"))
 
 
 def test_orm_round_trip_of_extremes(docs_table) -> None:
@@ -163,8 +150,6 @@ def test_index_parameters_are_validated(bad) -> None:
 
 
 def test_within_uses_the_index(simhash_engine) -> None:
-    if not has_opclass(simhash_engine):
-        pytest.skip("operator class simhash64_ops not in this build yet")
     with simhash_engine.begin() as conn:
         conn.execute(
             text(
