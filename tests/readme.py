@@ -12,12 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent  # pysimhash-sql and pgxn
 
 
-def readme_blocks(heading: str) -> list[str]:
-    """The ```sh blocks of the README section "## heading", in order."""
+def readme_blocks(heading: str, language: str = "sh") -> list[str]:
+    """The ```language blocks of the README section "## heading", in order."""
     text = (ROOT / "README.md").read_text()
     section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
     assert section, f"README.md has no section {heading!r}"
-    return re.findall(r"^```sh\n(.*?)^```", section.group(1), re.S | re.M)
+    return re.findall(rf"^```{language}\n(.*?)^```", section.group(1), re.S | re.M)
 
 
 def run_example(script: str, cwd: Path, env: dict[str, str], path: list[Path]) -> str:

@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 import ast
-import re
 import subprocess
 import sys
-from pathlib import Path
 
 import psycopg
+from readme import readme_blocks
 
 from pysimhash_sql import hashing
-
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-
-
-def tour_block(heading: str, language: str) -> str:
-    section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", README, re.S | re.M)
-    assert section, f"README.md has no section {heading!r}"
-    block = re.search(rf"^```{language}\n(.*?)^```", section.group(1), re.S | re.M)
-    assert block, f"README section {heading!r} has no {language} block"
-    return block.group(1)
 
 
 def test_sql_tour_runs(db: psycopg.Connection) -> None:
     db.execute("DROP EXTENSION simhash")  # the tour creates it
-    db.execute(tour_block("SQL tour", "sql"))  # several statements, no parameters
+    db.execute(readme_blocks("SQL tour", "sql")[0])  # several statements, no parameters
     found = db.execute(
         "SELECT id1, id2, distance FROM simhash_find_all('SELECT id, fingerprint FROM pages', 3)"
         " ORDER BY 1, 2"
@@ -41,7 +30,7 @@ def test_sql_tour_runs(db: psycopg.Connection) -> None:
 
 def test_python_tour_runs() -> None:
     result = subprocess.run(
-        [sys.executable, "-c", tour_block("Python tour", "python")],
+        [sys.executable, "-c", readme_blocks("Python tour", "python")[0]],
         capture_output=True, text=True, check=True,
     )
     fp = hashing.simhash("The quick brown fox jumps over the lazy dog")
