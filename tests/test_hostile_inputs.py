@@ -4,9 +4,9 @@ either answers or raises a clean ERROR: never a crash, never an internal error.
 The objects are enumerated from the catalogs (pg_depend on the extension), and
 CALLS must name each one: a new function, operator, cast or aggregate fails
 test_every_object_has_a_strategy until it gets hostile inputs here too.
-Functions taking `internal` cannot be called from SQL (test_internal_functions_
-are_not_callable), so their strategy reaches them the way the server does:
-through the index, the planner, ORDER BY, aggregates, binary I/O.
+Functions taking `internal` cannot be called from SQL (a test checks that), so
+their strategies reach them the way the server does: through the index, the
+planner, ORDER BY, aggregates, binary I/O.
 
 A crash takes every backend down with it, so after each call the connection
 must still answer with the same backend PID and postmaster start time.
@@ -14,8 +14,6 @@ must still answer with the same backend PID and postmaster start time.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg
@@ -163,7 +161,9 @@ def array_literal(elements: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 bigint_arrays = typed(st.one_of(st.none(), array_literal(st.integers(-(2**63), 2**63 - 1).map(str))), "bigint[]")
 float_arrays = typed(
-    st.one_of(st.none(), array_literal(st.one_of(st.floats().map(repr), st.sampled_from(["NaN", "Infinity", "-Infinity", "1e308"])).map(lambda f: f'"{f}"'))),
+    st.one_of(st.none(), array_literal(
+        st.one_of(st.floats().map(repr), st.sampled_from(["NaN", "Infinity", "-Infinity", "1e308"])).map(lambda f: f'"{f}"')
+    )),
     "float8[]",
 )
 fingerprint_arrays = typed(st.one_of(st.none(), array_literal(st.integers(0, 2**64 - 1).map(str))), "simhash64[]")
@@ -175,7 +175,8 @@ near_arrays = st.lists(st.sampled_from([0, 1, 3, 2**64 - 1, 2**63, 0xFF, 0xF0F0]
 balls = st.one_of(
     st.builds(lambda c, r: Sql("ROW(") + join([c, r]) + Sql(")::simhash64_ball"), fingerprints, int4s),
     st.just(Sql("NULL::simhash64_ball")),
-    typed(st.sampled_from(["(0,3)", "(,)", "(1,)", "(,1)", "(0x10,64)", "(1,65)", "(1,-1)", "(1,2,3)", "(1)", "()", "x"]), "simhash64_ball"),
+    typed(st.sampled_from(["(0,3)", "(,)", "(1,)", "(,1)", "(0x10,64)", "(1,65)", "(1,-1)", "(1,2,3)", "(1)", "()", "x"]),
+          "simhash64_ball"),
 )
 
 # ---------- hostile queries for the query variants of find_all and clusters ----------
@@ -220,7 +221,8 @@ QUERIES = [
     "FETCH ALL FROM hostile_cursor", "FETCH BACKWARD ALL FROM hostile_cursor", "MOVE ALL IN hostile_cursor",
     "FETCH ALL FROM no_such_cursor", "EXECUTE no_such_statement",
 ]
-values_queries = st.lists(st.tuples(st.integers(-3, 3), st.one_of(st.none(), st.sampled_from([0, 1, 2, 3, 2**64 - 1]))), max_size=12).map(
+value_rows = st.tuples(st.integers(-3, 3), st.one_of(st.none(), st.sampled_from([0, 1, 2, 3, 2**64 - 1])))
+values_queries = st.lists(value_rows, max_size=12).map(
     lambda rows: "VALUES " + ", ".join(f"({i}::int8, {'NULL' if h is None else repr(str(h))}::simhash64)" for i, h in rows)
     if rows else "SELECT 1::int8, '1'::simhash64 WHERE false"
 )
@@ -266,7 +268,8 @@ index_scans = st.one_of(
 )
 estimates = st.one_of(
     balls.map(lambda ball: Sql(f"EXPLAIN SELECT * FROM {DOCS} WHERE fp <@ ") + ball),
-    radii.map(lambda k: Sql(f"EXPLAIN SELECT * FROM {DOCS} a JOIN {DOCS} b ON a.fp <@ ROW(b.fp, ") + k + Sql(")::simhash64_ball")),
+    radii.map(lambda k: Sql(f"EXPLAIN SELECT * FROM {DOCS} a JOIN {DOCS} b ON a.fp <@ ROW(b.fp, ") + k
+              + Sql(")::simhash64_ball")),
     radii.map(lambda k: Sql(f"EXPLAIN SELECT * FROM {DOCS} a JOIN {DOCS} b ON hamming_within(a.fp, b.fp, ") + k + Sql(")")),
 )
 orderings = st.sampled_from([
@@ -357,7 +360,8 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
     "function simhash64_ball_joinsel(internal,oid,internal,smallint,internal)": estimates,
     "function hamming_within_support(internal)": st.one_of(index_scans, estimates),
     "function simhash64_gin_extract_value(simhash64,internal,internal)":
-        table_fingerprints.map(lambda fp: Sql(f"INSERT INTO {DOCS} (id, fp) VALUES (nextval('pg_temp.hostile_ids'), ") + fp + Sql(")")),
+        table_fingerprints.map(lambda fp: Sql(f"INSERT INTO {DOCS} (id, fp) VALUES (nextval('pg_temp.hostile_ids'), ")
+                               + fp + Sql(")")),
     "function simhash64_gin_extract_query(simhash64_ball,internal,smallint,internal,internal,internal,internal)": index_scans,
     "function simhash64_gin_consistent(internal,smallint,simhash64_ball,integer,internal,internal,internal,internal)": index_scans,
     "function simhash64_gin_triconsistent(internal,smallint,simhash64_ball,integer,internal,internal,internal)": index_scans,
@@ -365,9 +369,10 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
         lambda bm: Sql(f"CREATE INDEX ON pg_temp.hostile_scratch USING gin "
                        f"(fp simhash64_ops (blocks = {bm[0]}, max_distance = {bm[1]}))")
     ),
-    "function hamming_nearest(anyelement,name,simhash64,integer,integer)": st.tuples(rows_of, names, fingerprints, int4s, int4s).map(
-        lambda a: Sql(f"SELECT count(*) FROM hamming_nearest({a[0]}, %s::name, ", (a[1],)) + join(a[2:]) + Sql(")")
-    ),
+    "function hamming_nearest(anyelement,name,simhash64,integer,integer)":
+        st.tuples(rows_of, names, fingerprints, int4s, int4s).map(
+            lambda a: Sql(f"SELECT count(*) FROM hamming_nearest({a[0]}, %s::name, ", (a[1],)) + join(a[2:]) + Sql(")")
+        ),
 }
 
 
@@ -415,8 +420,8 @@ def server(shared_db: psycopg.Connection):
                   {"format": psycopg.pq.Format.BINARY, "oid": oid, "dump": lambda self, obj: bytes(obj)})
     conn.adapters.register_dumper(RawFingerprint, dumper)
     yield Server(conn)
-    for statement in ["CLOSE hostile_cursor", "DROP TABLE pg_temp.hostile_docs, pg_temp.hostile_scratch", "DROP SEQUENCE pg_temp.hostile_ids",
-                      "RESET statement_timeout", "RESET enable_seqscan"]:
+    for statement in ["CLOSE hostile_cursor", "DROP TABLE pg_temp.hostile_docs, pg_temp.hostile_scratch",
+                      "DROP SEQUENCE pg_temp.hostile_ids", "RESET statement_timeout", "RESET enable_seqscan"]:
         conn.execute(statement)
 
 
@@ -527,6 +532,17 @@ def test_renamed_fingerprint_type(db: psycopg.Connection) -> None:
     db.execute("ALTER TYPE simhash64 RENAME TO renamed_fp")
     assert run_hostile(server, Sql("SELECT * FROM simhash_find_all('SELECT 1, NULL::renamed_fp')")) == "42704"
     assert run_hostile(server, Sql("SELECT * FROM simhash_clusters(ARRAY['1'::renamed_fp])")) == "ok"
+
+
+@pytest.mark.parametrize("ddl", ["DROP EXTENSION simhash CASCADE", "ALTER EXTENSION simhash SET SCHEMA elsewhere"])
+def test_query_changing_the_extension_under_find_all(db: psycopg.Connection, ddl: str) -> None:
+    """The query simhash_find_all runs drops or moves the extension itself."""
+    db.execute("CREATE SCHEMA elsewhere")
+    db.execute("CREATE TABLE docs AS SELECT g::int8 AS id, (g % 5)::int8::simhash64 AS fp FROM generate_series(1, 100) g")
+    db.execute(f"CREATE FUNCTION hostile_ddl() RETURNS bool LANGUAGE plpgsql AS $$ BEGIN {ddl}; RETURN true; END $$")
+    server = Server(db)
+    run_hostile(server, Sql("SELECT count(*) FROM simhash_find_all('SELECT id, fp FROM docs WHERE hostile_ddl()', 3)"))
+    run_hostile(server, Sql("SELECT count(*) FROM simhash_clusters('SELECT id, fp FROM docs WHERE hostile_ddl()', 3)"))
 
 
 # ---------- databases in other encodings ----------
