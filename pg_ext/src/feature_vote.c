@@ -8,6 +8,7 @@
 
 #include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 
 /* Returns the elements of a bigint[] or float8[] argument; NULLs are an error. */
@@ -58,6 +59,9 @@ simhash_from_weighted_hashes(PG_FUNCTION_ARGS)
 	weighted_vote_init(&vote);
 	for (int i = 0; i < nhashes; i++)
 	{
+		/* 64 additions per hash: a 1 GB array takes seconds, so stay cancellable. */
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 		check_weight(weights[i]);
 		weighted_vote_add(&vote, hashes[i], weights[i]);
 	}

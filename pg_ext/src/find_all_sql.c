@@ -100,8 +100,12 @@ simhash64_type(FunctionCallInfo fcinfo)
 									   CStringGetDatum("simhash64"),
 									   ObjectIdGetDatum(namespace));
 
+	/* Its owner can rename it: a user error, not an internal one. */
 	if (!OidIsValid(type))
-		elog(ERROR, "type simhash64 not found in the schema of the simhash extension");
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("type simhash64 not found in schema %s, where the simhash extension is",
+					   get_namespace_name(namespace)));
 	return type;
 }
 

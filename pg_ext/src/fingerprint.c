@@ -5,15 +5,17 @@
  * One pass over the UTF-8 bytes writes the normalized text: the lowercased
  * tokens joined by single spaces.  A shingle of s tokens is then a contiguous
  * slice of that buffer, from the start of its first token to the end of its
- * last, so shingles are hashed in place and never copied.  Only the start
- * offsets of the last s tokens are remembered (a ring buffer).
+ * last, so shingles are hashed in place and never copied.  Sliding the
+ * window one token on moves its start just past the next space.
  */
 #include "vote.h"
 
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -80,40 +82,38 @@ for_each_feature(const char *text, int len, int32 shingle_size,
 {
 	const unsigned char *in = (const unsigned char *) text;
 	char	   *norm = palloc(len + 1);
-	/* More tokens than (len + 1) / 2 cannot exist, so the ring never needs to be larger. */
-	int			ring_size = Min(shingle_size, (len + 1) / 2 + 1);
-	int		   *ring = palloc(sizeof(int) * ring_size);
 	int64		ntokens = 0;
+	int			first = 0;		/* where the current shingle starts in norm */
 	int			pos = 0;
 	int			i = 0;
 
 	for (;;)
 	{
-		int			start;
-
 		while (i < len && !token_byte[in[i]])
 			i++;
 		if (i == len)
 			break;
 		if (ntokens > 0)
 			norm[pos++] = ' ';
-		start = pos;
 		while (i < len && token_byte[in[i]])
 			norm[pos++] = lowered[in[i++]];
 
-		ring[ntokens % ring_size] = start;
 		ntokens++;
-		if (ntokens >= shingle_size)
+		if (ntokens > shingle_size)
 		{
-			int			first = ring[(ntokens - shingle_size) % ring_size];
-
-			emit(norm + first, pos - first, arg);
+			/* Drop the shingle's first token; tokens are short, a loop beats memchr. */
+			while (norm[first] != ' ')
+				first++;
+			first++;
 		}
+		if (ntokens >= shingle_size)
+			emit(norm + first, pos - first, arg);
+		/* A big shingle_size makes the features quadratic in len: stay cancellable. */
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (ntokens > 0 && ntokens < shingle_size)
 		emit(norm, pos, arg);
 
-	pfree(ring);
 	pfree(norm);
 }
 
@@ -172,6 +172,37 @@ collect_feature(const char *data, int len, void *arg)
 							   false, TEXTOID, CurrentMemoryContext);
 }
 
+/* What a feature costs the result: its text in the array, and a Datum while it is built. */
+static void
+count_feature_bytes(const char *data, int len, void *arg)
+{
+	*(Size *) arg += sizeof(Datum) + INTALIGN(VARHDRSZ + len);
+}
+
+/*
+ * A big shingle_size makes the features quadratic in the text (n shingles of
+ * n tokens): measure them first, so a result no array can hold fails at once
+ * instead of after gigabytes of allocation.  At 16 bytes or more a feature,
+ * this also keeps the builder's Datum array under MaxAllocSize.  The count is
+ * in UTF-8; where the server encoding is longer, construct_md_array's own
+ * size check still stops the result.
+ */
+static void
+check_features_fit(const char *data, int len, int32 shingle_size)
+{
+	Size		bytes = 0;
+
+	for_each_feature(data, len, shingle_size, count_feature_bytes, &bytes);
+	if (bytes > MaxAllocSize)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("the features of this text with shingle_size %d are too big for an array",
+					   shingle_size),
+				errdetail("They need %zu bytes; an array holds at most %zu.",
+						  bytes, (Size) MaxAllocSize),
+				errhint("Use a smaller shingle_size, or simhash() to fingerprint the text."));
+}
+
 static Datum
 features_array(FunctionCallInfo fcinfo, int32 shingle_size)
 {
@@ -181,6 +212,7 @@ features_array(FunctionCallInfo fcinfo, int32 shingle_size)
 
 	check_shingle_size(shingle_size);
 	data = text_arg_utf8(fcinfo, 0, &len);
+	check_features_fit(data, len, shingle_size);
 	for_each_feature(data, len, shingle_size, collect_feature, &result);
 	PG_RETURN_DATUM(makeArrayResult(result, CurrentMemoryContext));
 }

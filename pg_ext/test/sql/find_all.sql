@@ -57,3 +57,8 @@ SET maintenance_work_mem = '1MB';
 SELECT count(*) FROM simhash_find_all('SELECT i, i::bigint::simhash64 FROM generate_series(1, 100000) i');
 RESET maintenance_work_mem;
 DROP TABLE docs;
+-- the extension's owner renamed the type: a clear error, not an internal one
+BEGIN;
+ALTER TYPE simhash64 RENAME TO renamed_simhash64;
+SELECT * FROM simhash_find_all('SELECT 1, NULL::renamed_simhash64');
+ROLLBACK;

@@ -31,3 +31,15 @@ SELECT simhash('The quick brown fox jumps over the lazy dog near the river bank 
 -- a long text (many vote flushes) matches the composition
 SELECT simhash(t) = simhash(ARRAY(SELECT simhash_feature_hash(s) FROM unnest(simhash_shingles(t)) s)) AS long_ok
 FROM (SELECT string_agg(md5(g::text), ' ') AS t FROM generate_series(1, 5000) g) x;
+-- hostile shingle sizes: a window sliding over long tokens, a window wider
+-- than the text, and features that could never fit in an array (quadratic in
+-- the text), refused before any is built
+SELECT simhash_shingles('aaaa b cccccc dd eeeee', 2), simhash_shingles('aaaa b cccccc', 2147483647);
+SELECT simhash('aaaa b cccccc dd eeeee', 4) =
+       simhash(ARRAY(SELECT simhash_feature_hash(s) FROM unnest(simhash_shingles('aaaa b cccccc dd eeeee', 4)) s))
+       AS sliding_ok;
+SELECT simhash_shingles(repeat('a ', 100000), 50000);
+-- hashing quadratically many bytes stays cancellable
+SET statement_timeout = '100ms';
+SELECT simhash(repeat('a ', 1000000), 500000);
+RESET statement_timeout;
