@@ -4,13 +4,16 @@ Needs a server with the extension available ($SIMHASH_DSN; `make bench` starts
 one).  Prints three tables:
 
 1. at SIMHASH_BENCH_ROWS rows (default 1M) under the default index: build
-   time, size, and query latency p50/p99 for k = 0..3 and one k beyond
+   time, size, and query latency p50/p99 for k = 0..4 and one k beyond
    max_distance, side by side with the `bit_count` sequential scan users run
    today, plus how many candidate rows each query fetches from the heap;
 2. top-n nearest neighbours: hamming_nearest() against ORDER BY ... LIMIT n,
    for n = 3 (found within max_distance around a cluster: index lookups)
    and n = 10 (not all within max_distance: a full scan after the lookup);
-3. (blocks, max_distance) trade-offs at SIMHASH_BENCH_TRADEOFF_ROWS rows
+3. the default layout against the former default (blocks = 4,
+   max_distance = 3) on the same table: build, size, p50 and heap rows for
+   k = 0..3;
+4. (blocks, max_distance) trade-offs at SIMHASH_BENCH_TRADEOFF_ROWS rows
    (default 200k: the layouts with many tables take minutes to build at 1M).
 
 Latencies are measured at the client over a Unix socket, with server-side
@@ -32,7 +35,9 @@ ROWS = int(os.environ.get("SIMHASH_BENCH_ROWS", 1_000_000))
 TRADEOFF_ROWS = int(os.environ.get("SIMHASH_BENCH_TRADEOFF_ROWS", 200_000))
 INDEX_QUERIES = 300
 SEQSCAN_QUERIES = 15
-RADII = (0, 1, 2, 3, 5)  # 5 is beyond the default max_distance (3)
+DEFAULT_LAYOUT = (5, 4)  # (blocks, max_distance) of simhash64_ops without options
+RADII = (0, 1, 2, 3, 4, 5)  # 5 is beyond the default max_distance
+SIDE_BY_SIDE = ((4, 3), DEFAULT_LAYOUT)
 TRADEOFFS = ((2, 1), (3, 2), (4, 3), (5, 3), (6, 3), (5, 4))
 
 INDEXED = "SELECT id FROM docs WHERE hamming_within(fp, %s::bigint::simhash64, {k})"
@@ -129,12 +134,17 @@ def heap_visits(conn: psycopg.Connection, k: int, centres: list[int]) -> tuple[f
     return statistics.mean(candidates), statistics.mean(matches)
 
 
-def main_table(conn: psycopg.Connection, rng: np.random.Generator) -> None:
+def options(blocks: int, max_distance: int) -> str:
+    return f"(blocks = {blocks}, max_distance = {max_distance})"
+
+
+def main_table(conn: psycopg.Connection, rng: np.random.Generator) -> list[int]:
+    """Loads the table, prints tables 1 and 2; returns the queries."""
     fps = fingerprints(rng, ROWS)
     load(conn, fps)
     seconds, per_row = build_index(conn)
     table_mb = conn.execute("SELECT pg_table_size('docs') / 1e6").fetchone()[0]
-    print(f"{ROWS:,} rows (table {table_mb:.0f} MB); default index (blocks = 4, max_distance = 3):"
+    print(f"{ROWS:,} rows (table {table_mb:.0f} MB); default index {options(*DEFAULT_LAYOUT)}:"
           f" build {seconds:.1f} s, {per_row:.1f} bytes/row")
     centres = queries(rng, fps, INDEX_QUERIES)
     print(f"{'k':>3} {'index p50':>10} {'p99':>8} {'bit_count p50':>14} {'p99':>8} {'speedup p50':>12}"
@@ -155,6 +165,21 @@ def main_table(conn: psycopg.Connection, rng: np.random.Generator) -> None:
         ordered = latencies_ms(conn, ORDER_BY.format(n=n), in_clusters[:SEQSCAN_QUERIES])
         print(f"{'top-' + str(n):>10} {p(nearest, 50):>18.3f}ms {p(nearest, 99):>6.1f}ms {p(ordered, 50):>11.1f}ms"
               f" {p(ordered, 99):>6.1f}ms {p(ordered, 50) / p(nearest, 50):>11.0f}x")
+    return centres
+
+
+def layouts_side_by_side(conn: psycopg.Connection, centres: list[int]) -> None:
+    """Table 3: the layouts of SIDE_BY_SIDE on the loaded table, one after the other."""
+    print(f"\nlayouts at {ROWS:,} rows: p50 (heap rows per query) for each k")
+    print(f"{'layout':>32} {'build':>7} {'bytes/row':>9}" + "".join(f" {'k = ' + str(k):>18}" for k in range(4)))
+    for layout in SIDE_BY_SIDE:
+        seconds, per_row = build_index(conn, options(*layout))
+        cells = []
+        for k in range(4):
+            times = latencies_ms(conn, INDEXED.format(k=k), centres)
+            candidates, _ = heap_visits(conn, k, centres[:50])
+            cells.append(f"{p(times, 50):.3f}ms ({candidates:.1f})")
+        print(f"{options(*layout):>32} {seconds:>6.1f}s {per_row:>9.1f}" + "".join(f" {c:>18}" for c in cells))
 
 
 def tradeoff_table(conn: psycopg.Connection, rng: np.random.Generator) -> None:
@@ -165,7 +190,7 @@ def tradeoff_table(conn: psycopg.Connection, rng: np.random.Generator) -> None:
     print(f"{'blocks':>6} {'max_d':>5} {'keys/row':>8} {'build':>8} {'bytes/row':>10} {'p50':>8} {'p99':>8}"
           f" {'heap rows/q':>12}")
     for blocks, max_distance in TRADEOFFS:
-        seconds, per_row = build_index(conn, f"(blocks = {blocks}, max_distance = {max_distance})")
+        seconds, per_row = build_index(conn, options(blocks, max_distance))
         times = latencies_ms(conn, INDEXED.format(k=max_distance), centres)
         candidates, _ = heap_visits(conn, max_distance, centres[:50])
         print(f"{blocks:>6} {max_distance:>5} {comb(blocks, max_distance):>8} {seconds:>7.1f}s {per_row:>10.1f} {p(times, 50):>6.3f}ms"
@@ -176,7 +201,8 @@ def main() -> None:
     rng = np.random.default_rng(20240603)
     with psycopg.connect(os.environ["SIMHASH_DSN"], autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
-        main_table(conn, rng)
+        centres = main_table(conn, rng)
+        layouts_side_by_side(conn, centres)
         tradeoff_table(conn, rng)
         conn.execute("DROP TABLE docs")
 

@@ -156,6 +156,51 @@ def test_index_results_equal_brute_force(planted) -> None:
     conn.execute("RESET ALL")
 
 
+def test_generic_plan_with_the_radius_as_a_parameter_is_exact(planted) -> None:
+    """A prepared statement's generic plan uses the index for every k, including
+    k beyond max_distance (a whole-index scan), and stays exact."""
+    conn, fps, queries, _ = planted
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute(
+        "PREPARE within(simhash64, int) AS"
+        " SELECT id FROM docs WHERE hamming_within(fp, $1, $2) ORDER BY id"
+    )
+    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN EXECUTE within('0', 3)").fetchall())
+    assert "Bitmap Index Scan on docs_fp" in plan and "$2" in plan, plan
+    for centre, k in queries[:150]:
+        got = conn.execute(f"EXECUTE within('{centre}', {k})").fetchall()  # ints: safe literals
+        assert [r[0] for r in got] == brute_force(fps, centre, k), (centre, k)
+    conn.execute("DEALLOCATE within")
+    conn.execute("RESET ALL")
+
+
+# One bit in each of the 5 blocks of the default layout (13/13/13/13/12 bits,
+# whichever blocks are the wider ones).
+BIT_PER_BLOCK = (5, 18, 31, 44, 58)
+
+
+def test_index_drops_rows_agreeing_on_too_few_blocks(db: psycopg.Connection) -> None:
+    """Around q = 0, rows differing in d blocks (one bit each, d = 0..5) and rows
+    with two bits flipped in one block: for radius k the index hands the heap
+    exactly the rows differing in at most k blocks, and the recheck keeps the
+    rows within k bits."""
+    rows = [sum(1 << b for b in BIT_PER_BLOCK[:d]) for d in range(6) for _ in range(3)]
+    two_in_one_block = [(1 << 5) | (1 << 6)] * 4
+    db.execute("CREATE TABLE docs (id serial PRIMARY KEY, fp simhash64)")
+    copy_rows(db, "COPY docs (fp) FROM STDIN", [(fp,) for fp in rows + two_in_one_block])
+    db.execute("CREATE INDEX docs_fp ON docs USING gin (fp)")
+    db.execute("SET enable_seqscan = off")
+    for k in range(5):
+        plan = db.execute(
+            f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM docs WHERE hamming_within(fp, '0', {k})"
+        ).fetchone()[0][0]["Plan"]
+        differing_blocks = 3 * (k + 1) + (4 if k >= 1 else 0)
+        within = 3 * (k + 1) + (4 if k >= 2 else 0)
+        assert plan["Plans"][0]["Node Type"] == "Bitmap Index Scan", plan
+        assert (plan["Plans"][0]["Actual Rows"], plan["Actual Rows"]) == (differing_blocks, within), k
+    db.execute("RESET ALL")
+
+
 def test_nearest_is_exact(planted) -> None:
     conn, fps, queries, _ = planted
     for centre, _ in queries[:60]:
@@ -171,7 +216,8 @@ def test_nearest_is_exact(planted) -> None:
 
 @pytest.mark.parametrize(
     "options", ["(blocks = 1, max_distance = 0)", "(blocks = 2, max_distance = 1)",
-                "(blocks = 6, max_distance = 3)", "(blocks = 10, max_distance = 4)"]
+                "(blocks = 4, max_distance = 3)", "(blocks = 6, max_distance = 3)",
+                "(blocks = 10, max_distance = 4)"]
 )
 def test_other_layouts_match_the_sequential_scan(db: psycopg.Connection, options: str) -> None:
     rng = random.Random(options)

@@ -274,7 +274,7 @@ COMMENT ON FUNCTION simhash_clusters(simhash64[], integer, integer, boolean) IS
 
 ---------------------------------------------------------------------------
 -- Index: GIN operator class simhash64_ops (permutation tables, Manku et al.)
---   CREATE INDEX ON docs USING gin (fp simhash64_ops (blocks = 4, max_distance = 3));
+--   CREATE INDEX ON docs USING gin (fp simhash64_ops (blocks = 5, max_distance = 4));
 --   ... WHERE hamming_within(fp, q, k)        -- index-aware via its support function
 --   ... WHERE fp <@ hamming_ball(q, k)        -- the operator form
 -- Exact for every k: up to max_distance by key lookup, beyond by a full index scan.

@@ -9,9 +9,16 @@
  * the table's blocks packed below it, so keys are exact (no hashing): two
  * keys are equal iff the two fingerprints agree on all the blocks of the same
  * table.  A query within k <= max_distance bits looks up the query's keys in
- * enough tables to guarantee that every match shares one of them; the heap
- * recheck computes the real distance.  A query beyond max_distance scans the
- * whole index (GIN_SEARCH_MODE_ALL), so results stay exact, just slower.
+ * every table: every match shares at least one of them, and the tables a row
+ * shares tell on how many blocks it agrees with the query, so the index drops
+ * the rows that agree on fewer than blocks - k blocks before they reach the
+ * heap; the heap recheck computes the real distance.  A query beyond
+ * max_distance scans the whole index (GIN_SEARCH_MODE_ALL), so results stay
+ * exact, just slower.
+ *
+ * The default layout, 5 blocks and max_distance 4, is 5 keys per row, each a
+ * single 12- or 13-bit block, and so shared by many rows (a small index);
+ * a radius-3 query keeps only the rows agreeing on 2 blocks (26 bits).
  *
  * GIN provides WAL, crash safety, concurrency and VACUUM.
  */
@@ -22,8 +29,8 @@
 #include "access/gin.h"
 #include "access/reloptions.h"
 
-#define SIMHASH_GIN_DEFAULT_BLOCKS 4
-#define SIMHASH_GIN_DEFAULT_MAX_DISTANCE 3
+#define SIMHASH_GIN_DEFAULT_BLOCKS 5
+#define SIMHASH_GIN_DEFAULT_MAX_DISTANCE 4
 #define SIMHASH_GIN_MAX_BLOCKS 16
 
 /* The opclass options, as PostgreSQL stores them (a varlena). */
@@ -87,24 +94,6 @@ key_of(const SimhashKeyLayout *layout, int table_number, simhash64 fp)
 	if (layout->ntables == 1)
 		return bits;
 	return ((uint64) table_number << layout->table_shift) | bits;
-}
-
-/*
- * How many tables (the first ones) a query within `radius` bits must look
- * in.  A pair within radius bits disagrees on at most radius blocks, so among
- * the lowest blocks - max_distance + radius blocks it agrees on at least
- * blocks - max_distance: on every block of some table made of those blocks.
- * Tables are in increasing bitmap order, so these tables come first.
- */
-static int
-tables_for_radius(const SimhashKeyLayout *layout, int radius)
-{
-	int			lowest = layout->blocks.nblocks - layout->max_distance + radius;
-	int			count = 0;
-
-	while (count < layout->ntables && layout->tables[count] < ((uint64) 1 << lowest))
-		count++;
-	return count;
 }
 
 /* The layout of the index this support function serves, built on first use. */
@@ -189,16 +178,34 @@ simhash64_gin_extract_value(PG_FUNCTION_ARGS)
 }
 
 /*
- * The query's keys in the tables its radius needs; no keys (and so no rows)
- * for a ball with a NULL field; the whole index beyond max_distance.
+ * What consistent needs to filter candidates inside the index: the tables
+ * the query's keys come from (key i is from table i) and how many blocks a
+ * match agrees on at least.  Shared by all the query's keys via extra_data.
+ */
+typedef struct SimhashQueryFilter
+{
+	int			min_agreeing;	/* blocks - radius */
+	uint32		tables[FLEXIBLE_ARRAY_MEMBER];	/* block bitmap of each key's table */
+} SimhashQueryFilter;
+
+/*
+ * The query's keys in every table; no keys (and so no rows) for a ball with a
+ * NULL field; the whole index beyond max_distance.
+ *
+ * Every table, not only enough of them to find each match: the tables a row
+ * shares with the query tell which blocks the two agree on (below), so the
+ * index itself drops the rows agreeing on too few blocks and only those that
+ * may be within the radius are fetched from the heap.
  */
 PG_FUNCTION_INFO_V1(simhash64_gin_extract_query);
 Datum
 simhash64_gin_extract_query(PG_FUNCTION_ARGS)
 {
 	int32	   *nkeys = (int32 *) PG_GETARG_POINTER(1);
+	Pointer   **extra_data = (Pointer **) PG_GETARG_POINTER(4);
 	int32	   *search_mode = (int32 *) PG_GETARG_POINTER(6);
 	const SimhashKeyLayout *layout = index_key_layout(fcinfo);
+	SimhashQueryFilter *filter;
 	SimhashBall ball;
 	Datum	   *keys;
 
@@ -210,16 +217,42 @@ simhash64_gin_extract_query(PG_FUNCTION_ARGS)
 		*search_mode = GIN_SEARCH_MODE_ALL;
 		PG_RETURN_POINTER(NULL);
 	}
-	*nkeys = tables_for_radius(layout, ball.radius);
+	*nkeys = layout->ntables;
+	filter = palloc(offsetof(SimhashQueryFilter, tables) + sizeof(uint32) * *nkeys);
+	filter->min_agreeing = layout->blocks.nblocks - ball.radius;
+	memcpy(filter->tables, layout->tables, sizeof(uint32) * *nkeys);
 	keys = palloc(sizeof(Datum) * *nkeys);
+	*extra_data = palloc(sizeof(Pointer) * *nkeys);
 	for (int i = 0; i < *nkeys; i++)
+	{
 		keys[i] = Int64GetDatum((int64) key_of(layout, i, ball.center));
+		(*extra_data)[i] = (Pointer) filter;
+	}
 	PG_RETURN_POINTER(keys);
 }
 
 /*
- * A row sharing any key with the query may be a match; the heap recheck
- * decides.  No keys means a whole-index scan: every row may match.
+ * Whether a row agreeing with the query on the blocks of `agreeing` (the
+ * union of the tables whose keys it shares) may lie within the radius.
+ *
+ * A row shares a table's key iff it agrees with the query on every block of
+ * the table, and the tables are all the choices of blocks - max_distance
+ * blocks; so when the two agree on at least that many blocks, the shared
+ * tables' blocks are exactly the blocks they agree on.  A match within
+ * radius <= max_distance bits agrees on at least
+ * blocks - radius >= blocks - max_distance blocks: the shared tables must
+ * cover that many.
+ */
+static bool
+may_be_within(const SimhashQueryFilter *filter, uint32 agreeing)
+{
+	return pg_popcount32(agreeing) >= filter->min_agreeing;
+}
+
+/*
+ * A row may match when the keys it shares with the query cover enough
+ * blocks; the heap recheck decides.  No keys means a whole-index scan: every
+ * row may match.
  */
 PG_FUNCTION_INFO_V1(simhash64_gin_consistent);
 Datum
@@ -227,29 +260,42 @@ simhash64_gin_consistent(PG_FUNCTION_ARGS)
 {
 	bool	   *check = (bool *) PG_GETARG_POINTER(0);
 	int32		nkeys = PG_GETARG_INT32(3);
+	Pointer    *extra_data = (Pointer *) PG_GETARG_POINTER(4);
 	bool	   *recheck = (bool *) PG_GETARG_POINTER(5);
+	const SimhashQueryFilter *filter;
+	uint32		agreeing = 0;
 
 	*recheck = true;
 	if (nkeys == 0)
 		PG_RETURN_BOOL(true);
+	filter = (const SimhashQueryFilter *) extra_data[0];
 	for (int i = 0; i < nkeys; i++)
 		if (check[i])
-			PG_RETURN_BOOL(true);
-	PG_RETURN_BOOL(false);
+			agreeing |= filter->tables[i];
+	PG_RETURN_BOOL(may_be_within(filter, agreeing));
 }
 
-/* The same in three-valued logic: never more than "maybe" (always recheck). */
+/*
+ * The same in three-valued logic, never more than "maybe" (always recheck):
+ * false when even the keys that may be shared cover too few blocks.
+ */
 PG_FUNCTION_INFO_V1(simhash64_gin_triconsistent);
 Datum
 simhash64_gin_triconsistent(PG_FUNCTION_ARGS)
 {
 	GinTernaryValue *check = (GinTernaryValue *) PG_GETARG_POINTER(0);
 	int32		nkeys = PG_GETARG_INT32(3);
+	Pointer    *extra_data = (Pointer *) PG_GETARG_POINTER(4);
+	const SimhashQueryFilter *filter;
+	uint32		may_agree = 0;
 
 	if (nkeys == 0)
 		PG_RETURN_GIN_TERNARY_VALUE(GIN_MAYBE);
+	filter = (const SimhashQueryFilter *) extra_data[0];
 	for (int i = 0; i < nkeys; i++)
 		if (check[i] != GIN_FALSE)
-			PG_RETURN_GIN_TERNARY_VALUE(GIN_MAYBE);
+			may_agree |= filter->tables[i];
+	if (may_be_within(filter, may_agree))
+		PG_RETURN_GIN_TERNARY_VALUE(GIN_MAYBE);
 	PG_RETURN_GIN_TERNARY_VALUE(GIN_FALSE);
 }
