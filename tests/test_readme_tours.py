@@ -25,6 +25,22 @@ def test_sql_tour_runs(db: psycopg.Connection) -> None:
     ).fetchall()
     assert found == brute_force
     assert len(found) >= 50 * 6  # 50 bodies, 4 identical rows each
+
+    q = "simhash('page 7 of the quick brown fox')"
+    db.execute("SET enable_seqscan = off")
+    plan = "\n".join(r[0] for r in db.execute(f"EXPLAIN SELECT id FROM pages WHERE hamming_within(fingerprint, {q}, 3)"))
+    via_index = db.execute(f"SELECT id FROM pages WHERE hamming_within(fingerprint, {q}, 3) ORDER BY id").fetchall()
+    db.execute("RESET enable_seqscan")
+    assert "pages_fingerprint_idx" in plan
+    assert via_index == db.execute(
+        f"SELECT id FROM pages WHERE bit_count((fingerprint::bigint # {q}::bigint)::bit(64)) <= 3 ORDER BY id"
+    ).fetchall()
+    nearest = db.execute(
+        f"SELECT fingerprint <~> {q} FROM hamming_nearest(NULL::pages, 'fingerprint', {q}, 5)"
+    ).fetchall()
+    assert sorted(nearest) == db.execute(
+        f"SELECT fingerprint <~> {q} AS d FROM pages ORDER BY d LIMIT 5"
+    ).fetchall()
     assert db.execute("SELECT pg_typeof(fingerprint)::text FROM pages LIMIT 1").fetchone()[0] == "simhash64"
 
 
