@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import psycopg
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +49,14 @@ def test_long_text_matches_sql(shared_db: psycopg.Connection) -> None:
     text = " ".join(f"Word{i % 977} ünïcode-{i % 13}, end." for i in range(100_000))
     got = shared_db.execute("SELECT simhash(%s)::text, simhash(%s, 1)::text", (text, text)).fetchone()
     assert [int(v) for v in got] == [hashing.simhash(text), hashing.simhash(text, 1)]
+
+
+@pytest.mark.parametrize("size", [255, 256, 257, 1000, 2999, 3000, 3001])
+def test_long_shingles_match_sql(shared_db: psycopg.Connection, size: int) -> None:
+    """Shingles longer than the tokens C keeps offsets for take its other path."""
+    text = " ".join(f"w{i % 101}" for i in range(3000))
+    got = shared_db.execute("SELECT simhash(%s, %s)::text", (text, size)).fetchone()[0]
+    assert int(got) == hashing.simhash(text, size)
 
 
 hash_lists = st.lists(st.integers(-(2**63), 2**63 - 1), max_size=600)

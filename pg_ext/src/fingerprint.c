@@ -5,8 +5,7 @@
  * One pass over the UTF-8 bytes writes the normalized text: the lowercased
  * tokens joined by single spaces.  A shingle of s tokens is then a contiguous
  * slice of that buffer, from the start of its first token to the end of its
- * last, so shingles are hashed in place and never copied.  Sliding the
- * window one token on moves its start just past the next space.
+ * last, so shingles are hashed in place and never copied.
  */
 #include "vote.h"
 
@@ -73,6 +72,13 @@ text_arg_utf8(FunctionCallInfo fcinfo, int argno, int *len)
 typedef void (*FeatureCallback) (const char *data, int len, void *arg);
 
 /*
+ * The start offsets in norm of the last RECENT_TOKENS tokens.  A shingle of
+ * up to that many tokens looks its first token up here; a longer one (rare,
+ * and hashing it costs far more) walks its start past one token per step.
+ */
+#define RECENT_TOKENS 256		/* a power of two */
+
+/*
  * Calls emit for every feature of the text, in order.  Inlined into each
  * caller, so the hot path pays no indirect call.
  */
@@ -82,6 +88,7 @@ for_each_feature(const char *text, int len, int32 shingle_size,
 {
 	const unsigned char *in = (const unsigned char *) text;
 	char	   *norm = palloc(len + 1);
+	int			recent[RECENT_TOKENS];
 	int64		ntokens = 0;
 	int			first = 0;		/* where the current shingle starts in norm */
 	int			pos = 0;
@@ -95,19 +102,24 @@ for_each_feature(const char *text, int len, int32 shingle_size,
 			break;
 		if (ntokens > 0)
 			norm[pos++] = ' ';
+		recent[ntokens % RECENT_TOKENS] = pos;
 		while (i < len && token_byte[in[i]])
 			norm[pos++] = lowered[in[i++]];
 
 		ntokens++;
-		if (ntokens > shingle_size)
-		{
-			/* Drop the shingle's first token; tokens are short, a loop beats memchr. */
-			while (norm[first] != ' ')
-				first++;
-			first++;
-		}
 		if (ntokens >= shingle_size)
+		{
+			if (shingle_size <= RECENT_TOKENS)
+				first = recent[(ntokens - shingle_size) % RECENT_TOKENS];
+			else if (ntokens > shingle_size)
+			{
+				/* Drop the shingle's first token. */
+				while (norm[first] != ' ')
+					first++;
+				first++;
+			}
 			emit(norm + first, pos - first, arg);
+		}
 		/* A big shingle_size makes the features quadratic in len: stay cancellable. */
 		CHECK_FOR_INTERRUPTS();
 	}
