@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from benchlib import best_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 from pysimhash_sql.hashing import compute, find_all, simhash, simhash_weighted, vote
@@ -33,19 +34,6 @@ def corpus(size: int) -> str:
     return (text * (size // len(text) + 1))[:size]
 
 
-clock = time.perf_counter
-
-
-def best_of(repeat: int, fn, *args):
-    """The fastest of `repeat` runs of fn(*args), in seconds, and its result."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = clock()
-        result = fn(*args)
-        best = min(best, clock() - start)
-    return best, result
-
-
 def random_hashes(n: int, near: int, rng: np.random.Generator) -> list[int]:
     """n random hashes, `near` of them copies of others with 1 to 3 bits flipped."""
     h = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
@@ -64,7 +52,6 @@ def main() -> None:
         "--cpu-time", action="store_true", help="time in process CPU seconds: steadier on a busy machine"
     )
     args = parser.parse_args()
-    global clock
     clock = time.process_time if args.cpu_time else time.perf_counter
     size, n, repeat = (2_000_000, 100_000, 1) if args.quick else (20_000_000, 1_000_000, 3)
     rng = np.random.default_rng(42)
@@ -72,26 +59,26 @@ def main() -> None:
 
     text = corpus(size)
     mb = len(text.encode()) / 1e6
-    t, _ = best_of(repeat, simhash, text)
+    t, _ = best_of(repeat, lambda: simhash(text), clock)
     rows.append((f"simhash(text), one {mb:.0f} MB text", t, f"{mb / t:.1f} MB/s"))
     docs = [text[i : i + 2000] for i in range(0, len(text), 2000)]
-    t, _ = best_of(repeat, lambda: [simhash(d) for d in docs])
+    t, _ = best_of(repeat, lambda: [simhash(d) for d in docs], clock)
     rate = f"{mb / t:.1f} MB/s, {len(docs) / t:,.0f} docs/s"
     rows.append((f"simhash(text), {len(docs):,} docs of 2 kB", t, rate))
 
     hashes = random_hashes(n, n // 100, rng)
     array = np.array(hashes, np.uint64)
-    t, _ = best_of(repeat, vote, array)
+    t, _ = best_of(repeat, lambda: vote(array), clock)
     rows.append((f"vote(uint64 array of {n:,})", t, f"{n / t / 1e6:.1f} M hashes/s"))
-    t, _ = best_of(repeat, compute, hashes)
+    t, _ = best_of(repeat, lambda: compute(hashes), clock)
     rows.append((f"compute(list of {n:,} ints)", t, f"{n / t / 1e6:.1f} M hashes/s"))
     m = n // 10
     pairs = list(zip(hashes[:m], rng.standard_normal(m).tolist()))
-    t, _ = best_of(repeat, simhash_weighted, pairs)
+    t, _ = best_of(repeat, lambda: simhash_weighted(pairs), clock)
     rows.append((f"simhash_weighted({m:,} pairs)", t, f"{m / t / 1e6:.2f} M pairs/s"))
 
     for blocks in (5, 6):
-        t, found = best_of(repeat, find_all, hashes, blocks, 3)
+        t, found = best_of(repeat, lambda: find_all(hashes, blocks, 3), clock)
         rows.append((f"find_all({n:,} hashes, {blocks}, 3)", t, f"{len(found):,} pairs"))
 
     width = max(len(r[0]) for r in rows)

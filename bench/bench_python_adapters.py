@@ -9,30 +9,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import psycopg
 from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, insert, select
 from sqlalchemy.pool import NullPool
 
+from benchlib import best_of
+
 from pysimhash_sql.psycopg import Fingerprint, register_simhash
 from pysimhash_sql.sqlalchemy import SimHash64
-
-
-def best_of(run, repeat: int = 3) -> float:
-    """Best wall-clock seconds of `repeat` runs."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def psycopg_read(dsn: str, column: str, binary: bool) -> float:
     with psycopg.connect(dsn) as conn:
         register_simhash(conn)
-        return best_of(lambda: conn.cursor(binary=binary).execute(f"SELECT {column} FROM bench_values").fetchall())
+        return best_of(3, lambda: conn.cursor(binary=binary).execute(f"SELECT {column} FROM bench_values").fetchall())[0]
 
 
 def sqlalchemy_url(dsn: str) -> str:
@@ -68,8 +59,8 @@ def main() -> None:
         rows.append((
             "SQLAlchemy read",
             n_read,
-            best_of(lambda: conn.execute(select(table.c.b)).all()),
-            best_of(lambda: conn.execute(select(table.c.s)).all()),
+            best_of(3, lambda: conn.execute(select(table.c.b)).all())[0],
+            best_of(3, lambda: conn.execute(select(table.c.s)).all())[0],
         ))
 
     writes = Table("bench_writes", MetaData(), Column("b", BigInteger), Column("s", SimHash64))
@@ -83,7 +74,7 @@ def main() -> None:
                 conn.execute(writes.delete())
                 conn.execute(insert(writes), [{column: convert(v)} for v in values])
 
-        return best_of(run)
+        return best_of(3, run)[0]
 
     rows.append(("SQLAlchemy insert", n_write, write("b", lambda v: v - 2**64), write("s", int)))
     with psycopg.connect(dsn) as conn:
@@ -98,7 +89,7 @@ def main() -> None:
                         cp.write_row((convert(v),))
                 conn.commit()
 
-            return best_of(run)
+            return best_of(3, run)[0]
 
         rows.append(("psycopg COPY binary", n_write, copy("b", lambda v: v - 2**64), copy("s", Fingerprint)))
     engine.dispose()

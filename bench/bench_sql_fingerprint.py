@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 import psycopg
+from benchlib import best_of
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 
@@ -26,16 +26,6 @@ def english_documents(total_bytes: int, doc_bytes: int = 20_000) -> list[str]:
         docs.append(text[start : start + doc_bytes])
         offset += 7919
     return docs
-
-
-def timed(conn: psycopg.Connection, sql: str, repeat: int = 3) -> float:
-    """Best of `repeat` wall-clock runs, in seconds."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        conn.execute(sql).fetchall()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:
@@ -70,10 +60,10 @@ def main() -> None:
             ("simhash(body)  (3-shingles)", "SELECT count(simhash(body)) FROM bench_docs"),
             ("simhash(body, 1)", "SELECT count(simhash(body, 1)) FROM bench_docs"),
         ]:
-            seconds = timed(conn, sql)
+            seconds, _ = best_of(3, lambda: conn.execute(sql).fetchall())
             rows.append((label, f"{nbytes / seconds / 1e6:8.1f} MB/s", seconds))
-        read = timed(conn, "SELECT sum(cardinality(hashes)) FROM bench_hashes")
-        vote = timed(conn, "SELECT count(simhash(hashes)) FROM bench_hashes")
+        read, _ = best_of(3, lambda: conn.execute("SELECT sum(cardinality(hashes)) FROM bench_hashes").fetchall())
+        vote, _ = best_of(3, lambda: conn.execute("SELECT count(simhash(hashes)) FROM bench_hashes").fetchall())
         rows.append(("read arrays: sum(cardinality)", f"{n_hashes / read / 1e6:8.1f} M hashes/s", read))
         rows.append(("simhash(bigint[])", f"{n_hashes / vote / 1e6:8.1f} M hashes/s", vote))
         conn.execute("DROP TABLE bench_docs, bench_hashes")
