@@ -7,14 +7,13 @@ the same path (1.00 = no overhead).
 
 from __future__ import annotations
 
-import argparse
 import os
 
 import psycopg
 from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, insert, select
 from sqlalchemy.pool import NullPool
 
-from benchlib import best_of
+from benchlib import best_of, quick_run
 
 from pysimhash_sql.psycopg import Fingerprint, register_simhash
 from pysimhash_sql.sqlalchemy import SimHash64
@@ -33,11 +32,9 @@ def sqlalchemy_url(dsn: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller inputs")
-    args, _ = parser.parse_known_args()
-    n_read = 200_000 if args.quick else 1_000_000
-    n_write = 20_000 if args.quick else 100_000
+    quick = quick_run(__doc__)
+    n_read = 200_000 if quick else 1_000_000
+    n_write = 20_000 if quick else 100_000
     dsn = os.environ["SIMHASH_DSN"]
 
     with psycopg.connect(dsn, autocommit=True) as conn:

@@ -7,12 +7,11 @@ yardsticks for this machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
 import psycopg
-from benchlib import best_of
+from benchlib import best_of, quick_run
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 
@@ -29,11 +28,9 @@ def english_documents(total_bytes: int, doc_bytes: int = 20_000) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller inputs")
-    args, _ = parser.parse_known_args()
-    text_mb = 20 if args.quick else 100
-    n_hashes = 5_000_000 if args.quick else 20_000_000
+    quick = quick_run(__doc__)
+    text_mb = 20 if quick else 100
+    n_hashes = 5_000_000 if quick else 20_000_000
 
     with psycopg.connect(os.environ["SIMHASH_DSN"], autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -17,3 +18,10 @@ def best_of(repeat: int, run: Callable[[], T], clock: Callable[[], float] = time
         result = run()
         best = min(best, clock() - start)
     return best, result
+
+
+def quick_run(description: str) -> bool:
+    """Whether the benchmark was asked for a --quick run (other flags are other benchmarks')."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller inputs")
+    return parser.parse_known_args()[0].quick
