@@ -1,7 +1,11 @@
 # pysimhash-sql — top-level targets.
 #
 #   make demo      set everything up, then find near-duplicates in examples/corpus
-#   make test      set everything up, then run pg_regress and pytest
+#   make test      set everything up, then run pg_regress and pytest against
+#                  one PostgreSQL: PG_MAJOR=14 ... 18 (the project's own
+#                  download of that major), else the one pg_config names
+#   make test-all  make test on every supported major (what CI runs), then
+#                  pg_upgrade and dump/restore from older majors to the newest
 #   make install   install the extension into the PostgreSQL that pg_config
 #                  names, and the Python package into $(PYTHON)'s environment
 #   make bench     benchmarks (a printed table; not tests)
@@ -15,8 +19,13 @@
 PG_CONFIG ?= pg_config
 PYTHON ?= python3
 export PG_CONFIG PYTHON
+# Only a PG_MAJOR given on the command line: the postgres Docker images set
+# PG_MAJOR in the environment, meaning the installation pg_config names.
+ifeq ($(origin PG_MAJOR),command line)
+export SIMHASH_PG_MAJOR := $(PG_MAJOR)
+endif
 
-.PHONY: all deps extension install test regress pytest demo bench dist clean
+.PHONY: all deps extension install test test-all regress pytest demo bench dist clean
 
 all: extension
 
@@ -31,14 +40,16 @@ install: deps
 	$(PYTHON) -m pip install "$(CURDIR)"
 
 test: deps
-	scripts/test.sh
+	scripts/test.sh $(PYTEST_ARGS)
+
+test-all:
+	scripts/test-all.sh $(PYTEST_ARGS)
 
 regress: deps
 	scripts/regress.sh
 
 pytest: deps
-	scripts/venv.sh
-	SIMHASH_PG_BINDIR=$$(scripts/temp-install.sh) .venv/bin/python -m pytest $(PYTEST_ARGS)
+	scripts/pytest.sh $(PYTEST_ARGS)
 
 demo: deps
 	scripts/demo.sh

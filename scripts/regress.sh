@@ -5,8 +5,7 @@
 
 ensure_pg_user
 bindir=$("$ROOT/scripts/temp-install.sh")
-build=$(build_dir)
-out=$build/regress
+out=$(install_build_dir)/regress
 rm -rf "$out"
 pg_writable_dir "$out"
 # pg_regress reads the tests as the server user: give it a copy it can read.

@@ -11,6 +11,7 @@ Unix socket only.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -26,6 +27,31 @@ PORT = 5432  # only names the socket file in the server's own directory
 
 def pg_config(option: str) -> str:
     return subprocess.run([PG_CONFIG, f"--{option}"], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def supported_majors() -> list[int]:
+    """The supported PostgreSQL majors, oldest first (scripts/postgresql-releases)."""
+    lines = (ROOT / "scripts" / "postgresql-releases").read_text().splitlines()
+    return [int(line.split()[0]) for line in lines if line[:1].isdigit()]
+
+
+@functools.cache
+def release_bindir(major: int) -> Path:
+    """The bindir of a private installation of PostgreSQL ``major`` (the project's
+    own download) with the extension built and installed, made on first use."""
+    env = {**os.environ, "SIMHASH_PG_MAJOR": str(major)}
+    env.pop("PG_CONFIG", None)
+    result = subprocess.run([str(ROOT / "scripts" / "temp-install.sh")], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, f"building for PostgreSQL {major} failed:\n{result.stderr}"
+    return Path(result.stdout.strip())
+
+
+def as_server_user(workdir: Path, *argv: str | Path) -> subprocess.CompletedProcess:
+    """Runs a PostgreSQL tool in ``workdir`` as the user the servers run as."""
+    result = subprocess.run([str(ROOT / "scripts" / "as-server-user"), str(workdir), *map(str, argv)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, f"{argv[0]} failed:\n{result.stdout}\n{result.stderr}"
+    return result
 
 
 class ScratchInstall:
@@ -55,12 +81,15 @@ class ScratchInstall:
 
 
 class ScratchServer:
-    """A throwaway cluster started from a ScratchInstall; use as a context manager."""
+    """A throwaway cluster of the installation in ``bindir`` (a ScratchInstall's,
+    or release_bindir's); use as a context manager.  Data checksums are on, as
+    initdb's default is from PostgreSQL 18 on (pg_upgrade needs both alike)."""
 
-    def __init__(self, install: ScratchInstall, workdir: Path) -> None:
+    def __init__(self, bindir: Path, workdir: Path) -> None:
+        self.bindir = bindir
         self.datadir = workdir / "data"
         self.socket_dir = workdir  # pg_ctl initdb makes it the server user's
-        self.env = {**os.environ, "SIMHASH_PG_BINDIR": str(install.path("bindir"))}
+        self.env = {**os.environ, "SIMHASH_PG_BINDIR": str(bindir)}
 
     def _pg_ctl(self, *args: str) -> None:
         subprocess.run(
@@ -68,16 +97,27 @@ class ScratchServer:
             check=True, env=self.env, stdout=subprocess.DEVNULL,
         )
 
-    def __enter__(self) -> ScratchServer:
-        self._pg_ctl("initdb", "-s", "-o", "-U postgres -A trust -E UTF8 --no-locale")
+    def initdb(self) -> ScratchServer:
+        self._pg_ctl("initdb", "-s", "-o", "-U postgres -A trust -E UTF8 --no-locale --data-checksums")
+        return self
+
+    def start(self) -> ScratchServer:
         self._pg_ctl(
             "start", "-w", "-l", str(self.socket_dir / "server.log"),
             "-o", f"-p {PORT} -k {self.socket_dir} -c listen_addresses=''",
         )
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
         self._pg_ctl("stop", "-m", "fast", "-w")
+
+    def __enter__(self) -> ScratchServer:
+        if not self.datadir.exists():
+            self.initdb()
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def dsn(self, dbname: str = "postgres") -> str:
         return f"host={self.socket_dir} port={PORT} user=postgres dbname={dbname}"

@@ -11,6 +11,7 @@ it, with psql against a fresh cluster.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import shlex
 import shutil
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import psycopg
 from readme import readme_blocks
-from scratch_postgres import ScratchInstall, ScratchServer, pg_config
+from scratch_postgres import ScratchInstall, ScratchServer, pg_config, supported_majors
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
@@ -85,6 +86,19 @@ def test_image_builds_with_the_script_make_install_runs() -> None:
     assert '"$ROOT/scripts/build-extension.sh" install' in (ROOT / "scripts" / "temp-install.sh").read_text()
 
 
+def test_default_major_is_one_the_tests_build_and_data_lands_in_the_volume() -> None:
+    """The image and compose default to the newest major `make test-all` runs;
+    PGDATA is where the volume is mounted, which every major's image accepts
+    (the 18+ images refuse a volume at /var/lib/postgresql/data otherwise)."""
+    newest = supported_majors()[-1]
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    compose = (DOCKER / "compose.yaml").read_text()
+    assert re.search(r"^ARG PG_MAJOR=(\d+)$", dockerfile, re.M).group(1) == str(newest)
+    assert set(re.findall(r"\$\{PG_MAJOR:-(\d+)\}", compose)) == {str(newest)}
+    pgdata = re.search(r"^\s+PGDATA: (\S+)$", compose, re.M).group(1)
+    assert re.search(r"^\s+- pgdata:(\S+)$", compose, re.M).group(1) == pgdata
+
+
 def replay_copy(args: str, context: Path, workdir: Path) -> None:
     """A COPY instruction: directories copy their contents, files go into the target directory."""
     *sources, destination = shlex.split(args)
@@ -117,8 +131,13 @@ def test_build_stage_replayed_on_its_context_installs_only_runtime_files(tmp_pat
             replay_copy(args, context, workdir)
 
     staging = tmp_path / "staging"
+    # As in the image: PG_MAJOR is set (a build argument, and the base image's
+    # ENV) and means the installation pg_config names.
+    env = {key: value for key, value in os.environ.items() if key != "SIMHASH_PG_MAJOR"}
+    env["PG_MAJOR"] = pg_config("version").split()[1].split(".")[0]
     subprocess.run(
-        BUILD_COMMAND.replace("/staging", str(staging)), shell=True, cwd=workdir, check=True, capture_output=True,
+        BUILD_COMMAND.replace("/staging", str(staging)), shell=True, cwd=workdir, env=env, check=True,
+        capture_output=True,
     )
 
     installed = {p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file()}
@@ -132,7 +151,7 @@ def test_build_stage_replayed_on_its_context_installs_only_runtime_files(tmp_pat
 
 def test_init_script_creates_the_extension_as_the_entrypoint_runs_it(tmp_path: Path) -> None:
     install = ScratchInstall(tmp_path / "install")
-    with ScratchServer(install, tmp_path) as server:
+    with ScratchServer(install.path("bindir"), tmp_path) as server:
         with server.connect() as admin:
             admin.execute("CREATE DATABASE simhash")
         # docker-entrypoint.sh runs each *.sql file in /docker-entrypoint-initdb.d like this.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from readme import readme_blocks, run_example
-from scratch_postgres import ROOT, ScratchInstall, ScratchServer
+from scratch_postgres import ROOT, ScratchInstall, ScratchServer, supported_majors
 
 META = json.loads((ROOT / "pg_ext" / "META.json").read_text())
 CONTROL = (ROOT / "pg_ext" / "simhash.control").read_text()
@@ -63,7 +63,7 @@ def test_meta_json_follows_the_pgxn_meta_spec() -> None:
         for relation, requirements in relations.items():
             assert relation in RELATIONS
             assert all(VERSION_RANGE.fullmatch(str(v)) for v in requirements.values())
-    assert META["prereqs"]["runtime"]["requires"]["PostgreSQL"] == "13.0.0"
+    assert META["prereqs"]["runtime"]["requires"]["PostgreSQL"] == f"{supported_majors()[0]}.0.0"
 
 
 def test_versions_stay_in_step() -> None:
@@ -101,7 +101,7 @@ def test_readme_pgxn_example_installs_the_zip_and_creates_the_extension(tmp_path
         pytest.skip("pgxn install insists on write access to PostgreSQL's libdir (or sudo), even with DESTDIR")
     install = ScratchInstall(tmp_path / "install")
     install.remove_simhash()
-    with ScratchServer(install, tmp_path) as server:
+    with ScratchServer(install.path("bindir"), tmp_path) as server:
         with server.connect() as admin:
             admin.execute("CREATE DATABASE fresh")
         # make reads DESTDIR from the environment: the install lands in the scratch copy.

@@ -39,7 +39,7 @@ def ship_next_release(install: ScratchInstall) -> None:
 
 def test_alter_extension_update_applies_the_next_upgrade_script(tmp_path: Path) -> None:
     install = ScratchInstall(tmp_path / "install")
-    with ScratchServer(install, tmp_path) as server:
+    with ScratchServer(install.path("bindir"), tmp_path) as server:
         with server.connect() as conn:
             conn.execute("CREATE EXTENSION simhash")
             conn.execute("CREATE TABLE docs AS SELECT simhash('near duplicate detection') AS fp")

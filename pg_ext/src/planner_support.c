@@ -104,16 +104,6 @@ simhash64_ball_joinsel(PG_FUNCTION_ARGS)
 									  (List *) PG_GETARG_POINTER(2)));
 }
 
-static bool
-is_constant_for_index(PlannerInfo *root, Node *expr, IndexOptInfo *index)
-{
-#if PG_VERSION_NUM >= 140000
-	return is_pseudo_constant_for_index(root, expr, index);
-#else
-	return is_pseudo_constant_for_index(expr, index);
-#endif
-}
-
 /* True when the radius is known at plan time to exceed the index's max_distance. */
 static bool
 beyond_max_distance(PlannerInfo *root, Node *radius, IndexOptInfo *index, int indexcol)
@@ -146,8 +136,8 @@ index_condition(SupportRequestIndexCondition *req)
 	indexed = list_nth(call->args, req->indexarg);
 	center = list_nth(call->args, 1 - req->indexarg);
 	radius = lthird(call->args);
-	if (!is_constant_for_index(req->root, center, req->index) ||
-		!is_constant_for_index(req->root, radius, req->index))
+	if (!is_pseudo_constant_for_index(req->root, center, req->index) ||
+		!is_pseudo_constant_for_index(req->root, radius, req->index))
 		return NIL;
 
 	/* The ball type lives in the extension's schema, next to the function. */

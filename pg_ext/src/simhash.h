@@ -8,7 +8,8 @@
 #ifndef SIMHASH_H
 #define SIMHASH_H
 
-#include "postgres.h"
+#include "pg_compat.h"
+
 #include "fmgr.h"
 #include "port/pg_bitutils.h"
 
@@ -26,18 +27,6 @@ simhash64_distance(simhash64 a, simhash64 b)
 {
 	return pg_popcount64(a ^ b);
 }
-
-/*
- * Report a bad input value.  From PostgreSQL 16 on, input functions report
- * "soft" errors through fcinfo->context so pg_input_is_valid() works.
- */
-#if PG_VERSION_NUM >= 160000
-#define simhash_input_error(fcinfo, ...) \
-	ereturn((fcinfo)->context, (Datum) 0, __VA_ARGS__)
-#else
-#define simhash_input_error(fcinfo, ...) \
-	do { ereport(ERROR, __VA_ARGS__); pg_unreachable(); } while (0)
-#endif
 
 /* hamming.c */
 extern void simhash_check_radius(int32 k);

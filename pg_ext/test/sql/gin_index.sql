@@ -8,6 +8,18 @@ INSERT INTO docs
 SELECT 10000 + d, ((SELECT fp FROM docs WHERE id = 1)::bigint # ((1::bigint << d) - 1))::simhash64, NULL
 FROM generate_series(1, 4) d;
 INSERT INTO docs VALUES (20000, NULL, NULL);
+-- EXPLAIN (COSTS OFF) without the "Disabled: true" that PostgreSQL 18 prints on
+-- nodes chosen although their enable_* setting is off: the plans are the same.
+CREATE FUNCTION plan(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+        IF line NOT LIKE '%Disabled: true' THEN
+            RETURN NEXT line;
+        END IF;
+    END LOOP;
+END $$;
 
 -- options: ranges, and combinations that cannot make an index
 CREATE INDEX ON docs USING gin (fp simhash64_ops (blocks = 0));
@@ -28,7 +40,7 @@ EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE hamming_within(fp, '0x0123456789ab
 EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE hamming_within('0x0123456789abcdef', fp, 1 + 1);
 EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE fp <@ hamming_ball('0x0123456789abcdef', 2);
 -- ...but not when the centre comes from the same row
-EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE hamming_within(fp, other, 2);
+SELECT plan('SELECT id FROM docs WHERE hamming_within(fp, other, 2)');
 RESET enable_seqscan;
 
 -- exact for every radius, inside and beyond max_distance (2), on the index
@@ -40,7 +52,7 @@ GROUP BY k ORDER BY k;
 SELECT id FROM docs WHERE fp <@ hamming_ball((SELECT fp FROM docs WHERE id = 10004), 1) ORDER BY id;
 -- a constant radius beyond max_distance is not offered to the index at all;
 -- otherwise the index is scanned whole
-EXPLAIN (COSTS OFF) SELECT count(*) FROM docs WHERE hamming_within(fp, '0', 64);
+SELECT plan($$SELECT count(*) FROM docs WHERE hamming_within(fp, '0', 64)$$);
 EXPLAIN (COSTS OFF) SELECT count(*) FROM docs WHERE fp <@ hamming_ball('0', 64);
 SELECT count(*) FROM docs WHERE fp <@ hamming_ball('0', 64);
 SELECT count(*) FROM docs WHERE hamming_within(fp, '0', (SELECT 64));

@@ -1,0 +1,41 @@
+/*
+ * pg_compat.h — every difference between the PostgreSQL majors we support
+ * (14 to 18), in one place.  Source files include simhash.h, which includes
+ * this; no other file tests PG_VERSION_NUM.
+ *
+ * The build fails on any warning in the tests and CI (scripts/build-extension.sh,
+ * SIMHASH_WERROR=1), so a header that moves in a new major shows up here as
+ * a compile error, not in users' servers as an undefined symbol.
+ */
+#ifndef SIMHASH_PG_COMPAT_H
+#define SIMHASH_PG_COMPAT_H
+
+#include "postgres.h"
+
+#if PG_VERSION_NUM < 140000
+#error "simhash needs PostgreSQL 14 or later"
+#endif
+
+/*
+ * PostgreSQL 16 moved the varlena macros (VARDATA, SET_VARSIZE, ...) out of
+ * postgres.h into varatt.h.  Without this include a 16+ build only warns of an
+ * implicit declaration, and the library then fails to load.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
+/*
+ * Report a bad input value.  From PostgreSQL 16 on, input functions report
+ * "soft" errors through fcinfo->context, so pg_input_is_valid() and COPY's
+ * ON_ERROR work; before 16 every input error is an ERROR.
+ */
+#if PG_VERSION_NUM >= 160000
+#define simhash_input_error(fcinfo, ...) \
+	ereturn((fcinfo)->context, (Datum) 0, __VA_ARGS__)
+#else
+#define simhash_input_error(fcinfo, ...) \
+	do { ereport(ERROR, __VA_ARGS__); pg_unreachable(); } while (0)
+#endif
+
+#endif							/* SIMHASH_PG_COMPAT_H */
