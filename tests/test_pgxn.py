@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
 from readme import readme_blocks, run_example
-from scratch_postgres import ROOT, ScratchInstall, ScratchServer, supported_majors
+from scratch_postgres import PG_CONFIG, ROOT, ScratchInstall, ScratchServer, supported_majors
 
 META = json.loads((ROOT / "pg_ext" / "META.json").read_text())
 CONTROL = (ROOT / "pg_ext" / "simhash.control").read_text()
@@ -76,7 +77,15 @@ def test_versions_stay_in_step() -> None:
     assert pyproject.group(1) == version
     sql_version = control_value("default_version")
     assert version.split(".")[:2] == sql_version.split(".")
-    assert META["provides"]["simhash"]["file"] == f"sql/simhash--{sql_version}.sql"
+    # provides.file is the install script every version starts from; the
+    # upgrade scripts in sql/ chain it to default_version.
+    base = re.fullmatch(r"sql/simhash--(\d+\.\d+)\.sql", META["provides"]["simhash"]["file"]).group(1)
+    steps = dict(re.fullmatch(r"simhash--([\d.]+)--([\d.]+)\.sql", p.name).groups()
+                 for p in (ROOT / "pg_ext" / "sql").glob("simhash--*--*.sql"))
+    reached = base
+    while reached in steps:
+        reached = steps[reached]
+    assert reached == sql_version
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +115,11 @@ def test_readme_pgxn_example_installs_the_zip_and_creates_the_extension(tmp_path
             admin.execute("CREATE DATABASE fresh")
         # make reads DESTDIR from the environment: the install lands in the scratch copy.
         env = {"DESTDIR": str(install.root), **server.libpq_env("fresh")}
-        run_example(readme_blocks("PGXN")[0], cwd=ROOT, env=env, path=[install.path("bindir")])
+        # The pg_config on PATH is the original installation's: it names the
+        # original directories, which DESTDIR moves into the copy.  (A
+        # relocatable installation's copied pg_config would name the copy's.)
+        original_bindir = Path(shutil.which(PG_CONFIG)).parent
+        run_example(readme_blocks("PGXN")[0], cwd=ROOT, env=env, path=[original_bindir])
         assert (install.extension_dir / "simhash.control").is_file()
         with server.connect("fresh") as conn:
             version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simhash'").fetchone()
