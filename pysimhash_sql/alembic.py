@@ -6,6 +6,8 @@ does, for render_item; migrations that use them import it too)::
     op.create_simhash_extension()            op.drop_simhash_extension()
     op.create_simhash_index("documents_fingerprint_idx", "documents", "fingerprint",
                             blocks=6, max_distance=3)
+    op.create_simhash_index("pages_domain_fingerprint_idx", "pages", "fingerprint",
+                            scope=["domain"])          # two-column GIN (btree_gin)
     op.drop_simhash_index("documents_fingerprint_idx", "documents", "fingerprint")
 
 Autogenerate, enabled by two additions to ``env.py``::
@@ -18,7 +20,9 @@ Autogenerate, enabled by two additions to ``env.py``::
 It then creates the extension first when the models use ``SimHash64`` and the
 database lacks it, renders ``SimHash64`` columns with their import, emits the
 operations above for ``simhash_index`` indexes, and detects changed index
-parameters (Alembic's own index comparison does not look at operator classes).
+parameters and scope columns (Alembic's own index comparison does not look at
+operator classes).  It does not compare ``fastupdate``: an index made with
+GIN's default (on) keeps it until ``ALTER INDEX ... SET (fastupdate = off)``.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from alembic.operations import MigrateOperation, Operations, ops
 from alembic.util import PriorityDispatchResult
 from sqlalchemy import Column, Index, MetaData, Table, text
 
-from .sqlalchemy import OPCLASS, SimHash64, index_parameters, simhash_index
+from .sqlalchemy import OPCLASS, SimHash64, index_fastupdate, index_parameters, index_scope, simhash_index
 
 __all__ = [
     "CreateSimhashExtensionOp",
@@ -90,6 +94,9 @@ class _SimhashIndexOp(MigrateOperation):
         blocks: int | None = None,
         max_distance: int | None = None,
         schema: str | None = None,
+        *,
+        scope: list[str] | None = None,
+        fastupdate: bool = False,
     ) -> None:
         self.index_name = index_name
         self.table_name = table_name
@@ -97,37 +104,44 @@ class _SimhashIndexOp(MigrateOperation):
         self.blocks = blocks
         self.max_distance = max_distance
         self.schema = schema
+        self.scope = list(scope) if scope else None
+        self.fastupdate = fastupdate
 
     @classmethod
-    def from_index(cls, index: Index, params: dict[str, int] | None = None) -> _SimhashIndexOp:
-        (column,) = index.columns
-        params = index_parameters(index) if params is None else params
-        return cls(index.name, index.table.name, column.name, schema=index.table.schema, **params)
+    def from_index(cls, index: Index) -> _SimhashIndexOp:
+        return cls(index.name, index.table.name, list(index.columns)[-1].name, schema=index.table.schema,
+                   scope=index_scope(index), fastupdate=index_fastupdate(index), **index_parameters(index))
 
     def to_index(self) -> Index:
-        table = Table(self.table_name, MetaData(), Column(self.column_name, SimHash64()), schema=self.schema)
-        return simhash_index(self.index_name, table.c[self.column_name], self.blocks, self.max_distance)
+        scope = [Column(name) for name in self.scope or ()]
+        table = Table(self.table_name, MetaData(), *scope, Column(self.column_name, SimHash64()), schema=self.schema)
+        return simhash_index(self.index_name, table.c[self.column_name], self.blocks, self.max_distance,
+                             scope=[table.c[c.name] for c in scope], fastupdate=self.fastupdate)
 
     def _swapped(self, cls: type[_SimhashIndexOp]) -> _SimhashIndexOp:
         return cls(**vars(self))
 
     def render(self, verb: str) -> str:
         args = [repr(self.index_name), repr(self.table_name), repr(self.column_name)]
-        for name in ("blocks", "max_distance", "schema"):
+        for name in ("blocks", "max_distance", "schema", "scope"):
             if getattr(self, name) is not None:
                 args.append(f"{name}={getattr(self, name)!r}")
+        if self.fastupdate:
+            args.append("fastupdate=True")
         return f"op.{verb}_simhash_index({', '.join(args)})"
 
 
 @Operations.register_operation("create_simhash_index")
 class CreateSimhashIndexOp(_SimhashIndexOp):
-    """CREATE INDEX ... USING gin (column simhash64_ops (...))."""
+    """CREATE INDEX ... USING gin ([scope columns,] column simhash64_ops (...)) WITH (fastupdate = off)."""
 
     @classmethod
     def create_simhash_index(cls, operations: Operations, index_name: str, table_name: str,
                              column_name: str, blocks: int | None = None,
-                             max_distance: int | None = None, schema: str | None = None) -> Any:
-        return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema))
+                             max_distance: int | None = None, schema: str | None = None, *,
+                             scope: list[str] | None = None, fastupdate: bool = False) -> Any:
+        return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema,
+                                     scope=scope, fastupdate=fastupdate))
 
     def reverse(self) -> DropSimhashIndexOp:
         return self._swapped(DropSimhashIndexOp)
@@ -143,8 +157,10 @@ class DropSimhashIndexOp(_SimhashIndexOp):
     @classmethod
     def drop_simhash_index(cls, operations: Operations, index_name: str, table_name: str,
                            column_name: str, blocks: int | None = None,
-                           max_distance: int | None = None, schema: str | None = None) -> Any:
-        return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema))
+                           max_distance: int | None = None, schema: str | None = None, *,
+                           scope: list[str] | None = None, fastupdate: bool = False) -> Any:
+        return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema,
+                                     scope=scope, fastupdate=fastupdate))
 
     def reverse(self) -> CreateSimhashIndexOp:
         return self._swapped(CreateSimhashIndexOp)
@@ -165,6 +181,8 @@ def _drop_extension(operations: Operations, operation: DropSimhashExtensionOp) -
 
 @Operations.implementation_for(CreateSimhashIndexOp)
 def _create_index(operations: Operations, operation: CreateSimhashIndexOp) -> None:
+    if operation.scope:  # scope columns need btree_gin's operator classes (a trusted extension)
+        operations.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
     operations.impl.create_index(operation.to_index())
 
 
@@ -227,28 +245,31 @@ def compare_extension(autogen_context, upgrade_ops: ops.UpgradeOps) -> PriorityD
 
 _REFLECT_INDEXES = text(
     """
-    SELECT i.relname AS index_name, a.attname AS column_name,
+    SELECT i.relname AS index_name,
+           array(SELECT a.attname FROM unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, position)
+                 JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
+                 ORDER BY k.position) AS columns,
            coalesce(ia.attoptions, '{}') AS options
     FROM pg_index x
     JOIN pg_class i ON i.oid = x.indexrelid
     JOIN pg_class t ON t.oid = x.indrelid
-    JOIN pg_opclass oc ON oc.oid = x.indclass[0]
-    JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0]
-    JOIN pg_attribute ia ON ia.attrelid = i.oid AND ia.attnum = 1
+    JOIN pg_opclass oc ON oc.oid = x.indclass[x.indnatts - 1]
+    JOIN pg_attribute ia ON ia.attrelid = i.oid AND ia.attnum = x.indnatts
     JOIN pg_namespace n ON n.oid = t.relnamespace
     WHERE t.relname = :table AND n.nspname = coalesce(:schema, current_schema())
-      AND oc.opcname = :opclass AND x.indnatts = 1
+      AND oc.opcname = :opclass
     """
 )
 
 
-def _database_indexes(autogen_context, schema: str | None, table: str) -> dict[str, tuple[str, dict]]:
-    """name -> (column, parameters) of the table's simhash64_ops indexes."""
+def _database_indexes(autogen_context, schema: str | None, table: str) -> dict[str, tuple[list[str], dict]]:
+    """name -> (columns, parameters) of the table's simhash64_ops indexes (the
+    fingerprint last, after the scope columns)."""
     rows = autogen_context.connection.execute(
         _REFLECT_INDEXES, {"table": table, "schema": schema, "opclass": OPCLASS}
     )
     return {
-        row.index_name: (row.column_name, dict(_option(o) for o in row.options)) for row in rows
+        row.index_name: (row.columns, dict(_option(o) for o in row.options)) for row in rows
     }
 
 
@@ -271,8 +292,8 @@ def compare_indexes(
     existing = _database_indexes(autogen_context, schema, tname) if conn_table is not None else {}
 
     def existing_op(cls, name):
-        column, params = existing[name]
-        return cls(name, tname, column, schema=schema, **params)
+        columns, params = existing[name]
+        return cls(name, tname, columns[-1], schema=schema, scope=columns[:-1], **params)
 
     touched = set()
     for position, operation in enumerate(modify_ops.ops):
@@ -284,7 +305,8 @@ def compare_indexes(
             touched.add(operation.index_name)
 
     for name in sorted((wanted.keys() & existing.keys()) - touched):
-        if index_parameters(wanted[name]) != existing[name][1]:
+        columns, params = existing[name]
+        if index_parameters(wanted[name]) != params or index_scope(wanted[name]) != columns[:-1]:
             modify_ops.ops.append(existing_op(DropSimhashIndexOp, name))
             modify_ops.ops.append(CreateSimhashIndexOp.from_index(wanted[name]))
     return PriorityDispatchResult.CONTINUE

@@ -9,6 +9,7 @@ registered; ``register_simhash(engine)`` registers them for raw driver use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, event, func, literal
@@ -23,7 +24,9 @@ from .fingerprint import check_fingerprint
 __all__ = [
     "OPCLASS",
     "SimHash64",
+    "index_fastupdate",
     "index_parameters",
+    "index_scope",
     "opclass_clause",
     "register_simhash",
     "simhash_index",
@@ -126,28 +129,56 @@ def simhash_index(
     column: Any,
     blocks: int | None = None,
     max_distance: int | None = None,
+    *,
+    scope: Sequence[Any] = (),
+    fastupdate: bool = False,
     **kw: Any,
 ) -> Index:
     """A GIN index with the ``simhash64_ops`` operator class, for ``within()``.
 
     ``column`` is a column name (as in ``__table_args__``) or a column.
     Parameters left as None take the operator class's defaults.
+
+    ``fastupdate`` is GIN's pending list of not-yet-merged entries, off here
+    (PostgreSQL's default is on): with it, every lookup also scans the pending
+    list, which cut the check-then-insert loop of a crawler to a fraction
+    (docs/crawling.md).  Bulk loads are fastest without any index: create it
+    after loading.
+
+    ``scope``: columns the queries also compare with ``=`` (a crawler's
+    ``domain``), put before the fingerprint in one multi-column GIN index;
+    needs ``CREATE EXTENSION btree_gin``.  Usually a plain index on the
+    fingerprint is as fast (the scope is checked on the few candidate rows);
+    docs/crawling.md has the measurements of when the two-column index pays.
     """
     params = _index_params(blocks, max_distance)
     key = column if isinstance(column, str) else column.key
     return Index(
         name,
+        *scope,
         column,
         postgresql_using=INDEX_METHOD,
         postgresql_ops={key: opclass_clause(params)},
+        postgresql_with={"fastupdate": "on" if fastupdate else "off"},
         info={_INDEX_INFO_KEY: params},
         **kw,
     )
 
 
 def index_parameters(index: Index) -> dict[str, int] | None:
-    """The parameters of an index made by ``simhash_index``, else None."""
+    """The operator class parameters of an index made by ``simhash_index``, else None."""
     return index.info.get(_INDEX_INFO_KEY)
+
+
+def index_scope(index: Index) -> list[str]:
+    """The names of the scope columns of an index made by ``simhash_index``:
+    all its columns but the last, the fingerprint."""
+    return [column.name for column in list(index.columns)[:-1]]
+
+
+def index_fastupdate(index: Index) -> bool:
+    """Whether an index made by ``simhash_index`` has GIN's fastupdate on."""
+    return index.dialect_options["postgresql"]["with"].get("fastupdate", "on") == "on"
 
 
 def register_simhash(engine) -> None:

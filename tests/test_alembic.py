@@ -116,6 +116,27 @@ def test_round_trip_with_index_and_parameter_change(tmp_path, bare_engine) -> No
     command.upgrade(cfg, "head")
 
 
+SCOPED = WITHOUT_INDEX.replace("from sqlalchemy import BigInteger, Text", "from sqlalchemy import BigInteger, Text\nfrom pysimhash_sql.sqlalchemy import simhash_index").replace(
+    '    __tablename__ = "pages"',
+    '    __tablename__ = "pages"\n    __table_args__ = (simhash_index("pages_url_fp_idx", "fp", scope=["url"]),)')
+
+
+def test_round_trip_with_a_scoped_index(tmp_path, bare_engine) -> None:
+    cfg = new_project(tmp_path, bare_engine.url, SCOPED)
+    upgrade, _ = autogenerate(cfg, "pages").split("def downgrade")
+    assert "op.create_simhash_index('pages_url_fp_idx', 'pages', 'fp', scope=['url'])" in upgrade
+    upgrade_downgrade_upgrade(cfg, bare_engine, {"pages"})
+    with bare_engine.connect() as conn:
+        definition = conn.scalar(text("SELECT indexdef FROM pg_indexes WHERE indexname = 'pages_url_fp_idx'"))
+    assert definition.endswith("USING gin (url, fp) WITH (fastupdate=off)")
+
+    models = Path(cfg.get_main_option("script_location")) / "models.py"
+    models.write_text(models.read_text().replace('scope=["url"]', "scope=[]"))
+    upgrade, _ = autogenerate(cfg, "unscoped").split("def downgrade")
+    assert "op.drop_simhash_index('pages_url_fp_idx', 'pages', 'fp', scope=['url'])" in upgrade
+    assert "op.create_simhash_index('pages_url_fp_idx', 'pages', 'fp')" in upgrade
+
+
 def test_reference_migrations(simhash_url, bare_engine) -> None:
     upgrade_downgrade_upgrade(alembic_config(MIGRATIONS, simhash_url), bare_engine, {"documents"})
 
@@ -139,13 +160,15 @@ def test_catalog_query_reads_operator_class_options(simhash_engine) -> None:
     from pysimhash_sql.alembic import _REFLECT_INDEXES, _option
 
     with simhash_engine.begin() as conn:
-        conn.execute(text("CREATE TABLE u (id int, tsv tsvector)"))
+        conn.execute(text("CREATE TABLE u (id int, title tsvector, tsv tsvector)"))
         conn.execute(text("CREATE INDEX u_tsv ON u USING gist (tsv tsvector_ops (siglen = 100))"))
         conn.execute(text("CREATE INDEX u_id ON u (id)"))
+        conn.execute(text("CREATE INDEX u_title_tsv ON u USING gist (title, tsv tsvector_ops (siglen = 50))"))
         for schema in (None, "public"):
             rows = conn.execute(_REFLECT_INDEXES, {"table": "u", "schema": schema, "opclass": "tsvector_ops"})
-            assert [(r.index_name, r.column_name, dict(map(_option, r.options))) for r in rows] == [
-                ("u_tsv", "tsv", {"siglen": 100})
+            assert sorted((r.index_name, r.columns, dict(map(_option, r.options))) for r in rows) == [
+                ("u_title_tsv", ["title", "tsv"], {"siglen": 50}),
+                ("u_tsv", ["tsv"], {"siglen": 100}),
             ]
 
 
@@ -157,7 +180,7 @@ def test_offline_sql_of_the_reference_migration(simhash_url, capsys) -> None:
     table = sql.index("CREATE TABLE documents (")
     index = sql.index(
         "CREATE INDEX documents_fingerprint_idx ON documents "
-        "USING gin (fingerprint simhash64_ops (blocks = 6, max_distance = 3));"
+        "USING gin (fingerprint simhash64_ops (blocks = 6, max_distance = 3)) WITH (fastupdate = off);"
     )
     assert extension < table < index
     assert "fingerprint simhash64 NOT NULL" in sql

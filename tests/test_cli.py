@@ -169,6 +169,11 @@ def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycop
 
     run("ingest", "--dsn", dsn, str(CORPUS))  # again: every name is there already
     assert documents(db) == server
+    # the near-duplicate index, made once after the first load, without GIN's pending list
+    indexes = db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'documents'"
+                         " AND indexdef LIKE '%gin%'").fetchall()
+    assert [(name, "fastupdate=off" in definition) for name, definition in indexes] == [
+        ("documents_fingerprint_idx", True)]
 
 
 def test_ingest_jsonl_from_stdin_with_pg_environment_variables(db: psycopg.Connection) -> None:

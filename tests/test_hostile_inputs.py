@@ -369,6 +369,10 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
         lambda bm: Sql(f"CREATE INDEX ON pg_temp.hostile_scratch USING gin "
                        f"(fp simhash64_ops (blocks = {bm[0]}, max_distance = {bm[1]}))")
     ),
+    # concurrent dedupe: advisory locks (texts include NULL, the scope-less case)
+    "function simhash_lock_near(simhash64,integer,text)": function("simhash_lock_near", fingerprints, int4s, texts),
+    "function simhash_lock_near_batch(simhash64[],integer,text)":
+        function("simhash_lock_near_batch", st.one_of(fingerprint_arrays, near_arrays), int4s, texts),
     "function hamming_nearest(anyelement,name,simhash64,integer,integer)":
         st.tuples(rows_of, names, fingerprints, int4s, int4s).map(
             lambda a: Sql(f"SELECT count(*) FROM hamming_nearest({a[0]}, %s::name, ", (a[1],)) + join(a[2:]) + Sql(")")

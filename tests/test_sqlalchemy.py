@@ -12,6 +12,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     Table,
+    Text,
     create_engine,
     func,
     inspect,
@@ -137,10 +138,15 @@ def test_index_ddl() -> None:
     (index,) = Doc.__table__.indexes
     assert sql(CreateIndex(index)) == (
         "CREATE INDEX docs_fp_idx ON docs USING gin (fp simhash64_ops (blocks = 6, max_distance = 3))"
+        " WITH (fastupdate = off)"
     )
-    other = Table("pages", MetaData(), Column("fp", SimHash64()))
+    other = Table("pages", MetaData(), Column("domain", Text()), Column("fp", SimHash64()))
     plain = simhash_index("ix", other.c.fp)
-    assert sql(CreateIndex(plain)) == "CREATE INDEX ix ON pages USING gin (fp simhash64_ops)"
+    assert sql(CreateIndex(plain)) == "CREATE INDEX ix ON pages USING gin (fp simhash64_ops) WITH (fastupdate = off)"
+    scoped = simhash_index("ix", other.c.fp, scope=[other.c.domain], fastupdate=True)
+    assert sql(CreateIndex(scoped)) == (
+        "CREATE INDEX ix ON pages USING gin (domain, fp simhash64_ops) WITH (fastupdate = on)"
+    )
 
 
 @pytest.mark.parametrize("bad", [{"blocks": -1}, {"max_distance": "3); DROP TABLE x; --"}, {"blocks": True}])

@@ -78,6 +78,13 @@ CREATE TABLE IF NOT EXISTS {table} (
     fingerprint simhash64 NOT NULL
 )
 """
+# The near-duplicate index, made after the first load (building it over the
+# loaded rows is much faster than growing it row by row) and kept up to date
+# by later ingests; fastupdate off, as for every index a crawler writes while
+# it reads (docs/crawling.md).
+CREATE_INDEX = """
+CREATE INDEX IF NOT EXISTS {index} ON {table} USING gin (fingerprint) WITH (fastupdate = off)
+"""
 # Each batch is copied into a staging table and moved in one transaction, so
 # an interruption loses at most the batch in flight, and documents whose name
 # is already in the table are skipped: running the same ingest again resumes.
@@ -125,6 +132,8 @@ def ingest_command(args) -> None:
             print(f"pysimhash-sql: {added} new documents were committed to {args.table} before the interruption; "
                   "run the same command again to load the rest", file=sys.stderr)
             raise
+        index = sql.Identifier(f"{args.table.split('.')[-1]}_fingerprint_idx")
+        conn.execute(sql.SQL(CREATE_INDEX).format(index=index, table=table))
     if sys.stderr.isatty():
         print(f"{read} documents read, {added} new in {args.table}", file=sys.stderr)
 
