@@ -65,10 +65,10 @@ def named(sql: str, style: str, params: dict) -> tuple[str, object]:
     return sql.format(**{k: f"${order.index(k) + 1}" for k in params}), [params[k] for k in order]
 
 
-def psycopg_client(info, registered: bool) -> Client:
-    conn = psycopg.connect(**info, autocommit=True)
+def dbapi_client(conn, register: Callable, registered: bool) -> Client:
+    """A client on a DB-API connection (psycopg 3 or psycopg2) in autocommit mode."""
     if registered:
-        simhash_psycopg.register_simhash(conn)
+        register(conn)
 
     def run(sql, params):
         with conn.cursor() as cur:
@@ -76,25 +76,25 @@ def psycopg_client(info, registered: bool) -> Client:
             return cur.fetchall() if cur.description else []
 
     return Client(run, registered, conn.close)
+
+
+def psycopg_client(info, registered: bool) -> Client:
+    return dbapi_client(psycopg.connect(**info, autocommit=True), simhash_psycopg.register_simhash, registered)
 
 
 def psycopg2_client(info, registered: bool) -> Client:
-    conn = psycopg2.connect(**{("database" if k == "dbname" else k): v for k, v in info.items()})
+    conn = psycopg2.connect(**info)
     conn.autocommit = True
-    if registered:
-        simhash_psycopg2.register_simhash(conn)
+    return dbapi_client(conn, simhash_psycopg2.register_simhash, registered)
 
-    def run(sql, params):
-        with conn.cursor() as cur:
-            cur.execute(*named(sql, "pyformat", params))
-            return cur.fetchall() if cur.description else []
 
-    return Client(run, registered, conn.close)
+def asyncpg_params(info: dict) -> dict:
+    return {("database" if k == "dbname" else k): v for k, v in info.items()}
 
 
 def asyncpg_client(info, registered: bool) -> Client:
     runner = asyncio.Runner()
-    conn = runner.run(asyncpg.connect(**{("database" if k == "dbname" else k): v for k, v in info.items()}))
+    conn = runner.run(asyncpg.connect(**asyncpg_params(info)))
     if registered:
         runner.run(simhash_asyncpg.register_simhash(conn))
 
@@ -258,7 +258,7 @@ def test_unsupported_driver_is_refused_up_front(simhash_url) -> None:
 
 def test_raw_asyncpg_pool_with_the_codec(db: psycopg.Connection) -> None:
     """asyncpg pools register the codec on each connection they open (init=)."""
-    info = {("database" if k == "dbname" else k): v for k, v in connection_info(db).items()}
+    info = asyncpg_params(connection_info(db))
 
     async def main():
         async with asyncpg.create_pool(**info, min_size=2, max_size=2, init=simhash_asyncpg.register_simhash) as pool:
