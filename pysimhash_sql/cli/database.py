@@ -55,7 +55,9 @@ def connect(dsn: str | None) -> Iterator[psycopg.Connection]:
     if psycopg is None:
         raise UserError("the database commands need psycopg: pip install 'pysimhash-sql[psycopg]'")
     try:
-        conn = psycopg.connect(dsn or "", autocommit=True)
+        # UTF8 whatever the database's encoding: documents are Unicode, and the
+        # server says which characters its encoding cannot hold (SQLSTATE 22P05)
+        conn = psycopg.connect(dsn or "", autocommit=True, client_encoding="UTF8")
     except psycopg.Error as e:
         raise UserError(f"cannot connect to the database: {joined_lines(str(e))}") from None
     with conn, database_errors():
