@@ -1,5 +1,6 @@
 """What the Python adapters cost: reading and writing simhash64 through
-psycopg (text and binary) and SQLAlchemy, next to plain bigint in the same run.
+psycopg (text and binary), psycopg2, asyncpg and SQLAlchemy, next to plain
+bigint in the same run.
 
 Prints rows/s per path; the ratio column is bigint's time over simhash64's on
 the same path (1.00 = no overhead).
@@ -7,14 +8,19 @@ the same path (1.00 = no overhead).
 
 from __future__ import annotations
 
+import asyncio
 import os
 
+import asyncpg
 import psycopg
+import psycopg2
 from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, insert, select
 from sqlalchemy.pool import NullPool
 
 from benchlib import best_of, quick_run
 
+from pysimhash_sql import asyncpg as simhash_asyncpg
+from pysimhash_sql import psycopg2 as simhash_psycopg2
 from pysimhash_sql.psycopg import Fingerprint, register_simhash
 from pysimhash_sql.sqlalchemy import SimHash64
 
@@ -23,6 +29,29 @@ def psycopg_read(dsn: str, column: str, binary: bool) -> float:
     with psycopg.connect(dsn) as conn:
         register_simhash(conn)
         return best_of(3, lambda: conn.cursor(binary=binary).execute(f"SELECT {column} FROM bench_values").fetchall())[0]
+
+
+def psycopg2_read(dsn: str, column: str) -> float:
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        simhash_psycopg2.register_simhash(conn)
+
+        def run() -> None:
+            cur.execute(f"SELECT {column} FROM bench_values")
+            cur.fetchall()
+
+        return best_of(3, run)[0]
+
+
+def asyncpg_read(dsn: str, column: str) -> float:
+    params = psycopg.conninfo.conninfo_to_dict(dsn)
+    with asyncio.Runner() as runner:
+        conn = runner.run(asyncpg.connect(host=params["host"], port=int(params.get("port", 5432)),
+                                          user=params.get("user"), database=params["dbname"]))
+        runner.run(simhash_asyncpg.register_simhash(conn))
+        try:
+            return best_of(3, lambda: runner.run(conn.fetch(f"SELECT {column} FROM bench_values")))[0]
+        finally:
+            runner.run(conn.close())
 
 
 def sqlalchemy_url(dsn: str) -> str:
@@ -49,6 +78,8 @@ def main() -> None:
     for binary in (False, True):
         fmt = "binary" if binary else "text"
         rows.append((f"psycopg read ({fmt})", n_read, psycopg_read(dsn, "b", binary), psycopg_read(dsn, "s", binary)))
+    rows.append(("psycopg2 read", n_read, psycopg2_read(dsn, "b"), psycopg2_read(dsn, "s")))
+    rows.append(("asyncpg read (binary)", n_read, asyncpg_read(dsn, "b"), asyncpg_read(dsn, "s")))
 
     engine = create_engine(sqlalchemy_url(dsn), poolclass=NullPool)
     table = Table("bench_values", MetaData(), Column("b", BigInteger), Column("s", SimHash64))

@@ -19,10 +19,12 @@ Autogenerate, enabled by two additions to ``env.py``::
 (the plugin is the ``alembic.plugins`` entry point, pysimhash_sql.alembic_plugin).
 It then creates the extension first when the models use ``SimHash64`` and the
 database lacks it, renders ``SimHash64`` columns with their import, emits the
-operations above for ``simhash_index`` indexes, and detects changed index
+operations above for ``simhash_index`` indexes, detects changed index
 parameters and scope columns (Alembic's own index comparison does not look at
-operator classes).  It does not compare ``fastupdate``: an index made with
-GIN's default (on) keeps it until ``ALTER INDEX ... SET (fastupdate = off)``.
+operator classes), and gives type changes between an integer column and
+``SimHash64`` the ``postgresql_using`` their downgrade needs.  It does not
+compare ``fastupdate``: an index made with GIN's default (on) keeps it until
+``ALTER INDEX ... SET (fastupdate = off)``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 from alembic.autogenerate import renderers
 from alembic.operations import MigrateOperation, Operations, ops
 from alembic.util import PriorityDispatchResult
-from sqlalchemy import Column, Index, MetaData, Table, text
+from sqlalchemy import Column, Index, Integer, MetaData, Table, text
 
 from .sqlalchemy import OPCLASS, SimHash64, index_fastupdate, index_parameters, index_scope, simhash_index
 
@@ -41,6 +43,8 @@ __all__ = [
     "CreateSimhashIndexOp",
     "DropSimhashExtensionOp",
     "DropSimhashIndexOp",
+    "AlterSimhashColumnOp",
+    "compare_column_types",
     "compare_extension",
     "compare_indexes",
     "render_item",
@@ -191,6 +195,20 @@ def _drop_index(operations: Operations, operation: DropSimhashIndexOp) -> None:
     operations.impl.drop_index(operation.to_index())
 
 
+class AlterSimhashColumnOp(ops.AlterColumnOp):
+    """alter_column between SimHash64 and an integer type, with a USING clause:
+    PostgreSQL converts simhash64 to bigint only when asked (an explicit cast).
+    ``USING column::bigint`` serves both directions (bigint converts to
+    simhash64 by itself), so the downgrade that reverse() makes keeps it."""
+
+    @classmethod
+    def from_alter_column(cls, op: ops.AlterColumnOp, column_sql: str) -> AlterSimhashColumnOp:
+        fields = ("existing_type", "existing_server_default", "existing_nullable", "existing_comment",
+                  "modify_nullable", "modify_comment", "modify_server_default", "modify_name", "modify_type")
+        return cls(op.table_name, op.column_name, schema=op.schema, **{f: getattr(op, f) for f in fields},
+                   **{**op.kw, "postgresql_using": f"{column_sql}::bigint"})
+
+
 # ----------------------------------------------------------------- rendering
 
 
@@ -211,6 +229,13 @@ for _op, _verb in [
     (DropSimhashIndexOp, "drop"),
 ]:
     renderers.dispatch_for(_op)(_render(_verb))
+
+
+@renderers.dispatch_for(AlterSimhashColumnOp)
+def _render_alter_column_using(autogen_context, operation: AlterSimhashColumnOp) -> str:
+    """Alembic's own alter_column, plus the postgresql_using it leaves out."""
+    rendered = renderers.dispatch(ops.AlterColumnOp)(autogen_context, operation)
+    return f"{rendered[:-1]},\n{' ' * 11}postgresql_using={operation.kw['postgresql_using']!r})"
 
 
 def render_item(type_: str, obj: Any, autogen_context) -> str | bool:
@@ -309,4 +334,22 @@ def compare_indexes(
         if index_parameters(wanted[name]) != params or index_scope(wanted[name]) != columns[:-1]:
             modify_ops.ops.append(existing_op(DropSimhashIndexOp, name))
             modify_ops.ops.append(CreateSimhashIndexOp.from_index(wanted[name]))
+    return PriorityDispatchResult.CONTINUE
+
+
+def _between_simhash_and_integer(operation: ops.AlterColumnOp) -> bool:
+    types = (operation.existing_type, operation.modify_type)
+    return any(isinstance(t, SimHash64) for t in types) and any(isinstance(t, Integer) for t in types)
+
+
+def compare_column_types(
+    autogen_context, modify_ops: ops.ModifyTableOps, schema, tname, conn_table, metadata_table
+) -> PriorityDispatchResult:
+    """Runs after Alembic's column comparison: its type changes between
+    SimHash64 and an integer type get the USING clause they need."""
+    quote = autogen_context.dialect.identifier_preparer.quote
+    for position, operation in enumerate(modify_ops.ops):
+        if (type(operation) is ops.AlterColumnOp and operation.modify_type is not None
+                and _between_simhash_and_integer(operation)):
+            modify_ops.ops[position] = AlterSimhashColumnOp.from_alter_column(operation, quote(operation.column_name))
     return PriorityDispatchResult.CONTINUE

@@ -22,6 +22,12 @@ def compare_indexes(*args):
     return compare_indexes(*args)
 
 
+def compare_column_types(*args):
+    from .alembic import compare_column_types
+
+    return compare_column_types(*args)
+
+
 def setup(plugin) -> None:
     from alembic.util import DispatchPriority  # initialised before plugins load
 
@@ -30,4 +36,7 @@ def setup(plugin) -> None:
     )
     plugin.add_autogenerate_comparator(
         compare_indexes, "table", "simhash_indexes", qualifier="postgresql", priority=DispatchPriority.LAST
+    )
+    plugin.add_autogenerate_comparator(
+        compare_column_types, "table", "simhash_column_types", qualifier="postgresql", priority=DispatchPriority.LAST
     )

@@ -1,11 +1,23 @@
-"""The range every simhash64 value must fit, checked client-side before a value
-reaches the server (shared by the driver and ORM layers; no dependencies)."""
+"""The simhash64 value on the client side, shared by every driver and ORM
+layer (no dependencies): the range check, the ``Fingerprint`` int, and the
+conversions to and from the server's text and binary forms.  The driver
+modules (psycopg, psycopg2, asyncpg) only bind these to their adapter APIs.
+"""
 
 from __future__ import annotations
 
 import operator
+import struct
 
 MAX_FINGERPRINT = 2**64 - 1
+
+# The server's send/recv format: 8 bytes, network order, unsigned.
+_WIRE = struct.Struct(">Q")
+
+NOT_INSTALLED = (
+    "type simhash64 not found in this database: run CREATE EXTENSION simhash "
+    "(and check that it is on the search_path)"
+)
 
 
 def check_fingerprint(value: int) -> int:
@@ -20,3 +32,53 @@ def check_fingerprint(value: int) -> int:
     if not 0 <= value <= MAX_FINGERPRINT:
         raise ValueError(f"simhash64 fingerprint out of range 0 .. 2**64-1: {value}")
     return value
+
+
+class Fingerprint(int):
+    """An int sent to PostgreSQL as ``simhash64`` by the driver adapters;
+    range-checked when made."""
+
+    def __new__(cls, value: int) -> Fingerprint:
+        return super().__new__(cls, check_fingerprint(value))
+
+    __str__ = int.__repr__  # str() stays the decimal digits, as for any int
+
+    def __repr__(self) -> str:
+        return f"Fingerprint({int(self)})"
+
+
+def parameter_value(value: int | str) -> int:
+    """A parameter as an int: an integer, or the decimal text a driver would
+    otherwise pass through to the server (SQLAlchemy's ``SimHash64`` sends
+    that, so it works with and without a driver's adapters)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.isascii() or not text.isdigit():
+            raise ValueError(f"not a simhash64 fingerprint (an unsigned decimal): {value!r}")
+        value = int(text)
+    return check_fingerprint(value)
+
+
+def to_text(value: int | str) -> str:
+    """The server's text form: unsigned decimal."""
+    return str(parameter_value(value))
+
+
+def to_sql_literal(value: int) -> str:
+    """A typed SQL literal, ``'…'::simhash64``: right in any context."""
+    return f"'{check_fingerprint(value)}'::simhash64"
+
+
+def from_text(text: str | bytes) -> int:
+    """A value in the server's text form (unsigned decimal) as an int."""
+    return int(text)
+
+
+def to_binary(value: int | str) -> bytes:
+    """The server's binary form (simhash64_recv reads it)."""
+    return _WIRE.pack(parameter_value(value))
+
+
+def from_binary(data: bytes) -> int:
+    """A value in the server's binary form (simhash64_send) as an int."""
+    return _WIRE.unpack(data)[0]

@@ -5,16 +5,17 @@ After ``register_simhash(conn)`` (or ``await register_simhash_async(aconn)``)
 0 .. 2**64-1, in text and binary results alike, and ``Fingerprint`` values
 (an ``int`` subclass, checked when made) are sent as ``simhash64``.
 
-Plain ``int`` parameters keep psycopg's own adaptation: taking over every
-``int`` on a connection would turn ``LIMIT %s`` into a ``simhash64``.  Wrap a
-value in ``Fingerprint`` to send it as one, or cast in SQL (``%s::simhash64``
-with a ``str``).
+Plain ``int`` parameters keep psycopg's own adaptation (smallint, integer,
+bigint, or numeric from 2**63 on): taking over every ``int`` on a connection
+would turn ``LIMIT %s`` into a ``simhash64``.  The extension converts each of
+those to ``simhash64`` implicitly (SQL 1.1), so a plain int works where a
+fingerprint is expected, registered or not; ``Fingerprint`` makes the type
+explicit (``SELECT %s`` then returns a simhash64).
 """
 
 from __future__ import annotations
 
 import functools
-import struct
 
 from psycopg import ProgrammingError, postgres
 from psycopg.abc import AdaptContext
@@ -22,7 +23,7 @@ from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
-from .fingerprint import MAX_FINGERPRINT, check_fingerprint
+from .fingerprint import MAX_FINGERPRINT, NOT_INSTALLED, Fingerprint, check_fingerprint, from_binary, to_binary, to_text
 
 __all__ = [
     "MAX_FINGERPRINT",
@@ -34,35 +35,22 @@ __all__ = [
 ]
 
 TYPE_NAME = "simhash64"
-_WIRE = struct.Struct(">Q")  # the server's send/recv: 8 bytes, network order
 
 
 class SimhashNotInstalled(ProgrammingError):
     """The database has no ``simhash64`` type: the extension is not created."""
 
 
-class Fingerprint(int):
-    """An int sent to PostgreSQL as ``simhash64``; range-checked when made."""
-
-    def __new__(cls, value: int) -> Fingerprint:
-        return super().__new__(cls, check_fingerprint(value))
-
-    __str__ = int.__repr__  # str() stays the decimal digits, as for any int
-
-    def __repr__(self) -> str:
-        return f"Fingerprint({int(self)})"
-
-
 class _TextDumper(Dumper):
     def dump(self, obj: int) -> bytes:
-        return b"%d" % check_fingerprint(obj)
+        return to_text(obj).encode()
 
 
 class _BinaryDumper(Dumper):
     format = Format.BINARY
 
     def dump(self, obj: int) -> bytes:
-        return _WIRE.pack(check_fingerprint(obj))
+        return to_binary(obj)
 
 
 # simhash64's text form is an unsigned decimal: psycopg's own integer loader
@@ -74,7 +62,7 @@ class _BinaryLoader(Loader):
     format = Format.BINARY
 
     def load(self, data) -> int:
-        return _WIRE.unpack(data)[0]
+        return from_binary(data)
 
 
 @functools.cache
@@ -89,10 +77,7 @@ def _dumpers_for(oid: int) -> tuple[type[Dumper], type[Dumper]]:
 
 def _checked(info: TypeInfo | None) -> TypeInfo:
     if info is None:
-        raise SimhashNotInstalled(
-            "type simhash64 not found in this database: run CREATE EXTENSION simhash "
-            "(and check that it is on the search_path)"
-        )
+        raise SimhashNotInstalled(NOT_INSTALLED)
     return info
 
 

@@ -3,13 +3,15 @@ SQL functions and the ``simhash_index`` constructor.
 
 Importing this module needs only SQLAlchemy.  Values are sent as their decimal
 text (which the server casts to ``simhash64``) and read back with ``int()``,
-so a column round-trips Python ints whether or not the psycopg adapters are
-registered; ``register_simhash(engine)`` registers them for raw driver use.
+so a column round-trips Python ints on every driver whether or not its
+adapters are registered; ``register_simhash(engine)`` registers them for raw
+driver use (psycopg, psycopg2, asyncpg).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from importlib import import_module
 from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, event, func, literal
@@ -19,7 +21,7 @@ from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import UserDefinedType
 
-from .fingerprint import check_fingerprint
+from .fingerprint import check_fingerprint, to_sql_literal
 
 __all__ = [
     "OPCLASS",
@@ -70,7 +72,7 @@ class SimHash64(UserDefinedType[int]):
 
     def literal_processor(self, dialect):
         def process(value):
-            return f"'{check_fingerprint(value)}'::simhash64"
+            return to_sql_literal(value)
 
         return process
 
@@ -181,17 +183,33 @@ def index_fastupdate(index: Index) -> bool:
     return index.dialect_options["postgresql"]["with"].get("fastupdate", "on") == "on"
 
 
-def register_simhash(engine) -> None:
-    """Register the psycopg simhash64 adapters on every connection ``engine``
-    opens (an Engine or an AsyncEngine), so raw driver results are ints too."""
-    from . import psycopg as adapters  # only engines need the driver
+# How each driver SQLAlchemy may use registers the adapters on a new DBAPI
+# connection: (module, function, is it a coroutine run on the async adapter).
+_DRIVER_REGISTRATION = {
+    ("psycopg", False): ("psycopg", "register_simhash", False),
+    ("psycopg", True): ("psycopg", "register_simhash_async", True),
+    ("psycopg2", False): ("psycopg2", "register_simhash", False),
+    ("asyncpg", True): ("asyncpg", "register_simhash", True),
+}
 
+
+def register_simhash(engine) -> None:
+    """Register the driver's simhash64 adapters on every connection ``engine``
+    opens (an Engine or an AsyncEngine on psycopg, psycopg2 or asyncpg), so
+    raw driver results are ints too.  Other drivers raise ValueError here,
+    before any connection is made."""
     sync_engine = getattr(engine, "sync_engine", engine)
-    is_async = sync_engine is not engine
+    dialect = sync_engine.dialect
+    key = (dialect.driver, bool(dialect.is_async))
+    if key not in _DRIVER_REGISTRATION:
+        supported = ", ".join(sorted({driver for driver, _ in _DRIVER_REGISTRATION}))
+        raise ValueError(f"register_simhash supports the {supported} drivers, not {dialect.driver}")
+    module, function, is_async = _DRIVER_REGISTRATION[key]
+    register = getattr(import_module(f".{module}", __package__), function)  # only engines need the driver
 
     @event.listens_for(sync_engine, "connect")
     def _register(dbapi_connection, _record) -> None:
         if is_async:
-            dbapi_connection.run_async(adapters.register_simhash_async)
+            dbapi_connection.run_async(register)
         else:
-            adapters.register_simhash(dbapi_connection)
+            register(dbapi_connection)

@@ -1,9 +1,10 @@
 """Test fixtures: a real PostgreSQL server with the simhash extension.
 
-The server is the plugin's (pysimhash_sql.pytest_plugin), started through
-scripts/pg_ctl, which runs it as an unprivileged user when the tests run as
-root, from the private installation `make test` builds (SIMHASH_PG_BINDIR), or
-else from the PostgreSQL that ``pg_config --bindir`` names (after ``make install``).
+The server is the plugin's (pysimhash_sql.pytest_plugin), which runs it as an
+unprivileged user when the tests run as root; scripts/pytest.sh points it at
+the private installation `make test` builds (SIMHASH_PG_CTL) and at the
+harness's server user (SIMHASH_PG_USER).  Without them it runs the PostgreSQL
+that ``pg_config --bindir`` names (after ``make install``) as ``nobody``.
 """
 
 from __future__ import annotations

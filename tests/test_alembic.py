@@ -184,3 +184,31 @@ def test_offline_sql_of_the_reference_migration(simhash_url, capsys) -> None:
     )
     assert extension < table < index
     assert "fingerprint simhash64 NOT NULL" in sql
+
+
+def test_bigint_column_to_simhash64_and_back(tmp_path, bare_engine) -> None:
+    """An existing bigint fingerprint column: autogenerate's alter_column carries
+    USING fp::bigint, which the downgrade needs (simhash64 converts to bigint
+    only when asked); every bit survives both ways."""
+    signed = [0, 1, -1, 2**63 - 1, -(2**63), -5443689869135361561]  # -5443... is 13893055204574190055
+    cfg = new_project(tmp_path, bare_engine.url, WITHOUT_INDEX.replace("mapped_column(SimHash64)", "mapped_column(BigInteger)"))
+    autogenerate(cfg, "pages with a bigint fingerprint")
+    command.upgrade(cfg, "head")
+    with bare_engine.begin() as conn:
+        conn.execute(text("INSERT INTO pages (id, url, fp) VALUES (:i, 'u', :fp)"),
+                     [{"i": i, "fp": fp} for i, fp in enumerate(signed)])
+
+    models = Path(cfg.get_main_option("script_location")) / "models.py"
+    models.write_text(WITHOUT_INDEX)
+    upgrade, downgrade = autogenerate(cfg, "simhash64 fingerprint").split("def downgrade")
+    for script in (upgrade, downgrade):
+        assert "postgresql_using='fp::bigint'" in script, script
+    command.upgrade(cfg, "head")
+    command.check(cfg)
+    with bare_engine.connect() as conn:
+        unsigned = conn.scalars(text("SELECT fp::text FROM pages ORDER BY id")).all()
+    assert unsigned == [str(fp % 2**64) for fp in signed]
+    command.downgrade(cfg, "-1")
+    with bare_engine.connect() as conn:
+        assert conn.scalars(text("SELECT fp FROM pages ORDER BY id")).all() == signed
+    command.upgrade(cfg, "head")

@@ -142,13 +142,96 @@ def test_fingerprint_jsonl_in_and_out(tmp_path: Path) -> None:
 
 
 def test_fingerprint_input_mistakes(tmp_path: Path) -> None:
-    (tmp_path / "bad.jsonl").write_text('{"id": 1, "text": "a"}\n{"id": 2, "text": "b"\n')
-    assert_user_error(run("fingerprint", str(tmp_path / "bad.jsonl"), ok=False), "bad.jsonl, line 2", "not JSON")
     assert_user_error(run("fingerprint", str(tmp_path / "missing"), ok=False), "missing: no such file or directory")
-    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
-    assert_user_error(run("fingerprint", str(tmp_path / "latin1.txt"), ok=False), "not UTF-8 text")
-    (tmp_path / "latin1.jsonl").write_bytes('{"id": 1, "text": "caf\xe9"}\n'.encode("latin-1"))
-    assert_user_error(run("fingerprint", str(tmp_path / "latin1.jsonl"), ok=False), "latin1.jsonl: not UTF-8 text")
+    assert_user_error(run("fingerprint", "--encoding", "nope", str(tmp_path), ok=False), "--encoding nope")
+
+
+def assert_skipped(result: subprocess.CompletedProcess, *reports: str) -> None:
+    """Exit status 3: done, with one line on stderr for each input skipped."""
+    assert result.returncode == 3, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == len(reports) and all(line.startswith("pysimhash-sql: ") for line in lines), lines
+    for line, fragments in zip(lines, reports):
+        assert all(fragment in line for fragment in fragments.split("|")), (line, fragments)
+
+
+def fingerprints_of(result: subprocess.CompletedProcess) -> dict[str, int]:
+    lines = result.stdout.splitlines()
+    assert lines[0] == "id,fingerprint"
+    return {name: int(fp) for name, fp in (line.rsplit(",", 1) for line in lines[1:])}
+
+
+LATIN1_TEXT = "Ärger über Straßen: café au lait, à la française, très bien, garçon, naïve Größe"
+
+
+def mixed_directory(root: Path) -> Path:
+    """UTF-8 and Latin-1 text, a binary file, an empty file, and a hidden file and directory."""
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "utf8.txt").write_text("the quick brown fox jumps over the lazy dog", encoding="utf-8")
+    (root / "docs" / "latin1.txt").write_bytes(LATIN1_TEXT.encode("latin-1"))
+    (root / "docs" / "empty.txt").write_bytes(b"")
+    (root / "docs" / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    (root / "docs" / ".secret").write_text("hidden file")
+    (root / "docs" / ".cache").mkdir()
+    (root / "docs" / ".cache" / "note.txt").write_text("in a hidden directory")
+    return root / "docs"
+
+
+def test_binary_files_are_reported_and_skipped_latin1_is_read(tmp_path: Path) -> None:
+    from pysimhash_sql import hashing
+
+    result = run("fingerprint", str(mixed_directory(tmp_path)), ok=False)
+    assert_skipped(result, "image.png|binary|skipped")
+    assert fingerprints_of(result) == {
+        "empty.txt": hashing.simhash(""),
+        "latin1.txt": hashing.simhash(LATIN1_TEXT),  # detected: the same text as UTF-8 would give
+        "utf8.txt": hashing.simhash("the quick brown fox jumps over the lazy dog"),
+    }
+    hidden = run("fingerprint", "--hidden", str(tmp_path / "docs"), ok=False)
+    assert_skipped(hidden, "image.png|binary")
+    assert {".cache/note.txt", ".secret"} < fingerprints_of(hidden).keys()
+    assert run("fingerprint", str(tmp_path / "docs" / ".secret")).stdout.startswith("id,fingerprint\n")  # named: read
+
+
+def test_encoding_option(tmp_path: Path) -> None:
+    from pysimhash_sql import hashing
+
+    path = tmp_path / "cyrillic.txt"
+    text = "Съешь же ещё этих мягких французских булок, да выпей чаю"
+    path.write_bytes(text.encode("koi8_r"))
+    assert fingerprints_of(run("fingerprint", "--encoding", "koi8-r", str(path))) == {str(path): hashing.simhash(text)}
+    assert_skipped(run("fingerprint", "--encoding", "utf-8", str(path), ok=False), "cyrillic.txt|not utf-8 text")
+
+
+def git_checkout(root: Path) -> Path:
+    """A git repository with a commit: .git holds hooks/*.sample and a binary index."""
+    repo = mixed_directory(root)
+    (repo / "image.png").unlink()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "files"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    assert (repo / ".git" / "index").is_file() and list((repo / ".git" / "hooks").glob("*.sample"))
+    return repo
+
+
+def test_a_git_checkout(tmp_path: Path) -> None:
+    repo = git_checkout(tmp_path)
+    assert fingerprints_of(run("fingerprint", str(repo))).keys() == {"empty.txt", "latin1.txt", "utf8.txt"}
+    everything = run("fingerprint", "--hidden", str(repo), ok=False)  # .git too: its binary files are skipped
+    assert everything.returncode == 3 and "pysimhash-sql: " + str(repo / ".git" / "index") in everything.stderr
+    assert "Traceback" not in everything.stderr
+    names = fingerprints_of(everything).keys()
+    assert "utf8.txt" in names and any(name.startswith(".git/hooks/") for name in names)
+
+
+def test_jsonl_records_that_are_malformed_are_skipped(tmp_path: Path) -> None:
+    lines = [b'{"id": 1, "text": "a b c"}', b'{"id": 2, "text": "b"', b'{"id": 3}', b'["list"]',
+             '{"id": 4, "text": "caf\xe9"}'.encode("latin-1"), b"", b'{"id": 5, "text": "d e f"}']
+    (tmp_path / "docs.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    result = run("fingerprint", str(tmp_path / "docs.jsonl"), ok=False)
+    assert_skipped(result, "docs.jsonl, line 2|not JSON", "line 3|need an object", "line 4|need an object",
+                   "line 5|not UTF-8")
+    assert fingerprints_of(result).keys() == {"1", "5"}
 
 
 # -- the database commands -----------------------------------------------------------------
@@ -196,6 +279,39 @@ def test_database_mistakes_are_one_line(db: psycopg.Connection, tmp_path: Path) 
     assert_user_error(run("ingest", "--dsn", dsn, "--table", "notext", str(tmp_path), ok=False), "body")
 
 
+def test_ingest_of_a_directory_with_a_binary_file_loads_the_rest(db: psycopg.Connection, tmp_path: Path) -> None:
+    docs = mixed_directory(tmp_path)
+    assert_skipped(run("ingest", "--dsn", db.info.dsn, str(docs), ok=False), "image.png|binary")
+    assert [name for name, _, _ in documents(db)] == ["empty.txt", "latin1.txt", "utf8.txt"]
+    assert db.execute("SELECT body FROM documents WHERE name = 'latin1.txt'").fetchone() == (LATIN1_TEXT,)
+
+
+def test_ingest_of_a_git_checkout(db: psycopg.Connection, tmp_path: Path) -> None:
+    run("ingest", "--dsn", db.info.dsn, str(git_checkout(tmp_path)))
+    assert [name for name, _, _ in documents(db)] == ["empty.txt", "latin1.txt", "utf8.txt"]
+
+
+def test_documents_the_server_refuses_leave_the_rest_of_their_batch(db: psycopg.Connection) -> None:
+    """A NUL, text the database encoding cannot hold, a name twice in a batch:
+    the batch goes in one document at a time, and only those are left out."""
+    db.execute("CREATE DATABASE latin1_docs ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+    latin1 = psycopg.connect(**{**psycopg.conninfo.conninfo_to_dict(db.info.dsn), "dbname": "latin1_docs"},
+                             autocommit=True)
+    latin1.execute("CREATE EXTENSION simhash")
+    records = [{"id": f"d{i}", "text": f"document number {i}"} for i in range(10)]
+    records[3]["text"] = "a NUL \u0000 here"
+    records[5]["text"] = "日本語のテキスト"  # not in LATIN1
+    records[7]["id"] = "d6"  # the same name as the one before it, in the same batch
+    lines = "".join(json.dumps(r) + "\n" for r in records)
+    for fingerprints in ("server", "local"):
+        latin1.execute("DROP TABLE IF EXISTS documents")
+        result = run("ingest", "--dsn", latin1.info.dsn, "--batch-size", "100", "--fingerprints", fingerprints, "-",
+                     input=lines, ok=False)
+        assert_skipped(result, "d3|0x00", "d5|")
+        assert [name for name, _, _ in documents(latin1)] == [f"d{i}" for i in (0, 1, 2, 4, 6, 8, 9)]
+    latin1.close()
+
+
 @pytest.fixture
 def near_duplicate_table(db: psycopg.Connection) -> list[tuple[int, int]]:
     """documents(id, name, fingerprint) with near-duplicates; the brute-force pairs within 3 bits."""
@@ -225,6 +341,25 @@ def test_clusters_group_the_linked_rows(db: psycopg.Connection, near_duplicate_t
     assert all(cluster_of[a] == cluster_of[b] for a, b in near_duplicate_table)
     everyone = run("clusters", "--dsn", db.info.dsn, "--singletons").stdout.splitlines()
     assert len(everyone) - 1 == db.execute("SELECT count(*) FROM documents").fetchone()[0]
+
+
+def test_database_messages_are_short_and_in_the_command_s_terms(db: psycopg.Connection, tmp_path: Path) -> None:
+    run("ingest", "--dsn", db.info.dsn, str(CORPUS))
+    result = run("dupes", "--dsn", db.info.dsn, "--fingerprint-column", "body", ok=False)
+    assert_user_error(result, 'invalid input syntax for type simhash64: "', "characters)")
+    assert len(result.stderr) < 600 and result.stdout == ""  # not a whole document, and no header
+    result = run("dupes", "--dsn", db.info.dsn, "-b", "2", ok=False)
+    assert_user_error(result, "--blocks must be more than --distance, got --blocks 2 --distance 3")
+    assert "NULL" not in result.stderr
+    assert_user_error(run("clusters", "--dsn", db.info.dsn, "-d", "-1", ok=False), "--distance must be at least 0")
+    result = run("dupes", "--dsn", db.info.dsn, "-b", "40", ok=False)  # refused by the server, at the first fetch
+    assert_user_error(result, "40 blocks cannot find fingerprints within 3 bits")
+    assert result.stdout == ""
+    (tmp_path / "out.csv").write_text("before")
+    run("dupes", "--dsn", db.info.dsn, "-b", "40", "-o", str(tmp_path / "out.csv"), ok=False)
+    assert (tmp_path / "out.csv").read_text() == "before"  # not even opened
+    result = run("dupes", "--dsn", "host=/nonexistent-a,/nonexistent-b port=1", ok=False)
+    assert_user_error(result, "No such file or directory; Is the server running")  # libpq's lines, kept apart
 
 
 def committed(conn: psycopg.Connection) -> int:

@@ -93,6 +93,20 @@ def typed(values: st.SearchStrategy, sql_type: str) -> st.SearchStrategy[Sql]:
 INT32_EDGES = [None, -(2**31), -(2**31) + 1, -65, -1, 0, 1, 2, 3, 4, 7, 16, 31, 32, 33, 63, 64, 65, 1000, 2**31 - 1]
 int4s = typed(st.one_of(st.sampled_from(INT32_EDGES), st.integers(-3, 70)), "int4")
 int8s = typed(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.sampled_from([-(2**63), -1, 0, 2**63 - 1])), "int8")
+int2s = typed(st.one_of(st.none(), st.integers(-(2**15), 2**15 - 1), st.sampled_from([-(2**15), -1, 0, 2**15 - 1])), "int2")
+# numeric: integers on both sides of every bound, fractions, huge and tiny scales, NaN and infinities.
+NUMERIC_EDGES = [None, "0", "-0", "1", "-1", "0.5", "-0.5", "1.0000000000000000001", "9223372036854775807",
+                 "9223372036854775808", "18446744073709551615", "18446744073709551615.0", "18446744073709551615.5",
+                 "18446744073709551616", "-9223372036854775808", "1e131071", "-1e131071", "1e-16383", "NaN",
+                 "Infinity", "-Infinity", "0.000000000000000000000000000000000000001"]
+numerics = typed(
+    st.one_of(
+        st.sampled_from(NUMERIC_EDGES),
+        st.integers(-(2**65), 2**65).map(str),
+        st.decimals(allow_nan=True, allow_infinity=True).map(str),
+    ),
+    "numeric",
+)
 bools = typed(st.sampled_from([None, True, False]), "bool")
 floats = typed(st.one_of(st.none(), st.floats(), st.sampled_from([0.0, -0.0, 5e-324, 1e308, -1e308])), "float8")
 
@@ -310,6 +324,12 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
     'function "bit"(simhash64)': function('"bit"', fingerprints),
     "function simhash64_to_hex(simhash64)": function("simhash64_to_hex", fingerprints),
     "cast from bigint to simhash64": cast(int8s, "simhash64"),
+    "function simhash64(smallint)": function("simhash64", int2s),
+    "function simhash64(integer)": function("simhash64", int4s),
+    "function simhash64(numeric)": function("simhash64", numerics),
+    "cast from smallint to simhash64": cast(int2s, "simhash64"),
+    "cast from integer to simhash64": cast(int4s, "simhash64"),
+    "cast from numeric to simhash64": cast(numerics, "simhash64"),
     "cast from simhash64 to bigint": cast(fingerprints, "bigint"),
     "cast from bytea to simhash64": cast(byteas, "simhash64"),
     "cast from simhash64 to bytea": cast(fingerprints, "bytea"),

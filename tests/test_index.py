@@ -7,7 +7,6 @@ index and bitmap scans disabled, and compares the matching ids row for row.
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 import threading
@@ -316,7 +315,7 @@ class OwnServer:
     """A server of our own, so that it can be killed without harming the others."""
 
     def __init__(self, base: Path) -> None:
-        self.pg_ctl = os.environ.get("SIMHASH_PG_CTL", str(ROOT / "scripts" / "pg_ctl"))
+        self.pg_ctl = str(ROOT / "scripts" / "pg_ctl")  # as the harness's server user when run as root
         self.dir = base
         self.data = base / "data"
         self.port = 50_000 + random.randrange(10_000)

@@ -3,6 +3,10 @@ is a one-liner, and a test session that uses no fixture starts no server."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 USER_TEST = '''
 from sqlalchemy import BigInteger, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -47,3 +51,70 @@ def test_nothing_starts_unless_asked(pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--setup-show")
     result.assert_outcomes(passed=1)
     assert "simhash_postgresql_proc" not in result.stdout.str()  # ... and started nothing
+
+
+def test_loading_imports_nothing_optional(pytester) -> None:
+    """The plugin loads in every pytest run of the environment: it must not
+    import a driver, SQLAlchemy or pytest-postgresql (which may be missing)."""
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_sessionstart(session):\n"
+        "    loaded = sorted(m for m in ('psycopg', 'sqlalchemy', 'pytest_postgresql', 'asyncpg', 'psycopg2')\n"
+        "                    if m in sys.modules)\n"
+        "    print('optional modules loaded:', loaded)\n"
+    )
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    # pytest-postgresql's own plugin imports psycopg: it is turned off here
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:pytest_postgresql", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["optional modules loaded: []"])
+
+
+def test_a_missing_package_fails_the_fixture_naming_the_extra(pytester) -> None:
+    pytester.makeconftest("import sys\nsys.modules['pytest_postgresql'] = None  # as if not installed\n")
+    pytester.makepyfile(
+        test_user="def test_db(simhash_db):\n    pass\n\ndef test_plain():\n    assert True\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:pytest_postgresql")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*the simhash_postgresql_proc fixture needs pytest_postgresql: "
+                                 "pip install 'pysimhash-sql[[]pytest[]]'"])
+    assert "Traceback" not in result.stdout.str()
+
+
+SERVER_USER_TEST = '''
+import os
+import pwd
+
+
+def test_server_runs_as(simhash_postgresql_proc, simhash_db):
+    owner = pwd.getpwuid(os.stat(simhash_postgresql_proc.datadir).st_uid).pw_name
+    assert owner == os.environ["EXPECTED_SERVER_USER"]
+    assert simhash_db.execute("SELECT 13893055204574190055::simhash64").fetchone()[0] == 13893055204574190055
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the tests run as root in CI containers; here they do not")
+@pytest.mark.parametrize("how", ["default", "ini", "option"])
+def test_as_root_the_server_runs_as_an_unprivileged_user(pytester, monkeypatch, how: str) -> None:
+    """PostgreSQL refuses to run as root: the plugin runs it as nobody, or as
+    the user the ini option, the command line or SIMHASH_PG_USER names."""
+    monkeypatch.delenv("SIMHASH_PG_USER", raising=False)
+    expected = {"default": "nobody", "ini": "simhash", "option": "simhash"}[how]
+    monkeypatch.setenv("EXPECTED_SERVER_USER", expected)
+    pytester.makepyfile(test_user=SERVER_USER_TEST)
+    args = ["-p", "no:cacheprovider"]
+    if how == "ini":
+        pytester.makeini("[pytest]\nsimhash_pg_user = simhash\n")
+    elif how == "option":
+        args += ["--simhash-pg-user", "simhash"]
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root switches users")
+def test_as_root_an_unknown_server_user_says_what_to_do(pytester, monkeypatch) -> None:
+    monkeypatch.setenv("SIMHASH_PG_USER", "no-such-user-here")
+    pytester.makepyfile(test_user="def test_db(simhash_db):\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*no user 'no-such-user-here' to run PostgreSQL as*simhash_pg_user*"])

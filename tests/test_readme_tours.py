@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 
@@ -56,3 +57,18 @@ def test_python_tour_runs() -> None:
     pairs = ast.literal_eval(lines[2])
     assert tuple(sorted((fp, fp ^ 0b101))) in pairs  # 2 bits apart
     assert all(hashing.hamming_distance(a, b) <= 3 for a, b in pairs)
+
+
+def test_python_drivers_example_runs(db: psycopg.Connection) -> None:
+    fp = 13893055204574190055
+    db.execute("CREATE TABLE documents (id bigint PRIMARY KEY, fingerprint simhash64)")
+    db.execute("INSERT INTO documents VALUES (1, %s), (2, %s), (3, %s), (4, 5)",
+               [str(fp), str(fp ^ 0b111), str(fp ^ 0b1111)])
+    info = db.info
+    uri = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    result = subprocess.run(
+        [sys.executable, "-c", readme_blocks("Python drivers", "python")[0]],
+        capture_output=True, text=True, env={**os.environ, "SIMHASH_DSN": uri},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"2 {max(fp, fp ^ 0b111, fp ^ 0b1111)}", "2", "2", "uint64"]

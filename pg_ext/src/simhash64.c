@@ -15,6 +15,7 @@
 #include "common/hashfn.h"
 #include "libpq/pqformat.h"
 #include "utils/builtins.h"
+#include "utils/numeric.h"
 #include "utils/sortsupport.h"
 #include "utils/varbit.h"
 
@@ -205,6 +206,86 @@ bit_to_simhash64(PG_FUNCTION_ARGS)
 	for (int i = 0; i < 8; i++)
 		value = (value << 8) | in[i];
 	PG_RETURN_SIMHASH64(value);
+}
+
+/*
+ * smallint and integer: the 64 bits of the same value as a bigint (sign
+ * extended), so every SQL integer type reads as the bigint cast reads it and
+ * a value never depends on which integer type a driver chose to send it as.
+ */
+PG_FUNCTION_INFO_V1(int2_to_simhash64);
+Datum
+int2_to_simhash64(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_SIMHASH64((simhash64) (int64) PG_GETARG_INT16(0));
+}
+
+PG_FUNCTION_INFO_V1(int4_to_simhash64);
+Datum
+int4_to_simhash64(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_SIMHASH64((simhash64) (int64) PG_GETARG_INT32(0));
+}
+
+/*
+ * numeric: the exact unsigned value, an integer from 0 to 2^64 - 1.  Drivers
+ * send integers from 2^63 on as numeric (they do not fit bigint), and SQL
+ * parses such a literal as numeric; a fraction, a negative value, NaN or an
+ * infinity is a mistake, never rounded or wrapped.
+ */
+static Numeric
+numeric_of_uint64(uint64 value)
+{
+	Numeric		high = int64_to_numeric((int64) (value >> 1));
+	Numeric		twice = DatumGetNumeric(DirectFunctionCall2(numeric_add, NumericGetDatum(high),
+															NumericGetDatum(high)));
+
+	return DatumGetNumeric(DirectFunctionCall2(numeric_add, NumericGetDatum(twice),
+											   NumericGetDatum(int64_to_numeric(value & 1))));
+}
+
+static int
+numeric_compare(Numeric a, Numeric b)
+{
+	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(a), NumericGetDatum(b)));
+}
+
+static bool
+numeric_is_integral(Numeric num)
+{
+	Datum		truncated = DirectFunctionCall2(numeric_trunc, NumericGetDatum(num), Int32GetDatum(0));
+
+	return numeric_compare(DatumGetNumeric(truncated), num) == 0;
+}
+
+PG_FUNCTION_INFO_V1(numeric_to_simhash64);
+Datum
+numeric_to_simhash64(PG_FUNCTION_ARGS)
+{
+	Numeric		num = PG_GETARG_NUMERIC(0);
+	Numeric		half = numeric_of_uint64(UINT64CONST(1) << 63);
+	Numeric		low;
+	simhash64	offset = 0;
+
+	if (numeric_is_nan(num) || numeric_is_inf(num) || !numeric_is_integral(num) ||
+		numeric_compare(num, int64_to_numeric(0)) < 0 ||
+		numeric_compare(num, numeric_of_uint64(PG_UINT64_MAX)) > 0)
+		ereport(ERROR,
+				errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				errmsg("numeric value %s is out of range for type simhash64",
+					   DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(num)))),
+				errdetail("A simhash64 is an integer from 0 to 18446744073709551615."));
+
+	/* bigint holds the lower half; the upper half is 2^63 plus a bigint */
+	low = num;
+	if (numeric_compare(num, half) >= 0)
+	{
+		low = DatumGetNumeric(DirectFunctionCall2(numeric_sub, NumericGetDatum(num),
+												  NumericGetDatum(half)));
+		offset = UINT64CONST(1) << 63;
+	}
+	PG_RETURN_SIMHASH64(offset + (simhash64) DatumGetInt64(DirectFunctionCall1(numeric_int8,
+																			   NumericGetDatum(low))));
 }
 
 /* ---------- btree support: unsigned ordering ---------- */

@@ -7,8 +7,10 @@
     pysimhash-sql dupes          near-duplicate pairs of a table's rows
     pysimhash-sql clusters       clusters of a table's rows
 
-Mistakes (a bad argument, input line or connection string, a missing table)
-are reported in one line on stderr with exit status 1; Ctrl-C exits with 130.
+Mistakes (a bad argument or connection string, a missing table) are reported
+in one line on stderr with exit status 1.  Inputs that cannot be read (a
+binary file, a malformed JSON Lines record) are reported in one line each and
+skipped, the rest processed: exit status 3.  Ctrl-C exits with 130.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from importlib import import_module
 from importlib.metadata import version
 
 from .errors import UserError
-from .output import FORMATS
+from .output import FORMATS, skipped
 
+EXIT_SKIPPED = 3
 EXIT_INTERRUPTED = 130
 
 
@@ -51,6 +54,12 @@ def documents_in(p: argparse.ArgumentParser) -> None:
     p.add_argument("--id-field", default="id", help="JSON Lines: the field naming a document (default id)")
     p.add_argument("--text-field", default="text", help="JSON Lines: the field holding its text (default text)")
     p.add_argument("--shingle-size", type=int, default=3, help="tokens per feature, as simhash(text, n) (default 3)")
+    p.add_argument("--hidden", action="store_true",
+                   help="also read hidden files and directories below a directory (names starting with '.', "
+                        "such as .git), left out by default")
+    p.add_argument("--encoding", default="auto",
+                   help="the encoding of text files (default auto: UTF-8, else as detected); files that are not "
+                        "text in it are reported and skipped. JSON Lines are always UTF-8")
 
 
 def records_out(p: argparse.ArgumentParser) -> None:
@@ -74,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pysimhash-sql",
         description="Near-duplicate detection with 64-bit simhash fingerprints, locally or in PostgreSQL.",
         epilog="Exit status: 0 done, 1 a mistake in the input, arguments or database (one line on stderr), "
-        "2 bad usage, 130 interrupted. 'pysimhash-sql COMMAND --help' describes a command.",
+        "2 bad usage, 3 done but some inputs were skipped (one line each on stderr), 130 interrupted. "
+        "'pysimhash-sql COMMAND --help' describes a command.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('pysimhash-sql')}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
@@ -125,4 +135,4 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader stopped early (`| head`): nothing is wrong, and nothing more can be written.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+    return EXIT_SKIPPED if skipped.count else 0

@@ -13,15 +13,29 @@ from contextlib import contextmanager
 from itertools import islice
 
 from .. import hashing
-from .documents import Document, read_documents
+from .documents import Document, Reading, read_documents
 from .errors import UserError
-from .output import open_output, progress, write_records
+from .output import open_output, progress, skipped, started, write_records
 
 try:
     import psycopg
     from psycopg import sql
 except ImportError:  # the database commands say so; the others work without it
     psycopg = None
+
+
+LONGEST_PART = 240  # characters of a message, detail or hint (a rejected value, a whole document, is quoted)
+
+
+def joined_lines(text: str) -> str:
+    """A message of several lines (libpq's) on one line, its lines joined with "; "."""
+    return "; ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+
+
+def one_line(text: str) -> str:
+    """A server's message on one line, cut short if long."""
+    line = joined_lines(text)
+    return line if len(line) <= LONGEST_PART else f"{line[:LONGEST_PART]}... ({len(line)} characters)"
 
 
 @contextmanager
@@ -31,9 +45,9 @@ def database_errors() -> Iterator[None]:
         yield
     except psycopg.Error as e:
         diag = e.diag
-        parts = [diag.message_primary or str(e).strip().splitlines()[0]]
+        parts = [diag.message_primary or str(e)]
         parts += [text for text in (diag.message_detail, diag.message_hint) if text]
-        raise UserError("; ".join(parts)) from None
+        raise UserError("; ".join(map(one_line, parts))) from None
 
 
 @contextmanager
@@ -41,9 +55,11 @@ def connect(dsn: str | None) -> Iterator[psycopg.Connection]:
     if psycopg is None:
         raise UserError("the database commands need psycopg: pip install 'pysimhash-sql[psycopg]'")
     try:
-        conn = psycopg.connect(dsn or "", autocommit=True)
+        # UTF8 whatever the database's encoding: documents are Unicode, and the
+        # server says which characters its encoding cannot hold (SQLSTATE 22P05)
+        conn = psycopg.connect(dsn or "", autocommit=True, client_encoding="UTF8")
     except psycopg.Error as e:
-        raise UserError(f"cannot connect to the database: {' '.join(str(e).split())}") from None
+        raise UserError(f"cannot connect to the database: {joined_lines(str(e))}") from None
     with conn, database_errors():
         yield conn
 
@@ -112,10 +128,25 @@ def copy_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Compos
         return conn.execute(move).rowcount
 
 
+# A batch the server refuses for its data (SQLSTATE classes 22 and 23: text the
+# database encoding cannot hold, a NUL, a name twice in one batch) is loaded
+# again one document at a time: only the documents it refuses are left out.
+def load_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Composable, args) -> int:
+    """copy_batch, or the documents one by one if the server refuses the
+    batch; a document it refuses is reported and skipped."""
+    try:
+        return copy_batch(conn, batch, move, args)
+    except (psycopg.errors.DataError, psycopg.errors.IntegrityError) as e:
+        if len(batch) > 1:
+            return sum(load_batch(conn, [doc], move, args) for doc in batch)
+        skipped(f"{batch[0].name}: {one_line(e.diag.message_primary or str(e))}; skipped")
+        return 0
+
+
 def ingest_command(args) -> None:
     if args.batch_size < 1 or args.shingle_size < 1:
         raise UserError("--batch-size and --shingle-size must be at least 1")
-    documents, total = read_documents(args.sources, args.id_field, args.text_field)
+    documents, total = read_documents(args.sources, args.id_field, args.text_field, Reading(args.hidden, args.encoding))
     table = table_identifier(args.table)
     server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size)
     fingerprint = sql.SQL("s.fingerprint") if args.fingerprints == "local" else server_side
@@ -126,7 +157,7 @@ def ingest_command(args) -> None:
         conn.execute(STAGING)
         try:
             for batch in batches(iter(progress(documents, "doc", total)), args.batch_size):
-                added += copy_batch(conn, batch, move, args)
+                added += load_batch(conn, batch, move, args)
                 read += len(batch)
         except KeyboardInterrupt:
             print(f"pysimhash-sql: {added} new documents were committed to {args.table} before the interruption; "
@@ -169,16 +200,29 @@ def labelled(query: str, args, id_columns: list[str]) -> tuple[sql.Composable, l
 
 
 def stream_rows(conn: psycopg.Connection, query: sql.Composable, params: tuple, fields: list[str], args) -> None:
-    """Runs the query with a server-side cursor and writes its rows as they come."""
-    with open_output(args.output) as out, conn.transaction():
+    """Runs the query with a server-side cursor and writes its rows as they
+    come; a query that fails at once writes nothing, not even a header."""
+    with conn.transaction():
         cursor = conn.cursor(name="simhash_results")
         cursor.execute(query, params)
-        write_records(out, fields, progress(cursor, "row"), args.format)
+        rows = started(progress(cursor, "row"))
+        with open_output(args.output) as out:
+            write_records(out, fields, rows, args.format)
+
+
+def check_near(args) -> None:
+    """--distance and --blocks as the server needs them, said in the command's terms."""
+    if args.distance < 0:
+        raise UserError(f"--distance must be at least 0, got {args.distance}")
+    if args.blocks is not None and args.blocks <= args.distance:
+        raise UserError(f"--blocks must be more than --distance, got --blocks {args.blocks} --distance "
+                        f"{args.distance} (without --blocks the server chooses)")
 
 
 def report(args, signature: str, call: str, id_columns: list[str], fields: list[str], *params) -> None:
     """Runs simhash_find_all or simhash_clusters over the table and writes the
     result ordered by fields, with --label's values for id_columns if asked."""
+    check_near(args)
     with connect(args.dsn) as conn:
         rows = rows_query(conn, args)
         require_function(conn, signature)

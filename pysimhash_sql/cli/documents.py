@@ -3,19 +3,29 @@
 A source is a directory (every file below it, in sorted order, named by its
 path relative to the directory), a JSON Lines file (*.jsonl, *.ndjson, or '-'
 for stdin: one object per line with an id and a text field), or any other
-file (one document, named by the path as given).  Files must be UTF-8, as
-they would be for PostgreSQL's text.
+file (one document, named by the path as given).
+
+Below a directory, hidden files and directories (names starting with ".",
+such as .git) are left out unless asked for.  A file is read as UTF-8, else
+in the encoding charset-normalizer detects (or the one given); a file that is
+not text (binary: it has NUL bytes, which PostgreSQL's text cannot hold; or
+undecodable) or cannot be read, and a JSON Lines record that is malformed,
+are reported on stderr and skipped, and the rest is read (output.skipped).
+JSON Lines are UTF-8, as JSON is.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
+from .output import skipped
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
@@ -30,56 +40,151 @@ def is_jsonl(source: str) -> bool:
     return source == "-" or source.endswith(JSONL_SUFFIXES)
 
 
-def files_of(source: str) -> list[tuple[str, Path]]:
+@dataclass(frozen=True)
+class Reading:
+    """How files are found and read: hidden ones below a directory too?  In
+    which encoding ("auto": UTF-8, else detected)?"""
+
+    hidden: bool = False
+    encoding: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.encoding != "auto":
+            try:
+                codecs.lookup(self.encoding)
+            except LookupError:
+                raise UserError(f"--encoding {self.encoding}: no such encoding") from None
+
+
+def is_hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+def directory_files(directory: Path, hidden: bool) -> list[Path]:
+    """The files below a directory, without hidden ones (nor anything in a
+    hidden directory) unless asked for; sorted."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        if not hidden:
+            dirs[:] = [d for d in dirs if not is_hidden(d)]
+            files = [f for f in files if not is_hidden(f)]
+        found += [p for p in map(Path(root).joinpath, files) if p.is_file()]
+    return sorted(found)
+
+
+def files_of(source: str, hidden: bool = False) -> list[tuple[str, Path]]:
     """(name, path) of the files a file or directory source holds."""
     path = Path(source)
     if path.is_dir():
-        return [(p.relative_to(path).as_posix(), p) for p in sorted(path.rglob("*")) if p.is_file()]
+        return [(p.relative_to(path).as_posix(), p) for p in directory_files(path, hidden)]
     if path.is_file():
         return [(source, path)]
     raise UserError(f"{source}: not a file or a directory")
 
 
-def read_text(path: Path) -> str:
+class NotText(Exception):
+    """A file that cannot be read as text: why, for the report."""
+
+
+def decode(data: bytes, encoding: str) -> str:
+    """The text of a file's bytes: in ``encoding``, or ("auto") UTF-8 if they
+    are UTF-8, else as charset-normalizer reads them (detected_text); NotText
+    if it is binary or does not decode."""
+    if b"\x00" in data:
+        raise NotText("binary, not text (it has NUL bytes)")
+    if encoding != "auto":
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError as e:
+            raise NotText(f"not {encoding} text (invalid byte at offset {e.start})") from None
     try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text (invalid byte at offset {e.start})") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    return detected_text(data)
+
+
+# Among the encodings charset-normalizer finds equally likely (short Western
+# text often fits several single-byte ones alike), windows-1252: what text
+# labelled Latin-1 is read as (the WHATWG Encoding Standard, browsers).
+PREFERRED_AMONG_EQUALS = "cp1252"
+
+
+def detected_text(data: bytes) -> str:
+    from charset_normalizer import from_bytes  # only for files that are not UTF-8
+
+    matches = from_bytes(data)
+    best = matches.best()
+    if best is None:
+        raise NotText("not text in any encoding detected (give one with --encoding)")
+    score = (best.percent_chaos, best.percent_coherence)
+    tied = [m for m in matches if (m.percent_chaos, m.percent_coherence) == score]
+    return str(next((m for m in tied if m.encoding == PREFERRED_AMONG_EQUALS), best))
+
+
+def read_text(path: Path, encoding: str = "auto") -> str:
+    try:
+        data = path.read_bytes()
     except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror}") from None
+        raise NotText(f"cannot read: {e.strerror}") from None
+    return decode(data, encoding)
+
+
+def text_documents(files: list[tuple[str, Path]], encoding: str) -> Iterator[Document]:
+    """The documents of text files; those that cannot be read as text are
+    reported and skipped."""
+    for name, path in files:
+        try:
+            yield Document(name, read_text(path, encoding))
+        except NotText as e:
+            skipped(f"{path}: {e}; skipped")
 
 
 def jsonl_documents(source: str, id_field: str, text_field: str) -> Iterator[Document]:
+    """The records of a JSON Lines file or stdin; malformed ones are reported and skipped."""
     where = "stdin" if source == "-" else source
     try:
-        yield from jsonl_records(source, where, id_field, text_field)
-    except UnicodeDecodeError:
-        raise UserError(f"{where}: not UTF-8 text") from None
-
-
-def jsonl_records(source: str, where: str, id_field: str, text_field: str) -> Iterator[Document]:
-    stream = sys.stdin if source == "-" else open(source, encoding="utf-8")
+        stream = sys.stdin.buffer if source == "-" else open(source, "rb")
+    except OSError as e:
+        skipped(f"{where}: cannot read: {e.strerror}; skipped")
+        return
     with stream:
         for number, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{where}, line {number}: not JSON ({e.msg})") from None
-            if not isinstance(record, dict) or id_field not in record or not isinstance(record.get(text_field), str):
-                raise UserError(f"{where}, line {number}: need an object with {id_field!r} and a string {text_field!r}")
-            yield Document(str(record[id_field]), record[text_field])
+                document = jsonl_record(line, id_field, text_field)
+            except NotText as e:
+                skipped(f"{where}, line {number}: {e}; skipped")
+                continue
+            if document is not None:
+                yield document
 
 
-def read_documents(sources: list[str], id_field: str, text_field: str) -> tuple[Iterator[Document], int | None]:
+def jsonl_record(line: bytes, id_field: str, text_field: str) -> Document | None:
+    """The document of one JSON Lines line (None for a blank one)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise NotText(f"not UTF-8 text (invalid byte at offset {e.start})") from None
+    if not text.strip():
+        return None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise NotText(f"not JSON ({e.msg})") from None
+    if not isinstance(record, dict) or id_field not in record or not isinstance(record.get(text_field), str):
+        raise NotText(f"need an object with {id_field!r} and a string {text_field!r}")
+    return Document(str(record[id_field]), record[text_field])
+
+
+def read_documents(sources: list[str], id_field: str, text_field: str,
+                   reading: Reading = Reading()) -> tuple[Iterator[Document], int | None]:
     """The documents of the sources, in order, and how many there are (None
     when JSON Lines make that unknown until read).  Missing sources are
     reported before any document is read."""
     for source in sources:
         if source != "-" and not Path(source).exists():
             raise UserError(f"{source}: no such file or directory")
-    listed = {source: files_of(source) for source in sources if not is_jsonl(source)}
+    listed = {source: files_of(source, reading.hidden) for source in sources if not is_jsonl(source)}
     total = None if any(map(is_jsonl, sources)) else sum(map(len, listed.values()))
 
     def documents() -> Iterator[Document]:
@@ -87,6 +192,6 @@ def read_documents(sources: list[str], id_field: str, text_field: str) -> tuple[
             if is_jsonl(source):
                 yield from jsonl_documents(source, id_field, text_field)
             else:
-                yield from (Document(name, read_text(path)) for name, path in listed[source])
+                yield from text_documents(listed[source], reading.encoding)
 
     return documents(), total

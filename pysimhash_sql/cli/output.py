@@ -1,4 +1,5 @@
-"""Where results go: files or stdout, CSV or JSON Lines, and the progress bar."""
+"""Where results go: files or stdout, CSV or JSON Lines; the progress bar;
+and the report of inputs skipped."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from itertools import chain, islice
 from typing import IO, TypeVar
 
 from tqdm import tqdm
@@ -59,7 +61,29 @@ def write_records(stream: IO[str], fields: list[str], rows: Iterable[tuple], fmt
             stream.write(json.dumps(dict(zip(fields, row))) + "\n")
 
 
+def started(rows: Iterable[T]) -> Iterator[T]:
+    """rows, with the first one already produced: whatever fails in producing
+    it fails before anything is written."""
+    rows = iter(rows)
+    return chain(list(islice(rows, 1)), rows)
+
+
 def progress(items: Iterable[T], unit: str, total: int | None = None) -> Iterable[T]:
     """items, counted on a progress bar (count, rate) when stderr is a terminal;
     unchanged, and silent, when it is not."""
     return tqdm(items, unit=unit, total=total, disable=not sys.stderr.isatty(), file=sys.stderr)
+
+
+class Skipped:
+    """Inputs left out, each reported in one line on stderr as it happens (the
+    rest is processed); the exit status then says that some were."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, message: str) -> None:
+        self.count += 1
+        tqdm.write(f"pysimhash-sql: {message}", file=sys.stderr)  # clear of a progress bar
+
+
+skipped = Skipped()  # one command runs per process
