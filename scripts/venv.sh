@@ -15,10 +15,12 @@ quietly() {
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     echo "Setting up $VENV (the package and its test dependencies)"
     [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+    # pip's cache is this environment's own: pgxnclient (an sdist) writes the
+    # building interpreter's path into its scripts, so a wheel cached for
+    # another environment would not run here, and clearing a shared cache
+    # would race with another checkout installing at the same time.
+    export PIP_CACHE_DIR=$VENV/.pip-cache
     quietly "$VENV/bin/python" -m pip install --upgrade pip
-    # pgxnclient (an sdist) writes the building interpreter's path into its
-    # scripts, so a wheel cached from another environment would not run here.
-    "$VENV/bin/python" -m pip cache remove pgxnclient >/dev/null 2>&1 || true
     quietly "$VENV/bin/python" -m pip install -e "$ROOT[test]"
     touch "$stamp"
 fi
