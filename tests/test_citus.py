@@ -8,14 +8,18 @@ the private installation (as in CI).
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
 import threading
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from citus_cluster import CitusCluster, citus_missing
 from test_find_all import brute_force_pairs, flip
+from readme import readme_blocks
 from test_lock_near import CLUSTERS, MAX_DISTANCE, WRITERS, dedupe_writer
 
 pytestmark = pytest.mark.skipif(citus_missing() is not None, reason=citus_missing() or "")
@@ -155,3 +159,22 @@ def test_concurrent_dedupe_through_the_coordinator(cluster, coordinator) -> None
     near = [(a, b) for a in stored for b in stored
             if a < b and a[0] == b[0] and (int(a[1]) ^ int(b[1])).bit_count() <= MAX_DISTANCE]
     assert (len(stored), near) == (CLUSTERS, [])
+
+
+def test_the_recipe_runs_as_written(cluster, coordinator) -> None:
+    """docs/citus.md's recipe, block by block through psql, on this cluster
+    (already set up as its first section says)."""
+    blocks = readme_blocks("The recipe", "sql", "docs/citus.md")
+    assert len(blocks) >= 4
+    psql = [str(Path(os.environ["SIMHASH_PG_BINDIR"]) / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", cluster.dsn()]
+    for block in blocks:
+        result = subprocess.run(psql, input=block, capture_output=True, text=True)
+        assert result.returncode == 0, f"{block}\n{result.stderr}"
+    assert coordinator.execute("SELECT count(*) FROM pages").fetchone() == (2000,)
+    indexes = coordinator.execute("SELECT sum(result::int) FROM run_command_on_workers($$SELECT count(*)"
+                                  " FROM pg_indexes WHERE indexname LIKE 'pages_fingerprint_idx_%'$$)").fetchone()
+    assert indexes == (32,)  # a GIN index on every shard
+    pairs = coordinator.execute(
+        "SELECT count(*) FROM simhash_find_all_distributed('pages', 'id', 'fingerprint', 3)").fetchone()[0]
+    assert pairs == coordinator.execute(
+        "SELECT count(*) FROM simhash_find_all('SELECT id, fingerprint FROM pages', 3)").fetchone()[0] > 0
