@@ -148,7 +148,7 @@ def alternatives(conn: psycopg.Connection, meter, n: int) -> None:
                   " AND a.id < b.id WHERE hamming_within(a.fp, b.fp, 3)) s")
     conn.execute("SET statement_timeout = '30min'")
     # co-located key table: distributed by the key, the self-join pushed down to each shard
-    with meter() as m, conn.transaction():
+    with meter() as m:
         conn.execute("CREATE UNLOGGED TABLE kf (bucket bigint, id bigint, fp simhash64)")
         conn.execute("SELECT create_distributed_table('kf', 'bucket', shard_count := 32, colocate_with := 'none')")
         conn.execute(f"INSERT INTO kf SELECT hashint8(fp::bigint & m.mask) # m.t, id, fp FROM pages_citus"
@@ -156,15 +156,18 @@ def alternatives(conn: psycopg.Connection, meter, n: int) -> None:
         pairs = conn.execute(pair_count.format("kf", "bucket")).fetchone()[0]
         conn.execute("DROP TABLE kf")
     print(m.line(f"co-located key table join ({pairs})", n))
-    # repartition join: the key table co-located with the pages, Citus repartitions both sides
-    with meter() as m, conn.transaction():
-        conn.execute("SET LOCAL citus.enable_repartition_joins = on")
+    # repartition join: the key table co-located with the pages, Citus repartitions both
+    # sides (not inside a transaction that created a table: Citus then fails to fetch
+    # the intermediate results)
+    with meter() as m:
+        conn.execute("SET citus.enable_repartition_joins = on")
         conn.execute("CREATE UNLOGGED TABLE kr (id bigint, bucket bigint, fp simhash64)")
         conn.execute("SELECT create_distributed_table('kr', 'id', colocate_with := 'pages_citus')")
         conn.execute(f"INSERT INTO kr SELECT id, hashint8(fp::bigint & m.mask) # m.t, fp FROM pages_citus"
                      f" CROSS JOIN (VALUES {masks}) m(t, mask)")
         pairs = conn.execute(pair_count.format("kr", "bucket")).fetchone()[0]
         conn.execute("DROP TABLE kr")
+        conn.execute("RESET citus.enable_repartition_joins")
     print(m.line(f"repartition join ({pairs})", n))
 
 

@@ -73,10 +73,6 @@ RETURNS regclass
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     AS $function$
 DECLARE
-    -- This extension's schema (it is relocatable): its functions are called by
-    -- qualified name whatever the caller's search_path.
-    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension e
-                 JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'simhash');
     distributed boolean;
     duplicate bigint;
     fingerprints bigint;
@@ -86,7 +82,7 @@ DECLARE
     markers bigint;
 BEGIN
     -- The argument and column checks of simhash_find_all, on no rows.
-    EXECUTE format('SELECT count(*) FROM %I.simhash_find_all($1, $2)', ext)
+    EXECUTE 'SELECT count(*) FROM simhash_find_all($1, $2)'
         USING format('SELECT %I, %I FROM %s LIMIT 0', id_column, fingerprint_column, relation), max_distance;
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
         RETURN NULL;
@@ -124,15 +120,14 @@ BEGIN
     shards := least(shards, 64000);
 
     keys_name := format('simhash_keys_%s_%s', pg_catalog.pg_backend_pid(), substr(md5(random()::text), 1, 8));
-    EXECUTE format('CREATE UNLOGGED TABLE %I (bucket bigint, part integer, id bigint, fp %I.simhash64)',
-                   keys_name, ext);
+    EXECUTE format('CREATE UNLOGGED TABLE %I (bucket bigint, part integer, id bigint, fp simhash64)', keys_name);
     keys := quote_ident(keys_name)::regclass;
     PERFORM create_distributed_table(keys, 'bucket', shard_count := shards, colocate_with := 'none');
     EXECUTE format('INSERT INTO %s (bucket, part, id, fp)
-                    SELECT %I.simhash_partition_key(r.%I, %s, parts.part), parts.part, r.%I, r.%I
+                    SELECT simhash_partition_key(r.%I, %s, parts.part), parts.part, r.%I, r.%I
                     FROM %s r CROSS JOIN generate_series(0, %s) AS parts(part)
                     WHERE r.%I IS NOT NULL',
-                   keys, ext, fingerprint_column, max_distance, id_column, fingerprint_column,
+                   keys, fingerprint_column, max_distance, id_column, fingerprint_column,
                    relation, max_distance, fingerprint_column);
     -- One marker row per shard and part: the distributed query over the
     -- markers calls the part's function once in each shard.
@@ -164,28 +159,23 @@ RETURNS TABLE(id1 bigint, id2 bigint, distance integer)
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 1000
     AS $function$
 DECLARE
-    -- This extension's schema (it is relocatable): its functions are called by
-    -- qualified name whatever the caller's search_path.
-    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension e
-                 JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'simhash');
     keys regclass;
 BEGIN
     IF relation IS NULL OR id_column IS NULL OR fingerprint_column IS NULL OR max_distance IS NULL THEN
         RETURN;
     END IF;
-    EXECUTE format('SELECT %I.simhash_partition_rows($1, $2, $3, $4, $5)', ext) INTO keys
-        USING relation, id_column, fingerprint_column, max_distance, 'simhash_find_all_distributed';
+    keys := simhash_partition_rows(relation, id_column, fingerprint_column, max_distance, 'simhash_find_all_distributed');
     IF keys IS NULL THEN
-        RETURN QUERY EXECUTE format('SELECT * FROM %I.simhash_find_all($1, $2)', ext)
-            USING format('SELECT %I, %I FROM %s', id_column, fingerprint_column, relation), max_distance;
+        RETURN QUERY SELECT * FROM simhash_find_all(
+            format('SELECT %I, %I FROM %s', id_column, fingerprint_column, relation), max_distance);
         RETURN;
     END IF;
     RETURN QUERY EXECUTE format(
         $$SELECT (p).id1, (p).id2, (p).distance
-          FROM (SELECT %1$I.simhash_find_all_part(
+          FROM (SELECT simhash_find_all_part(
                            format('SELECT id, fp FROM %%s WHERE part = %%s', tableoid::regclass, -1 - part),
-                           %2$s, -1 - part) AS p
-                FROM %3$s WHERE part < 0) s$$, ext, max_distance, keys);
+                           %1$s, -1 - part) AS p
+                FROM %2$s WHERE part < 0) s$$, max_distance, keys);
     EXECUTE format('DROP TABLE %s', keys);
 END
 $function$;
@@ -201,10 +191,6 @@ RETURNS TABLE(id bigint, cluster_id bigint)
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 1000
     AS $function$
 DECLARE
-    -- This extension's schema (it is relocatable): its functions are called by
-    -- qualified name whatever the caller's search_path.
-    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension e
-                 JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'simhash');
     keys regclass;
     edges text;
 BEGIN
@@ -212,25 +198,24 @@ BEGIN
        OR include_singletons IS NULL THEN
         RETURN;
     END IF;
-    EXECUTE format('SELECT %I.simhash_partition_rows($1, $2, $3, $4, $5)', ext) INTO keys
-        USING relation, id_column, fingerprint_column, max_distance, 'simhash_clusters_distributed';
+    keys := simhash_partition_rows(relation, id_column, fingerprint_column, max_distance, 'simhash_clusters_distributed');
     IF keys IS NULL THEN
-        RETURN QUERY EXECUTE format('SELECT * FROM %I.simhash_clusters($1, $2, NULL, $3)', ext)
-            USING format('SELECT %I, %I FROM %s', id_column, fingerprint_column, relation),
-                  max_distance, include_singletons;
+        RETURN QUERY SELECT * FROM simhash_clusters(
+            format('SELECT %I, %I FROM %s', id_column, fingerprint_column, relation), max_distance, NULL,
+            include_singletons);
         RETURN;
     END IF;
     edges := format(
         $$SELECT (c).id, (c).cluster_id
-          FROM (SELECT %1$I.simhash_clusters(
+          FROM (SELECT simhash_clusters(
                            format('SELECT id, fp FROM %%s WHERE part = %%s', tableoid::regclass, -1 - part),
-                           %2$s) AS c
-                FROM %3$s WHERE part < 0) s$$, ext, max_distance, keys);
+                           %1$s) AS c
+                FROM %2$s WHERE part < 0) s$$, max_distance, keys);
     IF include_singletons THEN
         -- Every row is a node: (id, id) edges put the lone ones in.
         edges := edges || format(' UNION ALL SELECT id, id FROM %s WHERE part = 0', keys);
     END IF;
-    RETURN QUERY EXECUTE format('SELECT * FROM %I.simhash_components($1)', ext) USING edges;
+    RETURN QUERY SELECT * FROM simhash_components(edges);
     EXECUTE format('DROP TABLE %s', keys);
 END
 $function$;
