@@ -8,8 +8,9 @@ of radius queries (hamming_within(fp, q, 3), p50 and p99), and the time of
 find_all and clusters, single-node (simhash_find_all on the coordinator) and
 distributed (simhash_find_all_distributed), with each node's CPU seconds and
 peak private memory (the sum of its processes' anonymous memory, sampled).
---alternatives also times the designs not chosen (docs/citus.md).  Skipped
-when Citus is not installed in the private installation.
+1M and 10M rows (--rows N ... for others, --quick for 100k); --alternatives
+also times the designs not chosen (docs/citus.md).  Skipped when Citus is not
+installed in the private installation.
 """
 
 from __future__ import annotations
@@ -171,9 +172,43 @@ def alternatives(conn: psycopg.Connection, meter, n: int) -> None:
     print(m.line(f"repartition join ({pairs})", n))
 
 
+def run(cluster: CitusCluster, conn: psycopg.Connection, n: int, with_alternatives: bool) -> None:
+    fps = fingerprints(n)
+    rng = random.Random(5)
+    queries = [int(fps[rng.randrange(n)]) ^ (1 << rng.randrange(64)) for _ in range(QUERIES)]
+
+    def meter():
+        return NodeMeter(cluster.backend_pids())
+
+    for table, distributed in (("pages_local", False), ("pages_citus", True)):
+        with meter() as m:
+            load(conn, table, fps, distributed)
+        print(m.line(f"load + index {table}", n))
+    print(f"{n} rows, distance {K}; nodes: coordinator, worker 1, worker 2 (all on this machine)")
+    for table in ("pages_local", "pages_citus"):
+        p50, p99 = radius_latency(conn, table, queries)
+        print(f"radius query {table:<21} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms")
+    print(f"{'':<34}{'wall s':>8}")
+    for function in ("find_all", "clusters"):
+        for label, sql in (
+            ("single node", f"SELECT count(*) FROM simhash_{function}('SELECT id, fp FROM pages_local', {K})"),
+            ("single node, rows via Citus", f"SELECT count(*) FROM simhash_{function}('SELECT id, fp FROM pages_citus', {K})"),
+            ("distributed", f"SELECT count(*) FROM simhash_{function}_distributed('pages_citus', 'id', 'fp', {K})"),
+        ):
+            with meter() as m:
+                count = conn.execute(sql).fetchone()[0]
+            print(m.line(f"{function} {label} ({count})", n))
+    with meter() as m, conn.transaction(force_rollback=True):
+        conn.execute(f"SELECT simhash_partition_rows('pages_citus', 'id', 'fp', {K}, 'bench')")
+    print(m.line("  of which the key table", n))
+    if with_alternatives:
+        alternatives(conn, meter, n)
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--quick", action="store_true", help="100k rows")
     parser.add_argument("--alternatives", action="store_true", help="also time the designs not chosen")
     args, _ = parser.parse_known_args()
@@ -181,39 +216,10 @@ def main() -> None:
     if missing:
         print(f"skipped: {missing}")
         return
-    n = 100_000 if args.quick else args.rows
-    fps = fingerprints(n)
-    rng = random.Random(5)
-    queries = [int(fps[rng.randrange(n)]) ^ (1 << rng.randrange(64)) for _ in range(QUERIES)]
     with tempfile.TemporaryDirectory(prefix="bench-citus-") as workdir, \
             CitusCluster(Path(workdir), server_options=SERVER_OPTIONS) as cluster, cluster.connect() as conn:
-        def meter():
-            return NodeMeter(cluster.backend_pids())
-
-        for table, distributed in (("pages_local", False), ("pages_citus", True)):
-            with meter() as m:
-                load(conn, table, fps, distributed)
-            print(m.line(f"load + index {table}", n))
-        print(f"{n} rows, distance {K}; nodes: coordinator, worker 1, worker 2 (all on this machine)")
-        for table in ("pages_local", "pages_citus"):
-            p50, p99 = radius_latency(conn, table, queries)
-            print(f"radius query {table:<21} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms")
-        print(f"{'':<34}{'wall s':>8}")
-        for function in ("find_all", "clusters"):
-            for label, sql in (
-                ("single node", f"SELECT count(*) FROM simhash_{function}('SELECT id, fp FROM pages_local', {K})"),
-                ("single node, rows via Citus", f"SELECT count(*) FROM simhash_{function}('SELECT id, fp FROM pages_citus', {K})"),
-                ("distributed", f"SELECT count(*) FROM simhash_{function}_distributed('pages_citus', 'id', 'fp', {K})"),
-            ):
-                with meter() as m:
-                    count = conn.execute(sql).fetchone()[0]
-                print(m.line(f"{function} {label} ({count})", n))
-        with meter() as m, conn.transaction(force_rollback=True):
-            conn.execute(f"SELECT simhash_partition_rows('pages_citus', 'id', 'fp', {K}, 'bench')")
-        print(m.line("  of which the key table", n))
-        if args.alternatives:
-            alternatives(conn, meter, n)
-
+        for n in [100_000] if args.quick else args.rows:
+            run(cluster, conn, n, args.alternatives)
 
 if __name__ == "__main__":
     main()
