@@ -6,8 +6,12 @@ A table of 1M rows (90% random fingerprints, 10% copies of some of them with
 and of simhash_clusters for several block counts, best of a few runs (wall
 clock, and the backend's CPU time, which other load on the machine disturbs
 less), and the backend's peak memory per row.  On the same fingerprints, in
-the same run: pysimhash_sql.hashing.find_all, and simhash-py's C++ core if the
-simhash-pybind package is installed (else its published figures are quoted).
+the same run: pysimhash_sql.hashing.find_all, and simhash-cpp's find_all:
+SIMHASH_CPP_FIND_ALL names a program (built by you from simhash-cpp, not part of
+this project) that reads decimal hashes on stdin, takes the blocks and the
+distance as arguments and prints "hashes pairs wall_seconds cpu_seconds" of
+find_all alone; else simhash-py's C++ core if the simhash-pybind package is
+installed; else its published figures are quoted.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -118,8 +123,17 @@ def python_find_all():
 
 
 def cpp_seconds(fps: np.ndarray) -> tuple[dict[int, tuple[float, float]], str]:
-    """simhash-py's C++ find_all on the distinct fingerprints: (wall, CPU) seconds
+    """simhash-cpp's find_all on the distinct fingerprints: (wall, CPU) seconds
     per block count."""
+    program = os.environ.get("SIMHASH_CPP_FIND_ALL")
+    if program:
+        text = "".join(f"{h}\n" for h in set(fps.tolist()))
+        seconds = {}
+        for blocks in CPP_REFERENCE_SECONDS:
+            out = subprocess.run([program, str(blocks), str(K)], input=text, capture_output=True, text=True, check=True)
+            _, _, wall, cpu = out.stdout.split()
+            seconds[blocks] = (float(wall), float(cpu))
+        return seconds, f"simhash-cpp find_all ({program}), measured in this run"
     try:
         from simhash import c_find_all  # the simhash-pybind package
     except ImportError:

@@ -20,6 +20,7 @@ as_pg_user "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
     -o "-p $port -k $dir -c listen_addresses='' ${SIMHASH_SERVER_OPTIONS:-}" start >/dev/null
 trap 'as_pg_user "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null' EXIT
 
+export SIMHASH_PG_BINDIR=$bindir
 export SIMHASH_DSN="host=$dir port=$port user=postgres dbname=postgres"
 export PATH="$VENV/bin:$PATH"
 "$@"

@@ -12,11 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent  # pysimhash-sql and pgxn
 
 
-def readme_blocks(heading: str, language: str = "sh") -> list[str]:
-    """The ```language blocks of the README section "## heading", in order."""
-    text = (ROOT / "README.md").read_text()
+def readme_blocks(heading: str, language: str = "sh", document: str = "README.md") -> list[str]:
+    """The ```language blocks of the section "## heading" of the README (or
+    another document of the checkout), in order."""
+    text = (ROOT / document).read_text()
     section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    assert section, f"README.md has no section {heading!r}"
+    assert section, f"{document} has no section {heading!r}"
     return re.findall(rf"^```{language}\n(.*?)^```", section.group(1), re.S | re.M)
 
 

@@ -307,6 +307,21 @@ agg_weighted = aggregate("simhash_agg", bigint_arrays, float_arrays)
 
 index_options = st.one_of(st.sampled_from([v for v in INT32_EDGES if v is not None]), st.integers(0, 17))
 names = st.one_of(st.just("fp"), st.sampled_from(["id", "nope", "FP", 'fp"; DROP TABLE x; --', "", "a" * 70]))
+relations = typed(
+    st.one_of(st.none(), st.sampled_from([DOCS, "pg_temp.hostile_scratch", "pg_class", "pg_temp.no_such_table"])),
+    "regclass",
+)
+column_names = typed(names, "name")
+id_column_names = typed(st.one_of(st.just("id"), names), "name")
+# (id, id) edges for simhash_components, and the hostile queries
+edge_queries = typed(
+    st.one_of(
+        st.sampled_from([f"SELECT id, -id FROM {DOCS}", f"SELECT id, id % 7 FROM {DOCS}", "SELECT 1, NULL::int8",
+                         "SELECT i::int8, (i / 2)::int2 FROM generate_series(1, 3000) i"]),
+        st.sampled_from(QUERIES),
+    ),
+    "text",
+)
 rows_of = st.one_of(
     st.just(f"NULL::{DOCS}"),
     st.sampled_from(["NULL::int", "NULL::simhash64", "NULL::pg_temp.hostile_scratch", "NULL::record"]),
@@ -393,6 +408,19 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
     "function simhash_lock_near(simhash64,integer,text)": function("simhash_lock_near", fingerprints, int4s, texts),
     "function simhash_lock_near_batch(simhash64[],integer,text)":
         function("simhash_lock_near_batch", st.one_of(fingerprint_arrays, near_arrays), int4s, texts),
+    # find_all and clusters across Citus (on this server without it: the single-node path)
+    "function simhash_partition_key(simhash64,integer,integer)":
+        function("simhash_partition_key", fingerprints, int4s, int4s),
+    "function simhash_find_all_part(text,integer,integer)":
+        function("simhash_find_all_part", queries, int4s, int4s, set_returning=True),
+    "function simhash_components(text)": function("simhash_components", edge_queries, set_returning=True),
+    "function simhash_partition_rows(regclass,name,name,integer,text)":
+        function("simhash_partition_rows", relations, id_column_names, column_names, int4s, texts),
+    "function simhash_find_all_distributed(regclass,name,name,integer)":
+        function("simhash_find_all_distributed", relations, id_column_names, column_names, int4s, set_returning=True),
+    "function simhash_clusters_distributed(regclass,name,name,integer,boolean)":
+        function("simhash_clusters_distributed", relations, id_column_names, column_names, int4s, bools,
+                 set_returning=True),
     "function hamming_nearest(anyelement,name,simhash64,integer,integer)":
         st.tuples(rows_of, names, fingerprints, int4s, int4s).map(
             lambda a: Sql(f"SELECT count(*) FROM hamming_nearest({a[0]}, %s::name, ", (a[1],)) + join(a[2:]) + Sql(")")

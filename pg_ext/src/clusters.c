@@ -23,8 +23,8 @@ typedef struct DistinctRows
 	const uint32 *rows;
 } DistinctRows;
 
-static uint32
-find_root(uint32 *parent, uint32 row)
+uint32
+simhash_find_root(uint32 *parent, uint32 row)
 {
 	while (parent[row] != row)
 	{
@@ -34,18 +34,33 @@ find_root(uint32 *parent, uint32 row)
 	return row;
 }
 
+void
+simhash_union(uint32 *parent, uint32 row1, uint32 row2)
+{
+	uint32		root1 = simhash_find_root(parent, row1);
+	uint32		root2 = simhash_find_root(parent, row2);
+
+	if (root1 < root2)
+		parent[root2] = root1;
+	else
+		parent[root1] = root2;
+}
+
+void
+simhash_resolve_roots(uint32 *parent, uint32 n)
+{
+	/* parent[i] < i for every non-root, so its root is already resolved. */
+	for (uint32 i = 0; i < n; i++)
+		parent[i] = parent[parent[i]];
+}
+
 static void
 join_rows(void *arg, uint32 row1, uint32 row2, int distance)
 {
 	SimhashClusters *clusters = arg;
-	uint32		root1 = find_root(clusters->leader, row1);
-	uint32		root2 = find_root(clusters->leader, row2);
 
 	clusters->has_pair[row1] = clusters->has_pair[row2] = true;
-	if (root1 < root2)
-		clusters->leader[root2] = root1;
-	else
-		clusters->leader[root1] = root2;
+	simhash_union(clusters->leader, row1, row2);
 }
 
 static void
@@ -77,7 +92,5 @@ simhash_find_clusters(const uint64 *hashes, uint32 n, int k, int blocks,
 	simhash_find_pairs(distinct_hashes, ndistinct, k, blocks, join_distinct, &distinct);
 	pfree(distinct_hashes);
 	pfree(distinct_rows);
-	/* parent[i] < i for every non-root, so its root is already resolved. */
-	for (uint32 i = 0; i < n; i++)
-		clusters->leader[i] = clusters->leader[clusters->leader[i]];
+	simhash_resolve_roots(clusters->leader, n);
 }

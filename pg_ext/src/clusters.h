@@ -22,6 +22,15 @@ typedef struct SimhashClusters
 	bool	   *has_pair;		/* whether the row is within k bits of another */
 } SimhashClusters;
 
+/*
+ * Union-find over rows 0..n-1 whose roots are the lowest rows: parent[i] = i
+ * to start; simhash_union() joins two sets, and once every union is done,
+ * simhash_resolve_roots() sets each parent[i] to its set's lowest row.
+ */
+extern uint32 simhash_find_root(uint32 *parent, uint32 row);
+extern void simhash_union(uint32 *parent, uint32 row1, uint32 row2);
+extern void simhash_resolve_roots(uint32 *parent, uint32 n);
+
 /* The clusters of hashes[0..n), as palloc'd arrays of n entries. */
 extern void simhash_find_clusters(const uint64 *hashes, uint32 n, int k, int blocks,
 								  SimhashClusters *clusters);

@@ -124,13 +124,19 @@ simhash_check_blocks(int k, int blocks)
 int
 simhash_choose_blocks(int k, uint32 n)
 {
+	return simhash_choose_blocks_within(k, n, SIMHASH64_BITS, 0);
+}
+
+int
+simhash_choose_blocks_within(int k, uint32 n, int free_bits, int required_bits)
+{
 	int			best = k + 1;
 	double		best_cost = INFINITY;
 
-	for (int blocks = k + 1; blocks <= SIMHASH_MAX_BLOCKS; blocks++)
+	for (int blocks = k + 1; blocks <= Min(SIMHASH_MAX_BLOCKS, Max(free_bits, k + 1)); blocks++)
 	{
 		int64		tables = simhash_table_count(blocks, k);
-		double		key_bits = (double) SIMHASH64_BITS * (blocks - k) / blocks;
+		double		key_bits = required_bits + (double) free_bits * (blocks - k) / blocks;
 		/* Random fingerprints share a key of b bits with chance 2^-b. */
 		double		pairs = (double) n * n / 2 * pow(2.0, -key_bits);
 		double		cost;
@@ -339,16 +345,27 @@ simhash_find_pairs(const uint64 *hashes, uint32 n, int k, int blocks,
 				   SimhashPairFn emit, void *arg)
 {
 	SimhashBlocks layout;
+
+	simhash_check_blocks(k, blocks);
+	simhash_blocks_init(&layout, blocks);
+	simhash_find_pairs_within(hashes, n, k, &layout, 0, emit, arg);
+}
+
+void
+simhash_find_pairs_within(const uint64 *hashes, uint32 n, int k, const SimhashBlocks *layout,
+						  uint64 required, SimhashPairFn emit, void *arg)
+{
 	uint32	   *tables;
 	int			ntables;
 	TableEntry *buffers[2];
-	TableScan	scan = {.layout = &layout, .k = k, .emit = emit, .arg = arg};
+	TableScan	scan = {.layout = layout, .k = k, .emit = emit, .arg = arg};
 
-	simhash_check_blocks(k, blocks);
+	ntables = simhash_tables(layout->nblocks, k, &tables);
 	if (n < 2)
+	{
+		pfree(tables);
 		return;
-	simhash_blocks_init(&layout, blocks);
-	ntables = simhash_tables(blocks, k, &tables);
+	}
 	scan.bucket_bits = bucket_bits_for(n);
 	buffers[0] = alloc_entries(n);
 	buffers[1] = alloc_entries(n);
@@ -356,7 +373,7 @@ simhash_find_pairs(const uint64 *hashes, uint32 n, int k, int blocks,
 	for (int t = 0; t < ntables; t++)
 	{
 		scan.table = tables[t];
-		scan.mask = simhash_table_mask(&layout, tables[t]);
+		scan.mask = simhash_table_mask(layout, tables[t]) | required;
 		for_each_bucket(&scan, sort_by_bucket(&scan, hashes, n, buffers), n,
 						scan_bucket_pairs, NULL);
 	}

@@ -7,6 +7,7 @@
 #ifndef SIMHASH_FIND_ALL_H
 #define SIMHASH_FIND_ALL_H
 
+#include "permute.h"
 #include "simhash.h"
 
 /* Called once per pair of rows within k bits; row1 < row2. */
@@ -31,6 +32,12 @@ extern void simhash_check_blocks(int k, int blocks);
 extern int	simhash_choose_blocks(int k, uint32 n);
 
 /*
+ * The same for simhash_find_pairs_within(): blocks cut from free_bits bits,
+ * with required_bits more bits that every pair shares anyway.
+ */
+extern int	simhash_choose_blocks_within(int k, uint32 n, int free_bits, int required_bits);
+
+/*
  * Calls emit for every pair (row1, row2) of hashes[0..n) with
  * popcount(hashes[row1] ^ hashes[row2]) <= k, exactly once each, in no
  * particular order.  Allocates SIMHASH_FIND_PAIRS_BYTES_PER_ROW * n bytes in
@@ -38,6 +45,18 @@ extern int	simhash_choose_blocks(int k, uint32 n);
  */
 extern void simhash_find_pairs(const uint64 *hashes, uint32 n, int k, int blocks,
 							   SimhashPairFn emit, void *arg);
+
+/*
+ * simhash_find_pairs() for pairs that also agree on every bit of required:
+ * the layout's blocks may cover any bits (usually those outside required),
+ * each table's key is its blocks plus required, and a pair is reported from
+ * the first of the layout's tables it agrees on.  A pair within k bits that
+ * agrees on required is within k bits on the layout's bits, so some table
+ * finds it.  The layout must pass simhash_tables(layout->nblocks, k).
+ */
+extern void simhash_find_pairs_within(const uint64 *hashes, uint32 n, int k,
+									  const SimhashBlocks *layout, uint64 required,
+									  SimhashPairFn emit, void *arg);
 
 /*
  * One row of each distinct fingerprint among hashes[0..n), in no particular

@@ -23,6 +23,7 @@
 #include "clusters.h"
 #include "find_all.h"
 #include "find_all_rows.h"
+#include "find_all_sql.h"
 
 /* Rows fetched from the query at a time. */
 #define FETCH_ROWS 10000
@@ -39,20 +40,12 @@ typedef enum FindAllOutput
 	CLUSTERS					/* (id, cluster_id) */
 } FindAllOutput;
 
-/* Where results go: each row's output value is keys[row]. */
-typedef struct ResultSink
-{
-	Tuplestorestate *store;
-	TupleDesc	desc;
-	const int64 *keys;			/* row ids, or the fingerprints' bits */
-} ResultSink;
-
 /*
  * Sets up materialize mode (InitMaterializedSRF from PostgreSQL 15 on,
  * spelled out for 13 and 14).
  */
-static void
-init_result(FunctionCallInfo fcinfo, ResultSink *sink)
+void
+simhash_result_init(FunctionCallInfo fcinfo, SimhashResultSink *sink)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext old;
@@ -74,8 +67,8 @@ init_result(FunctionCallInfo fcinfo, ResultSink *sink)
 }
 
 /* A result row: the first desc->natts of (first, second, distance). */
-static void
-put_result(ResultSink *sink, int64 first, int64 second, int distance)
+void
+simhash_result_put(SimhashResultSink *sink, int64 first, int64 second, int distance)
 {
 	Datum		values[3] = {Int64GetDatum(first), Int64GetDatum(second), Int32GetDatum(distance)};
 	bool		nulls[3] = {false, false, false};
@@ -86,14 +79,13 @@ put_result(ResultSink *sink, int64 first, int64 second, int distance)
 static void
 put_pair(void *arg, uint32 row1, uint32 row2, int distance)
 {
-	ResultSink *sink = arg;
+	SimhashResultSink *sink = arg;
 
-	put_result(sink, sink->keys[row1], sink->keys[row2], distance);
+	simhash_result_put(sink, sink->keys[row1], sink->keys[row2], distance);
 }
 
-/* The type simhash64 of this extension, wherever it was installed. */
-static Oid
-simhash64_type(FunctionCallInfo fcinfo)
+Oid
+simhash_type_oid(FunctionCallInfo fcinfo)
 {
 	Oid			namespace = get_func_namespace(fcinfo->flinfo->fn_oid);
 	Oid			type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
@@ -109,8 +101,15 @@ simhash64_type(FunctionCallInfo fcinfo)
 	return type;
 }
 
+static bool
+is_integer_type(Oid type)
+{
+	return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+/* second_type: simhash64's oid, or InvalidOid for a second integer id. */
 static void
-check_query_columns(TupleDesc desc, Oid simhash64, const char *caller)
+check_query_columns(TupleDesc desc, Oid second_type, const char *caller)
 {
 	Oid			id_type;
 	Oid			hash_type;
@@ -118,16 +117,24 @@ check_query_columns(TupleDesc desc, Oid simhash64, const char *caller)
 	if (desc->natts != 2)
 		ereport(ERROR,
 				errcode(ERRCODE_DATATYPE_MISMATCH),
+				OidIsValid(second_type) ?
 				errmsg("%s: the query must return 2 columns, an integer id and a simhash64 fingerprint, but it returns %d",
+					   caller, desc->natts) :
+				errmsg("%s: the query must return 2 columns, two integer ids, but it returns %d",
 					   caller, desc->natts));
 	id_type = getBaseType(TupleDescAttr(desc, 0)->atttypid);
 	hash_type = getBaseType(TupleDescAttr(desc, 1)->atttypid);
-	if (id_type != INT2OID && id_type != INT4OID && id_type != INT8OID)
+	if (!is_integer_type(id_type))
 		ereport(ERROR,
 				errcode(ERRCODE_DATATYPE_MISMATCH),
 				errmsg("%s: the query's first column must be an id of type smallint, integer or bigint, not %s",
 					   caller, format_type_be(TupleDescAttr(desc, 0)->atttypid)));
-	if (hash_type != simhash64)
+	if (!OidIsValid(second_type) && !is_integer_type(hash_type))
+		ereport(ERROR,
+				errcode(ERRCODE_DATATYPE_MISMATCH),
+				errmsg("%s: the query's second column must be an id of type smallint, integer or bigint, not %s",
+					   caller, format_type_be(TupleDescAttr(desc, 1)->atttypid)));
+	if (OidIsValid(second_type) && hash_type != second_type)
 		ereport(ERROR,
 				errcode(ERRCODE_DATATYPE_MISMATCH),
 				errmsg("%s: the query's second column must be a simhash64 fingerprint, not %s",
@@ -149,9 +156,12 @@ id_datum(Datum value, Oid type)
 	}
 }
 
-/* Adds the rows of one batch fetched from the query. */
+/*
+ * Adds the rows of one batch fetched from the query: (id, fingerprint), or
+ * (id, id) when second_id_type is the second id's type (it goes into hashes[]).
+ */
 static void
-add_fetched_rows(SimhashRows *rows, Oid id_type)
+add_fetched_rows(SimhashRows *rows, Oid id_type, Oid second_id_type)
 {
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -162,24 +172,28 @@ add_fetched_rows(SimhashRows *rows, Oid id_type)
 		Datum		id = SPI_getbinval(tuple, desc, 1, &id_null);
 		Datum		hash = SPI_getbinval(tuple, desc, 2, &hash_null);
 
-		if (id_null)
+		if (id_null || (hash_null && OidIsValid(second_id_type)))
 			ereport(ERROR,
 					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					errmsg("%s: the query returned a NULL id", rows->caller));
 		/* No fingerprint, nothing to match: the row is skipped. */
-		if (!hash_null)
+		if (hash_null)
+			continue;
+		if (OidIsValid(second_id_type))
+			simhash_rows_add(rows, id_datum(id, id_type), (uint64) id_datum(hash, second_id_type));
+		else
 			simhash_rows_add(rows, id_datum(id, id_type), DatumGetSimhash64(hash));
 	}
 }
 
-/* Runs the query with the caller's privileges, a batch of rows at a time. */
-static void
-read_query(text *sql, Oid simhash64, SimhashRows *rows)
+void
+simhash_read_query(text *sql, Oid second_type, SimhashRows *rows)
 {
 	char	   *query = text_to_cstring(sql);
 	SPIPlanPtr	plan;
 	Portal		portal;
 	Oid			id_type;
+	Oid			second_id_type = InvalidOid;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -192,14 +206,16 @@ read_query(text *sql, Oid simhash64, SimhashRows *rows)
 				errmsg("%s: the query must be one statement that returns rows, such as a SELECT",
 					   rows->caller));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, false);
-	check_query_columns(portal->tupDesc, simhash64, rows->caller);
+	check_query_columns(portal->tupDesc, second_type, rows->caller);
 	id_type = getBaseType(TupleDescAttr(portal->tupDesc, 0)->atttypid);
+	if (!OidIsValid(second_type))
+		second_id_type = getBaseType(TupleDescAttr(portal->tupDesc, 1)->atttypid);
 	for (;;)
 	{
 		SPI_cursor_fetch(portal, true, FETCH_ROWS);
 		if (SPI_processed == 0)
 			break;
-		add_fetched_rows(rows, id_type);
+		add_fetched_rows(rows, id_type, second_id_type);
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
@@ -220,7 +236,7 @@ read_array(ArrayType *array, SimhashRows *rows)
 }
 
 static void
-put_clusters(ResultSink *sink, const SimhashRows *rows, int k, int blocks,
+put_clusters(SimhashResultSink *sink, const SimhashRows *rows, int k, int blocks,
 			 bool include_singletons)
 {
 	SimhashClusters clusters;
@@ -229,7 +245,7 @@ put_clusters(ResultSink *sink, const SimhashRows *rows, int k, int blocks,
 	for (uint32 i = 0; i < rows->count; i++)
 	{
 		if (include_singletons || clusters.has_pair[i])
-			put_result(sink, sink->keys[i], sink->keys[clusters.leader[i]], 0);
+			simhash_result_put(sink, sink->keys[i], sink->keys[clusters.leader[i]], 0);
 		if ((i & 0xFFFF) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
@@ -243,14 +259,14 @@ static Datum
 find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, FindAllOutput output)
 {
 	int			nargs = output == CLUSTERS ? 4 : 3;
-	ResultSink	sink;
+	SimhashResultSink	sink;
 	SimhashRows rows;
 	MemoryContext work;
 	MemoryContext old;
 	int			k;
 	int			blocks;
 
-	init_result(fcinfo, &sink);
+	simhash_result_init(fcinfo, &sink);
 	for (int i = 0; i < nargs; i++)
 		if (i != 2 && PG_ARGISNULL(i))
 			return (Datum) 0;
@@ -267,7 +283,7 @@ find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, FindAl
 					  output == CLUSTERS ? SIMHASH_CLUSTERS_BYTES_PER_ROW : 0);
 	if (input == FROM_QUERY)
 	{
-		read_query(PG_GETARG_TEXT_PP(0), simhash64_type(fcinfo), &rows);
+		simhash_read_query(PG_GETARG_TEXT_PP(0), simhash_type_oid(fcinfo), &rows);
 		simhash_rows_sort_by_id(&rows);
 		sink.keys = rows.ids;
 	}
