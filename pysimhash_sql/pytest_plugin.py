@@ -16,16 +16,15 @@ Fixtures: ``simhash_postgresql_proc`` (the server, session-wide),
 
 The plugin is installed with the package, so it loads in every pytest run of
 the environment: loading imports nothing but pytest.  The fixtures import
-what they need (pytest-postgresql, psycopg, SQLAlchemy) when a test uses
-them, and fail with the extra to install if it is missing.
+what they need (psycopg, SQLAlchemy) when a test uses them, and fail with
+the extra to install if it is missing.
 
-The server is run by the ``pg_ctl`` that ``SIMHASH_PG_CTL`` names, else
-pytest-postgresql's ``--postgresql-exec`` (if that is a file), else the one
-``pg_config --bindir`` names, else the one on ``PATH``; the rest of
-pytest-postgresql's settings (host, port, user, ...) apply too.  PostgreSQL
-refuses to run as root: when the tests run as root the server runs as the
-user named by ``--simhash-pg-user``, the ``simhash_pg_user`` ini option or
-``SIMHASH_PG_USER`` (default ``nobody``), its data directory under the
+The server is a ``pysimhash_sql.throwaway.ThrowawayServer`` (the one way the
+project starts servers) of the PostgreSQL in ``SIMHASH_PG_BINDIR``, else the
+one ``pg_config --bindir`` names, else the one whose pg_ctl is on ``PATH``.
+PostgreSQL refuses to run as root: when the tests run as root the server runs
+as the user named by ``--simhash-pg-user``, the ``simhash_pg_user`` ini option
+or ``SIMHASH_PG_USER`` (default ``nobody``), its data directory under the
 temporary directory (``TMPDIR``) owned by that user.
 """
 
@@ -37,8 +36,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -73,109 +70,66 @@ def _server_user(config: pytest.Config) -> str | None:
             or os.environ.get("SIMHASH_PG_USER") or DEFAULT_USER)
 
 
-def _pg_ctl(configured: str | None) -> str:
-    """SIMHASH_PG_CTL, else pytest-postgresql's postgresql_exec if it exists,
-    else pg_config's bindir, else PATH."""
-    if "SIMHASH_PG_CTL" in os.environ:
-        return os.environ["SIMHASH_PG_CTL"]
-    if configured and os.access(configured, os.X_OK):
-        return configured
+def _bindir() -> Path:
+    """SIMHASH_PG_BINDIR, else pg_config's bindir, else where pg_ctl is on PATH."""
+    if "SIMHASH_PG_BINDIR" in os.environ:
+        return Path(os.environ["SIMHASH_PG_BINDIR"])
     try:
         bindir = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=True).stdout.strip()
         if os.access(os.path.join(bindir, "pg_ctl"), os.X_OK):
-            return os.path.join(bindir, "pg_ctl")
+            return Path(bindir)
     except (OSError, subprocess.CalledProcessError):
         pass
     found = shutil.which("pg_ctl")
     if found is None:
-        pytest.fail("no pg_ctl found: set SIMHASH_PG_CTL or --postgresql-exec, or put pg_config on PATH", pytrace=False)
-    return found
+        pytest.fail("no PostgreSQL found: set SIMHASH_PG_BINDIR, or put pg_config on PATH", pytrace=False)
+    return Path(found).parent
 
 
-@contextmanager
-def _server_directory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                      pg_ctl: str) -> Iterator[tuple[Path, str]]:
-    """(a directory for the data and the log, the pg_ctl to run).  As root:
-    a directory of the server user's under TMPDIR, and a pg_ctl that runs
-    the real one as that user (kept in a directory of root's own)."""
-    user = _server_user(request.config)
-    if user is None:
-        yield tmp_path_factory.mktemp("simhash-postgresql"), pg_ctl
-        return
-    from .server_user import give, pg_ctl_as
-
-    try:
-        wrapper = pg_ctl_as(user, pg_ctl, tmp_path_factory.mktemp("simhash-pg-ctl"))
-    except ValueError as e:
-        pytest.fail(str(e), pytrace=False)
-    directory = Path(tempfile.mkdtemp(prefix="pysimhash-sql-postgresql-"))
-    try:
-        give(directory, user)
-        yield directory, str(wrapper)
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def _connect(psycopg: ModuleType, server, dbname: str):
-    return psycopg.connect(host=server.host, port=server.port, user=server.user, password=server.password,
-                           dbname=dbname, autocommit=True)
-
-
-def create_simhash_extension(host: str, port: int, user: str, dbname: str, password: str | None, **_: object) -> None:
-    """pytest-postgresql loader: create the extension in a (template) database."""
-    import psycopg
-
-    with psycopg.connect(host=host, port=port, user=user, dbname=dbname, password=password, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
-
-
-def _template_name(server) -> str:
-    return f"{server.dbname}_simhash_template"
+TEMPLATE = "simhash_template"
+TEST_DATABASE = "tests"
 
 
 @pytest.fixture(scope="session")
 def simhash_postgresql_proc(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """The server (a pytest-postgresql PostgreSQLExecutor), with a template
-    database that has the extension."""
-    fixture = "simhash_postgresql_proc"
-    executors = _require("pytest_postgresql.executors", fixture)
-    config = _require("pytest_postgresql.config", fixture).get_config(request)
-    port_for = _require("port_for", fixture)
-    psycopg = _require("psycopg", fixture)
-    with _server_directory(request, tmp_path_factory, _pg_ctl(config.exec)) as (directory, pg_ctl):
-        server = executors.PostgreSQLExecutor(
-            executable=pg_ctl, host=config.host, port=port_for.get_port(config.port), user=config.user,
-            password=config.password, dbname=config.dbname, options=config.options,
-            datadir=str(directory / "data"), unixsocketdir=config.unixsocketdir,
-            logfile=str(directory / "postgresql.log"), startparams=config.startparams,
-            postgres_options=config.postgres_options,
-        )
-        server.start()
-        try:
-            server.wait_for_postgres()
-            with _connect(psycopg, server, "postgres") as admin:
-                admin.execute(f'CREATE DATABASE "{_template_name(server)}"')
-            create_simhash_extension(server.host, server.port, server.user, _template_name(server), server.password)
+    """The server (a pysimhash_sql.throwaway.ThrowawayServer: ``host``,
+    ``port``, ``user``, ``dsn(dbname)``, ...), with a template database that
+    has the extension."""
+    psycopg = _require("psycopg", "simhash_postgresql_proc")
+    from .throwaway import ThrowawayServer
+
+    user = _server_user(request.config)
+    # As root, a directory outside pytest's private temporary root.
+    directory = Path(tempfile.mkdtemp(prefix="pysimhash-sql-postgresql-")) if user else \
+        tmp_path_factory.mktemp("simhash-postgresql")
+    try:
+        with ThrowawayServer(_bindir(), directory, user=user) as server:
+            with psycopg.connect(server.dsn(), autocommit=True) as admin:
+                admin.execute(f'CREATE DATABASE "{TEMPLATE}"')
+            with psycopg.connect(server.dsn(TEMPLATE), autocommit=True) as template:
+                template.execute("CREATE EXTENSION IF NOT EXISTS simhash")
             yield server
-        finally:
-            server.stop()
+    except ValueError as error:  # an unknown server user
+        pytest.fail(str(error), pytrace=False)
+    finally:
+        if user:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture
 def simhash_postgresql(simhash_postgresql_proc):
-    """A psycopg connection to a fresh database (``dbname``, pytest-postgresql's
-    setting) cloned from the template: the extension is there."""
+    """A psycopg connection to a fresh database (``tests``) cloned from the
+    template: the extension is there."""
     psycopg = _require("psycopg", "simhash_postgresql")
     server = simhash_postgresql_proc
-    with _connect(psycopg, server, "postgres") as admin:
-        admin.execute(f'CREATE DATABASE "{server.dbname}" TEMPLATE "{_template_name(server)}"')
+    with psycopg.connect(server.dsn(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{TEST_DATABASE}" TEMPLATE "{TEMPLATE}"')
     try:
-        with psycopg.connect(host=server.host, port=server.port, user=server.user, password=server.password,
-                             dbname=server.dbname, options=server.options) as conn:
+        with psycopg.connect(server.dsn(TEST_DATABASE, tcp=True)) as conn:
             yield conn
     finally:
-        with _connect(psycopg, server, "postgres") as admin:
-            admin.execute(f'DROP DATABASE "{server.dbname}" WITH (FORCE)')
+        with psycopg.connect(server.dsn(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{TEST_DATABASE}" WITH (FORCE)')
 
 
 @pytest.fixture

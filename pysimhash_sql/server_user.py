@@ -49,13 +49,17 @@ def give(path: Path, user: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """USER PROGRAM ARGS...: runs PROGRAM as USER, from / (readable by anyone)."""
+    """[--cwd DIR] USER PROGRAM ARGS...: runs PROGRAM as USER, in DIR (else
+    from /, which anyone can read)."""
+    cwd = "/"
+    if argv[:1] == ["--cwd"]:
+        cwd, argv = argv[1], argv[2:]
     user, program, *args = argv
     entry = account(user)
     os.setgroups([])
     os.setgid(entry.pw_gid)
     os.setuid(entry.pw_uid)
-    os.chdir("/")
+    os.chdir(cwd)
     os.execv(program, [program, *args])
 
 

@@ -9,8 +9,9 @@
 # argument) while meaning their own installation.
 #
 # PostgreSQL refuses to run as root.  When these scripts run as root (CI, a
-# container) the servers run as an unprivileged system user, created on first
-# use; as a normal user they simply run as that user.
+# container) the servers (pysimhash_sql.throwaway, which every server of the
+# project is) run as an unprivileged system user, created here on first use
+# and passed on as SIMHASH_PG_USER; as a normal user they run as that user.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,15 +30,6 @@ ensure_pg_user() {
             --shell /usr/sbin/nologin "$PG_USER"
 }
 
-# Runs a command as the server user (from /, which that user can always read).
-as_pg_user() {
-    if is_root; then
-        (cd / && runuser -u "$PG_USER" -- "$@")
-    else
-        "$@"
-    fi
-}
-
 # The build directory: build/ in the checkout, unless the server user cannot
 # reach it (a checkout under /root), in which case a directory under /tmp.
 build_dir() {
@@ -49,24 +41,6 @@ build_dir() {
     mkdir -p "$dir"
     chmod 755 "$dir"
     printf '%s\n' "$dir"
-}
-
-# A directory the server user may write to (a data directory's parent).
-pg_writable_dir() {
-    mkdir -p "$1"
-    if is_root; then chown "$PG_USER:" "$1"; fi
-}
-
-# The same, below directories that may be private to root (pytest's temporary
-# directories are 0700): every directory above it is made passable.
-pg_reachable_dir() {
-    local dir=$1
-    pg_writable_dir "$dir"
-    is_root || return 0
-    while [ "$dir" != / ]; do
-        dir=$(dirname "$dir")
-        runuser -u "$PG_USER" -- test -x "$dir" 2>/dev/null || chmod o+x "$dir"
-    done
 }
 
 # The supported majors, oldest first.

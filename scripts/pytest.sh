@@ -5,11 +5,11 @@
 
 "$ROOT/scripts/venv.sh"
 SIMHASH_PG_BINDIR=$("$ROOT/scripts/temp-install.sh")
-# The plugin's server (pysimhash_sql.pytest_plugin) runs this pg_ctl, as the
-# harness's server user when the tests run as root.
+# The plugin's server (pysimhash_sql.pytest_plugin) and every other test
+# server run from this installation, as the harness's server user when the
+# tests run as root.
 ensure_pg_user
-SIMHASH_PG_CTL=$SIMHASH_PG_BINDIR/pg_ctl
 SIMHASH_PG_USER=$PG_USER
-export SIMHASH_PG_BINDIR SIMHASH_PG_CTL SIMHASH_PG_USER
+export SIMHASH_PG_BINDIR SIMHASH_PG_USER
 cd "$ROOT"
 exec "$VENV/bin/python" -m pytest "$@"

@@ -2,7 +2,7 @@
 
 The server is the plugin's (pysimhash_sql.pytest_plugin), which runs it as an
 unprivileged user when the tests run as root; scripts/pytest.sh points it at
-the private installation `make test` builds (SIMHASH_PG_CTL) and at the
+the private installation `make test` builds (SIMHASH_PG_BINDIR) and at the
 harness's server user (SIMHASH_PG_USER).  Without them it runs the PostgreSQL
 that ``pg_config --bindir`` names (after ``make install``) as ``nobody``.
 """

@@ -4,9 +4,9 @@ Tests that install extension files (pgxn install, upgrade scripts) must not
 write into the private installation the shared test server runs from, so they
 copy it (46 MB, well under a second), change the copy, and start a server from
 it.  PostgreSQL finds its share/ and lib/ directories relative to its binaries,
-so the copy is a complete installation.  The server runs through scripts/pg_ctl
-(as the unprivileged harness user when the tests run as root), listening on a
-Unix socket only.
+so the copy is a complete installation.  Servers are pysimhash_sql.throwaway's
+(as the unprivileged harness user when the tests run as root), as every
+server of the project is.
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import psycopg
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_CONFIG = os.environ.get("PG_CONFIG", "pg_config")
-PORT = 5432  # only names the socket file in the server's own directory
 
 
 def pg_config(option: str) -> str:
@@ -44,14 +42,6 @@ def release_bindir(major: int) -> Path:
     result = subprocess.run([str(ROOT / "scripts" / "temp-install.sh")], env=env, capture_output=True, text=True)
     assert result.returncode == 0, f"building for PostgreSQL {major} failed:\n{result.stderr}"
     return Path(result.stdout.strip())
-
-
-def as_server_user(workdir: Path, *argv: str | Path) -> subprocess.CompletedProcess:
-    """Runs a PostgreSQL tool in ``workdir`` as the user the servers run as."""
-    result = subprocess.run([str(ROOT / "scripts" / "as-server-user"), str(workdir), *map(str, argv)],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, f"{argv[0]} failed:\n{result.stdout}\n{result.stderr}"
-    return result
 
 
 class ScratchInstall:
@@ -78,53 +68,3 @@ class ScratchInstall:
         """Take the simhash extension out, so whatever installs it next is tested."""
         for path in [*self.extension_dir.glob("simhash*"), *self.path("pkglibdir").glob("simhash*")]:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-
-
-class ScratchServer:
-    """A throwaway cluster of the installation in ``bindir`` (a ScratchInstall's,
-    or release_bindir's); use as a context manager.  Data checksums are on, as
-    initdb's default is from PostgreSQL 18 on (pg_upgrade needs both alike)."""
-
-    def __init__(self, bindir: Path, workdir: Path) -> None:
-        self.bindir = bindir
-        self.datadir = workdir / "data"
-        self.socket_dir = workdir  # pg_ctl initdb makes it the server user's
-        self.env = {**os.environ, "SIMHASH_PG_BINDIR": str(bindir)}
-
-    def _pg_ctl(self, *args: str) -> None:
-        subprocess.run(
-            [str(ROOT / "scripts" / "pg_ctl"), *args, "-D", str(self.datadir)],
-            check=True, env=self.env, stdout=subprocess.DEVNULL,
-        )
-
-    def initdb(self) -> ScratchServer:
-        self._pg_ctl("initdb", "-s", "-o", "-U postgres -A trust -E UTF8 --no-locale --data-checksums")
-        return self
-
-    def start(self) -> ScratchServer:
-        self._pg_ctl(
-            "start", "-w", "-l", str(self.socket_dir / "server.log"),
-            "-o", f"-p {PORT} -k {self.socket_dir} -c listen_addresses=''",
-        )
-        return self
-
-    def stop(self) -> None:
-        self._pg_ctl("stop", "-m", "fast", "-w")
-
-    def __enter__(self) -> ScratchServer:
-        if not self.datadir.exists():
-            self.initdb()
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def dsn(self, dbname: str = "postgres") -> str:
-        return f"host={self.socket_dir} port={PORT} user=postgres dbname={dbname}"
-
-    def libpq_env(self, dbname: str = "postgres") -> dict[str, str]:
-        """PG* variables that point libpq clients (psql, pysimhash-sql) at this server."""
-        return {"PGHOST": str(self.socket_dir), "PGPORT": str(PORT), "PGUSER": "postgres", "PGDATABASE": dbname}
-
-    def connect(self, dbname: str = "postgres") -> psycopg.Connection:
-        return psycopg.connect(self.dsn(dbname), autocommit=True)

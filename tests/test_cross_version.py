@@ -15,13 +15,17 @@ own suite, with the newest major's server (scripts/test-all.sh).
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
 from pathlib import Path
 
 import psycopg
 import pytest
-from scratch_postgres import ScratchServer, as_server_user, release_bindir, supported_majors
+from scratch_postgres import release_bindir, supported_majors
 from test_index import brute_force, planted_fingerprints, random_queries
+
+from pysimhash_sql.throwaway import ThrowawayServer
 
 pytestmark = pytest.mark.cross_version
 
@@ -78,6 +82,13 @@ def populate(conn: psycopg.Connection, fps: list[int | None]) -> None:
     conn.execute("ANALYZE")
 
 
+def client(server: ThrowawayServer, program: Path, *args: str | Path, cwd: Path) -> None:
+    """A client tool (pg_dump, pg_restore, psql) against the server, files in cwd."""
+    result = subprocess.run([str(program), *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                            env={**os.environ, **server.libpq_env()})
+    assert result.returncode == 0, f"{program.name} failed:\n{result.stderr}"
+
+
 def content(conn: psycopg.Connection) -> dict[str, list[tuple]]:
     return {name: conn.execute(sql).fetchall() for name, sql in CONTENT.items()}
 
@@ -118,15 +129,16 @@ def assert_indexes_sound(conn: psycopg.Connection, fps: list[int | None], querie
 def test_pg_upgrade_keeps_rows_and_indexes(old: int, data, tmp_path: Path) -> None:
     fps, queries = data
     old_bin, new_bin = release_bindir(old), release_bindir(NEWEST)
-    with ScratchServer(old_bin, tmp_path / "old") as server, server.connect() as conn:
+    old_server = ThrowawayServer(old_bin, tmp_path / "old")
+    with old_server, old_server.connect() as conn:
         populate(conn, fps)
         before = content(conn)
-    new = ScratchServer(new_bin, tmp_path / "new").initdb()
+    new = ThrowawayServer(new_bin, tmp_path / "new").initdb()
 
-    as_server_user(tmp_path / "upgrade", new_bin / "pg_upgrade",
-                   "--old-bindir", old_bin, "--new-bindir", new_bin,
-                   "--old-datadir", tmp_path / "old" / "data", "--new-datadir", new.datadir,
-                   "--username", "postgres", "--socketdir", tmp_path / "upgrade")
+    # as the clusters' owner, in the new server's directory (pg_upgrade writes where it runs)
+    new.run(new_bin / "pg_upgrade", "--old-bindir", old_bin, "--new-bindir", new_bin,
+            "--old-datadir", old_server.datadir, "--new-datadir", new.datadir,
+            "--username", "postgres", "--socketdir", new.directory)
 
     with new, new.connect() as conn:
         assert conn.execute("SHOW server_version_num").fetchone()[0].startswith(str(NEWEST))
@@ -145,25 +157,23 @@ def test_dump_and_restore_into_the_newest_major(data, tmp_path: Path) -> None:
     fps, queries = data
     old_bin, new_bin = release_bindir(DUMP_FROM), release_bindir(NEWEST)
     work = tmp_path / "work"
-    with ScratchServer(old_bin, tmp_path / "old") as old:
+    work.mkdir()
+    with ThrowawayServer(old_bin, tmp_path / "old") as old:
         with old.connect() as conn:
             populate(conn, fps)
             before = content(conn)
-        socket = ["--host", old.socket_dir, "--port", "5432", "--username", "postgres"]
-        as_server_user(work, new_bin / "pg_dump", *socket, "--format", "custom", "--file", "custom.dump", "postgres")
-        as_server_user(work, old_bin / "pg_dump", *socket, "--file", "plain.sql", "postgres")
-        as_server_user(work, old_bin / "psql", *socket, "-X", "-v", "ON_ERROR_STOP=1", "-c",
-                       "\\copy pages TO 'pages.bin' (FORMAT binary)", "postgres")
+        client(old, new_bin / "pg_dump", "--format", "custom", "--file", "custom.dump", cwd=work)
+        client(old, old_bin / "pg_dump", "--file", "plain.sql", cwd=work)
+        client(old, old_bin / "psql", "-X", "-v", "ON_ERROR_STOP=1", "-c",
+               "\\copy pages TO 'pages.bin' (FORMAT binary)", cwd=work)
 
-    with ScratchServer(new_bin, tmp_path / "new") as new:
+    with ThrowawayServer(new_bin, tmp_path / "new") as new:
         with new.connect() as admin:
             admin.execute("CREATE DATABASE from_custom")
             admin.execute("CREATE DATABASE from_plain")
-        socket = ["--host", new.socket_dir, "--port", "5432", "--username", "postgres"]
-        as_server_user(work, new_bin / "pg_restore", *socket, "--exit-on-error", "--dbname", "from_custom",
-                       "custom.dump")
-        as_server_user(work, new_bin / "psql", *socket, "-X", "-q", "-v", "ON_ERROR_STOP=1",
-                       "-f", "plain.sql", "from_plain")
+        client(new, new_bin / "pg_restore", "--exit-on-error", "--dbname", "from_custom", "custom.dump", cwd=work)
+        client(new, new_bin / "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "plain.sql", "from_plain",
+               cwd=work)
         for dbname in ("from_custom", "from_plain"):
             with new.connect(dbname) as conn:
                 assert content(conn) == before, dbname
@@ -172,7 +182,7 @@ def test_dump_and_restore_into_the_newest_major(data, tmp_path: Path) -> None:
         with new.connect() as conn:
             conn.execute("CREATE EXTENSION simhash")
             conn.execute("CREATE TABLE pages (id int PRIMARY KEY, fp simhash64, history simhash64[], body text)")
-        as_server_user(work, new_bin / "psql", *socket, "-X", "-v", "ON_ERROR_STOP=1", "-c",
-                       "\\copy pages FROM 'pages.bin' (FORMAT binary)", "postgres")
+        client(new, new_bin / "psql", "-X", "-v", "ON_ERROR_STOP=1", "-c",
+               "\\copy pages FROM 'pages.bin' (FORMAT binary)", cwd=work)
         with new.connect() as conn:
             assert conn.execute(CONTENT["pages"]).fetchall() == before["pages"]

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import psycopg
 from readme import readme_blocks
-from scratch_postgres import ScratchInstall, ScratchServer, pg_config, supported_majors
+from scratch_postgres import ScratchInstall, pg_config, supported_majors
+
+from pysimhash_sql.throwaway import ThrowawayServer
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
@@ -151,7 +153,7 @@ def test_build_stage_replayed_on_its_context_installs_only_runtime_files(tmp_pat
 
 def test_init_script_creates_the_extension_as_the_entrypoint_runs_it(tmp_path: Path) -> None:
     install = ScratchInstall(tmp_path / "install")
-    with ScratchServer(install.path("bindir"), tmp_path) as server:
+    with ThrowawayServer(install.path("bindir"), tmp_path) as server:
         with server.connect() as admin:
             admin.execute("CREATE DATABASE simhash")
         # docker-entrypoint.sh runs each *.sql file in /docker-entrypoint-initdb.d like this.

@@ -7,17 +7,17 @@ index and bitmap scans disabled, and compares the matching ids row for row.
 
 from __future__ import annotations
 
+import os
 import random
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import psycopg
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from pysimhash_sql.throwaway import ThrowawayServer
+
 MAX = 2**64 - 1
 N_RANDOM = 12_000
 MAX_PLANTED_DISTANCE = 6
@@ -311,34 +311,6 @@ def test_planner_chooses_the_index_by_itself_on_100k_rows(db: psycopg.Connection
     assert "Seq Scan on docs" in plan and "Index" not in plan, plan
 
 
-class OwnServer:
-    """A server of our own, so that it can be killed without harming the others."""
-
-    def __init__(self, base: Path) -> None:
-        self.pg_ctl = str(ROOT / "scripts" / "pg_ctl")  # as the harness's server user when run as root
-        self.dir = base
-        self.data = base / "data"
-        self.port = 50_000 + random.randrange(10_000)
-        subprocess.run(
-            [self.pg_ctl, "initdb", "-D", str(self.data), "-o", "-U postgres -A trust --no-locale -E UTF8"],
-            check=True, capture_output=True,
-        )
-
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.dir} -c listen_addresses=''"
-        subprocess.run(
-            [self.pg_ctl, "start", "-w", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-o", options],
-            check=True, capture_output=True,
-        )
-
-    def stop(self, mode: str) -> None:
-        subprocess.run([self.pg_ctl, "stop", "-w", "-D", str(self.data), "-m", mode], check=True, capture_output=True)
-
-    @property
-    def conninfo(self) -> str:
-        return f"host={self.dir} port={self.port} user=postgres dbname=postgres"
-
-
 def insert_until_killed(conninfo: str, seed: int, acknowledged: list) -> None:
     rng = random.Random(seed)
     try:
@@ -352,17 +324,17 @@ def insert_until_killed(conninfo: str, seed: int, acknowledged: list) -> None:
 
 
 def test_exact_after_immediate_shutdown_and_wal_replay(tmp_path_factory) -> None:
-    server = OwnServer(tmp_path_factory.mktemp("crash"))
-    server.start()
+    # a server of its own, so that it can be killed without harming the others
+    server = ThrowawayServer(os.environ["SIMHASH_PG_BINDIR"], tmp_path_factory.mktemp("crash")).initdb().start()
     try:
-        with psycopg.connect(server.conninfo, autocommit=True) as conn:
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION simhash")
             fps = planted_fingerprints(random.Random(5), 2000)
             load_docs(conn, fps)
             conn.execute("CHECKPOINT")
         acknowledged: list = []
         inserters = [
-            threading.Thread(target=insert_until_killed, args=(server.conninfo, s, acknowledged)) for s in (1, 2, 3)
+            threading.Thread(target=insert_until_killed, args=(server.dsn(), s, acknowledged)) for s in (1, 2, 3)
         ]
         for t in inserters:
             t.start()
@@ -372,9 +344,9 @@ def test_exact_after_immediate_shutdown_and_wal_replay(tmp_path_factory) -> None
             t.join()
         assert len(acknowledged) > 50
         server.start()
-        assert "automatic recovery in progress" in (server.dir / "server.log").read_text()
+        assert "automatic recovery in progress" in (server.directory / "server.log").read_text()
 
-        with psycopg.connect(server.conninfo, autocommit=True) as conn:
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
             present = {r[0] for r in conn.execute("SELECT id FROM docs").fetchall()}
             assert {row_id for row_id, _ in acknowledged} <= present
             rng = random.Random(9)

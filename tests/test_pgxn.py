@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 from readme import readme_blocks, run_example
-from scratch_postgres import PG_CONFIG, ROOT, ScratchInstall, ScratchServer, supported_majors
+from scratch_postgres import PG_CONFIG, ROOT, ScratchInstall, supported_majors
+
+from pysimhash_sql.throwaway import ThrowawayServer
 
 META = json.loads((ROOT / "pg_ext" / "META.json").read_text())
 CONTROL = (ROOT / "pg_ext" / "simhash.control").read_text()
@@ -110,7 +112,7 @@ def test_readme_pgxn_example_installs_the_zip_and_creates_the_extension(tmp_path
         pytest.skip("pgxn install insists on write access to PostgreSQL's libdir (or sudo), even with DESTDIR")
     install = ScratchInstall(tmp_path / "install")
     install.remove_simhash()
-    with ScratchServer(install.path("bindir"), tmp_path) as server:
+    with ThrowawayServer(install.path("bindir"), tmp_path) as server:
         with server.connect() as admin:
             admin.execute("CREATE DATABASE fresh")
         # make reads DESTDIR from the environment: the install lands in the scratch copy.

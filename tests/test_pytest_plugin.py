@@ -55,7 +55,7 @@ def test_nothing_starts_unless_asked(pytester) -> None:
 
 def test_loading_imports_nothing_optional(pytester) -> None:
     """The plugin loads in every pytest run of the environment: it must not
-    import a driver, SQLAlchemy or pytest-postgresql (which may be missing)."""
+    import a driver or SQLAlchemy (which may be missing)."""
     pytester.makeconftest(
         "import sys\n"
         "def pytest_sessionstart(session):\n"
@@ -64,20 +64,19 @@ def test_loading_imports_nothing_optional(pytester) -> None:
         "    print('optional modules loaded:', loaded)\n"
     )
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
-    # pytest-postgresql's own plugin imports psycopg: it is turned off here
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:pytest_postgresql", "-s")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["optional modules loaded: []"])
 
 
 def test_a_missing_package_fails_the_fixture_naming_the_extra(pytester) -> None:
-    pytester.makeconftest("import sys\nsys.modules['pytest_postgresql'] = None  # as if not installed\n")
+    pytester.makeconftest("import sys\nsys.modules['psycopg'] = None  # as if not installed\n")
     pytester.makepyfile(
         test_user="def test_db(simhash_db):\n    pass\n\ndef test_plain():\n    assert True\n"
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:pytest_postgresql")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*the simhash_postgresql_proc fixture needs pytest_postgresql: "
+    result.stdout.fnmatch_lines(["*the simhash_postgresql_proc fixture needs psycopg: "
                                  "pip install 'pysimhash-sql[[]pytest[]]'"])
     assert "Traceback" not in result.stdout.str()
 

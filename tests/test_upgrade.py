@@ -20,7 +20,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from scratch_postgres import PG_CONFIG, ROOT, ScratchInstall, ScratchServer
+from scratch_postgres import PG_CONFIG, ROOT, ScratchInstall
+
+from pysimhash_sql.throwaway import ThrowawayServer
 
 SQL_DIR = ROOT / "pg_ext" / "sql"
 CURRENT = re.search(r"^default_version = '([\d.]+)'", (ROOT / "pg_ext" / "simhash.control").read_text(), re.M).group(1)
@@ -97,7 +99,7 @@ def ship_next_release(install: ScratchInstall) -> None:
 
 def test_alter_extension_update_applies_the_next_upgrade_script(tmp_path: Path) -> None:
     install = ScratchInstall(tmp_path / "install")
-    with ScratchServer(install.path("bindir"), tmp_path) as server:
+    with ThrowawayServer(install.path("bindir"), tmp_path) as server:
         with server.connect() as conn:
             conn.execute("CREATE EXTENSION simhash")
             conn.execute("CREATE TABLE docs AS SELECT simhash('near duplicate detection') AS fp")
