@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates the project's virtual environment (.venv) with the package and its
-# test dependencies, once; reinstalls when pyproject.toml changes.
+# Creates the project's virtual environment (.venv) with the package, its test
+# dependencies and what bench/ compares it with (the test and bench extras),
+# once; reinstalls when pyproject.toml changes.
 . "$(dirname "$0")/lib.sh"
 
 stamp=$VENV/.installed
@@ -19,6 +20,6 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     # pgxnclient (an sdist) writes the building interpreter's path into its
     # scripts, so a wheel cached from another environment would not run here.
     "$VENV/bin/python" -m pip cache remove pgxnclient >/dev/null 2>&1 || true
-    quietly "$VENV/bin/python" -m pip install -e "$ROOT[test]"
+    quietly "$VENV/bin/python" -m pip install -e "$ROOT[test,bench]"
     touch "$stamp"
 fi

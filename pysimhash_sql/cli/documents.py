@@ -2,9 +2,10 @@
 
 A source is a directory (every file below it, in sorted order, named by its
 path relative to the directory), a JSON Lines file (*.jsonl, *.ndjson, or '-'
-for stdin: one object per line with an id and a text field), or any other
-file (one document, named by the path as given).  Files must be UTF-8, as
-they would be for PostgreSQL's text.
+for stdin: one object per line with an id and a text field), an HTML or WARC
+file (its pages' main-content text, with URL and fetch date: cli/pages.py), or
+any other file (one document, named by the path as given).  Text files must be
+UTF-8, as they would be for PostgreSQL's text.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
+from .pages import is_page_source, is_warc, page_documents
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
@@ -24,6 +26,8 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 class Document:
     name: str
     text: str
+    url: str | None = None  # web pages: the URL and the fetch date (ISO 8601) they came with
+    fetched_at: str | None = None
 
 
 def is_jsonl(source: str) -> bool:
@@ -72,6 +76,13 @@ def jsonl_records(source: str, where: str, id_field: str, text_field: str) -> It
             yield Document(str(record[id_field]), record[text_field])
 
 
+def has_pages(sources: list[str]) -> bool:
+    """Whether the sources include web pages (HTML or WARC files), whose URL and
+    fetch date the output then carries."""
+    return any(is_page_source(path) for source in sources if not is_jsonl(source) and Path(source).exists()
+               for _, path in files_of(source))
+
+
 def read_documents(sources: list[str], id_field: str, text_field: str) -> tuple[Iterator[Document], int | None]:
     """The documents of the sources, in order, and how many there are (None
     when JSON Lines make that unknown until read).  Missing sources are
@@ -80,13 +91,18 @@ def read_documents(sources: list[str], id_field: str, text_field: str) -> tuple[
         if source != "-" and not Path(source).exists():
             raise UserError(f"{source}: no such file or directory")
     listed = {source: files_of(source) for source in sources if not is_jsonl(source)}
-    total = None if any(map(is_jsonl, sources)) else sum(map(len, listed.values()))
+    files = [path for found in listed.values() for _, path in found]
+    total = None if any(map(is_jsonl, sources)) or any(map(is_warc, files)) else len(files)
 
     def documents() -> Iterator[Document]:
         for source in sources:
             if is_jsonl(source):
                 yield from jsonl_documents(source, id_field, text_field)
             else:
-                yield from (Document(name, read_text(path)) for name, path in listed[source])
+                for name, path in listed[source]:
+                    if is_page_source(path):
+                        yield from (Document(*page) for page in page_documents(name, path))
+                    else:
+                        yield Document(name, read_text(path))
 
     return documents(), total

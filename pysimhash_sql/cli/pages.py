@@ -1,0 +1,66 @@
+"""Web pages as documents: .html/.htm files and the HTML responses of WARC files,
+each as its main-content text (pysimhash_sql.html), with its URL and fetch date.
+
+A page without text to fingerprint (pysimhash_sql.html.MIN_TOKENS) is skipped,
+and each source says how many it skipped; so does a WARC record that cannot be
+parsed.  Both go to stderr; the other pages go in.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import UserError
+
+HTML_SUFFIXES = (".html", ".htm")
+WARC_SUFFIXES = (".warc", ".warc.gz")
+
+
+def is_html(path: Path) -> bool:
+    return path.name.lower().endswith(HTML_SUFFIXES)
+
+
+def is_warc(path: Path) -> bool:
+    return path.name.lower().endswith(WARC_SUFFIXES)
+
+
+def is_page_source(path: Path) -> bool:
+    """Whether a file holds web pages: one HTML page, or a WARC file of them."""
+    return is_html(path) or is_warc(path)
+
+
+def report(message: str) -> None:
+    print(f"pysimhash-sql: {message}", file=sys.stderr, flush=True)
+
+
+def page_documents(name: str, path: Path) -> Iterator[tuple[str, str, str | None, str | None]]:
+    """(name, text, url, fetched_at) of each page with text in an HTML or WARC
+    file named `name`."""
+    try:
+        from .. import html
+        from . import warc
+    except ImportError:
+        raise UserError(f"{name}: HTML and WARC files need the [html] extra: pip install 'pysimhash-sql[html]'") from None
+    if is_html(path):
+        pages = [(name, _read_bytes(path), None, None, None)]
+    else:
+        pages = ((r.record_id, r.body, r.charset, r.url, r.date) for r in warc.html_responses(path, report))
+    without_text = 0
+    for page_name, body, charset, url, date in pages:
+        text = html.extract_text(html.decode_html(body, charset), url)
+        if text is None:
+            without_text += 1
+        else:
+            yield page_name, text, url, date
+    if without_text:
+        report(f"{name}: {without_text} page{'s' * (without_text > 1)} without text to fingerprint "
+               f"(fewer than {html.MIN_TOKENS} tokens of main content) skipped")
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror}") from None
