@@ -10,6 +10,7 @@ each other.  Needs the [html] extra (lxml).
 
 from __future__ import annotations
 
+import codecs
 import re
 import unicodedata
 from functools import lru_cache
@@ -65,20 +66,23 @@ CHROME_PREFIXES = ("sidebar", "navbar", "menu")
 HIDDEN_CLASSES = frozenset("sr-only screen-reader-text visually-hidden visuallyhidden".split())
 HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 # A block whose words are mostly link text is navigation (menus, related links);
-MAX_LINK_DENSITY = 0.5
 # prose and tables are kept whatever their links.
+MAX_LINK_DENSITY = 0.5
 PROSE_TAGS = frozenset("p pre blockquote h1 h2 h3 h4 h5 h6 table thead tbody tfoot tr td th".split()) | INLINE_TAGS
 # Blocks of running text: their words count for the element that holds them.
 PARAGRAPH_TAGS = frozenset("p pre blockquote li dd dt td h1 h2 h3 h4 h5 h6".split())
 # The main content: descend from <body> into the child holding at least this share
 # of the words, while there is one.
-DESCEND_SHARE = 0.8
+DESCEND_SHARE = 0.7
 # Class-named furniture holding this share of the page's words may be a wrapper.
 WRAPPER_SHARE = 0.5
 
 # The text anchor is the best of this many largest text blocks.
 ANCHOR_CANDIDATES = 10
 
+# Where a block starts or ends (or a <br> stands): a character no parsed text holds
+# (the parser turns NUL into U+FFFD), so the page's own newlines stay white space.
+_BREAK = "\0"
 _WORD = re.compile(r"[a-z0-9]+")
 # URLs in the text are addresses, not content (and often carry session parameters).
 _URL = re.compile(r"\b(?:https?://|www\.)\S*", re.IGNORECASE)
@@ -112,8 +116,6 @@ def _meta_charset(head: bytes) -> str | None:
 def _codec(name: str | None) -> str | None:
     """Python's codec for a charset label; as browsers do, latin-1 and ASCII mean
     windows-1252, and UTF-16 labels in an ASCII-compatible page mean UTF-8."""
-    import codecs
-
     if not name:
         return None
     try:
@@ -274,7 +276,7 @@ def _text(el: etree._Element, skip: set = frozenset(), classed: set = frozenset(
         if event == "start":
             inside += node in classed
             if block or node.tag == "br":
-                parts.append("\n")
+                parts.append(_BREAK)
             if node in skip:
                 walk.skip_subtree()
             elif node.text:
@@ -284,7 +286,7 @@ def _text(el: etree._Element, skip: set = frozenset(), classed: set = frozenset(
         else:
             inside -= node in classed
             if block:
-                parts.append("\n")
+                parts.append(_BREAK)
             if node.tail and node is not el:
                 parts.append(node.tail)
                 if not inside:
@@ -293,8 +295,9 @@ def _text(el: etree._Element, skip: set = frozenset(), classed: set = frozenset(
 
 
 def _normalized(text: str) -> str:
+    """Lines between breaks, URLs removed, white space collapsed, NFC; no empty lines."""
     text = _URL.sub(" ", unicodedata.normalize("NFC", text))
-    lines = (" ".join(line.split()) for line in text.split("\n"))
+    lines = (" ".join(line.split()) for line in text.split(_BREAK))
     return "\n".join(line for line in lines if line)
 
 
