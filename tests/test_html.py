@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from readme import readme_blocks
 from web_pages import ARTICLES, JS_SHELL, article_page, index_page, nav_only_page
 
 from pysimhash_sql import hashing
@@ -13,6 +16,14 @@ from pysimhash_sql import html as pages
 from pysimhash_sql.html import HTML_SPEC_VERSION, MIN_TOKENS, decode_html, extract_text, simhash_html
 
 SPEC = Path(__file__).resolve().parents[1] / "docs" / "fingerprint-spec.md"
+
+
+def test_readme_example() -> None:
+    result = subprocess.run([sys.executable, "-c", readme_blocks("Web pages: HTML and WARC", "python")[0]],
+                            capture_output=True, text=True, check=True)
+    text, fingerprint = result.stdout.splitlines()
+    assert text.startswith("The harbour board has published") and "Home" not in text and "09:41" not in text
+    assert int(fingerprint) == hashing.simhash(text)
 
 
 def test_main_content_is_the_article_without_page_furniture() -> None:
