@@ -1,6 +1,7 @@
 """HTML -> text -> fingerprint pipelines, side by side on a crawl of real pages.
 
 Usage: python bench/bench_html.py [--quick] [--pages N] [--refetches N] [--only NAME,...]
+                                  [--article-benchmark DIR]
 
 The corpus (bench/refetch_noise.py): Debian's HTML documentation (postgresql-doc-15,
 python3-doc), each page put into a news-site template and fetched 1 + --refetches
@@ -16,6 +17,10 @@ comment).  Per pipeline, in one run:
 - P / R / F1: bag-of-tokens precision, recall and F1 of the extracted text against
   the page's gold main content (its own content without its site's navigation),
   mean over the original fetches.
+
+With --article-benchmark DIR (a checkout of scrapinghub/article-extraction-benchmark:
+181 real news pages and their article bodies), first: each pipeline's pages/s on
+those pages and its F1 as the benchmark's evaluate.py computes it (4-gram shingles).
 """
 
 from __future__ import annotations

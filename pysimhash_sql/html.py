@@ -232,8 +232,9 @@ def _words(el: etree._Element) -> int:
 
 
 def _link_lists(body: etree._Element) -> tuple[dict, set]:
-    """The blocks whose words are mostly link text (menus, lists of related links),
-    outermost first, and the words each element holds outside them."""
+    """The words each element holds outside link lists, and the link lists: blocks
+    whose words are mostly link text (menus, lists of related links), found
+    children first, so that a list inside an article does not hide the article."""
     words: dict = {}
     links: dict = {}
     found: set = set()
