@@ -149,9 +149,9 @@ LAYOUT, CHROME, FURNITURE, HIDDEN = 1, 2, 3, 4
 
 
 @lru_cache(maxsize=4096)
-def _class_kind(class_: str | None, id_: str | None) -> int:
-    """HIDDEN, FURNITURE, CHROME, LAYOUT or 0: what class and id values name."""
-    attributes = f"{class_ or ''} {id_ or ''}".lower()
+def _class_kind(value: str | None) -> int:
+    """HIDDEN, FURNITURE, CHROME, LAYOUT or 0: what a class or id value names."""
+    attributes = (value or "").lower()
     words = _WORD.findall(attributes)
     if not HIDDEN_CLASSES.isdisjoint(attributes.split()):
         return HIDDEN
@@ -172,10 +172,11 @@ def _remove_boilerplate(body: etree._Element) -> set:
     """Removes page furniture: by tag, role, visibility, and class/id words.
 
     Class words also name wrappers ("Page-ad-margins" around a whole page, an
-    "article-header" holding the article), so first only small furniture goes
-    (less than WRAPPER_SHARE of the page's words); then the text anchor is found,
-    and the rest of the furniture and layout goes, except the anchor and its
-    ancestors.  Returns those of them that are site chrome."""
+    "article-header" holding the article), and ids are often made from a
+    section's title (id="plpython-sharing"), so first only small furniture by
+    class goes (less than WRAPPER_SHARE of the page's words); then the text anchor
+    is found, and the rest of the furniture and layout by class or id goes, except
+    the anchor and its ancestors.  Returns those of them that are site chrome."""
     etree.strip_elements(body, *DROP_TAGS, with_tail=False)
     for el in body.xpath(".//*[@hidden or @aria-hidden or @role or @style]"):
         if _is_hidden(el):
@@ -183,10 +184,10 @@ def _remove_boilerplate(body: etree._Element) -> set:
     total = _words(body)
     later = []
     for el in body.xpath(".//*[@class or @id]"):
-        kind = _class_kind(el.get("class"), el.get("id"))
+        kind = _class_kind(el.get("class"))
         if kind == HIDDEN or (kind == FURNITURE and _words(el) < WRAPPER_SHARE * total):
             _drop(el)
-        elif kind and el.tag not in ("article", "main"):
+        elif (kind := max(kind, _class_kind(el.get("id")))) and el.tag not in ("article", "main"):
             later.append((el, kind))
     anchor = _text_anchor(body, {el for el, _ in later})
     keep = {anchor, *anchor.iterancestors()}
