@@ -44,21 +44,20 @@ def write_crawl(path: Path, crawl, compress: bool) -> None:
                                                           http_headers=http, warc_headers_dict=date))
 
 
-def read_fastwarc(path: Path) -> list[bytes]:
+def read_fastwarc(path: Path) -> list[tuple]:
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
     with open(path, "rb") as stream:
-        return [(r.headers.get("WARC-Target-URI"), r.headers.get("WARC-Date"), r.http_content_type,
-                 r.reader.read())[3]
+        return [(r.headers.get("WARC-Target-URI"), r.headers.get("WARC-Date"), r.http_content_type, r.reader.read())
                 for r in ArchiveIterator(stream, record_types=WarcRecordType.response, auto_decode="all")]
 
 
-def read_warcio(path: Path) -> list[bytes]:
+def read_warcio(path: Path) -> list[tuple]:
     from warcio.archiveiterator import ArchiveIterator
 
     with open(path, "rb") as stream:
         return [(r.rec_headers.get_header("WARC-Target-URI"), r.rec_headers.get_header("WARC-Date"),
-                 r.http_headers.get_header("Content-Type"), r.content_stream().read())[3]
+                 r.http_headers.get_header("Content-Type"), r.content_stream().read())
                 for r in ArchiveIterator(stream) if r.rec_type == "response"]
 
 
@@ -72,9 +71,9 @@ def main() -> None:
             path = Path(tmp) / ("crawl.warc.gz" if compress else "crawl.warc")
             write_crawl(path, crawl, compress)
             for name, read in (("FastWARC", read_fastwarc), ("warcio", read_warcio)):
-                seconds, payloads = best_of(3, lambda: read(path), time.process_time)
-                megabytes = sum(map(len, payloads)) / 1e6
-                rows.append((f"{name}, {path.name} ({path.stat().st_size / 1e6:.0f} MB)", len(payloads) / seconds,
+                seconds, responses = best_of(3, lambda: read(path), time.process_time)
+                megabytes = sum(len(payload) for *_, payload in responses) / 1e6
+                rows.append((f"{name}, {path.name} ({path.stat().st_size / 1e6:.0f} MB)", len(responses) / seconds,
                              megabytes / seconds))
     seconds, _ = best_of(1, lambda: [extract_text(f.html) for f in crawl], time.process_time)
     rows.append(("pysimhash_sql.html.extract_text (for scale)", len(crawl) / seconds, float("nan")))

@@ -32,9 +32,10 @@ def crawl_records() -> tuple[list, list[tuple[str, str, str]]]:
     for key in sorted(ARTICLES):
         for fetch in range(FETCHES):
             url, html = article_page(key, fetch)
-            date = f"2025-11-{1 + fetch:02}T08:{len(pages):02}:00Z"
-            records.append(warc_record(WarcRecordType.request, url, date, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-            records.append(warc_record(WarcRecordType.response, url, date, http_response(html.encode())))
+            date = f"2025-11-{1 + fetch:02}T08:{len(pages):02}:00+00:00"  # written as ...Z
+            warc_date = date.replace("+00:00", "Z")
+            records.append(warc_record(WarcRecordType.request, url, warc_date, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+            records.append(warc_record(WarcRecordType.response, url, warc_date, http_response(html.encode())))
             pages.append((url, date, html))
         if key == "harbour":
             records += [
@@ -116,8 +117,7 @@ def test_ingest_a_warc_file_into_postgresql(db: psycopg.Connection, crawl, finge
     path, pages = crawl
     run("ingest", "--dsn", db.info.dsn, "--batch-size", "2", "--fingerprints", fingerprints, str(path))
     rows = ingested(db)
-    assert [(url, fetched.isoformat()) for _, url, fetched, _, _ in rows] == [
-        (url, date.replace("Z", "+00:00")) for url, date, _ in pages]
+    assert [(url, fetched.isoformat()) for _, url, fetched, _, _ in rows] == [(url, date) for url, date, _ in pages]
     assert [int(fp) for *_, fp, _ in rows] == [simhash_html(html, url) for url, _, html in pages]
     assert [body for *_, body in rows] == [extract_text(html, url) for url, _, html in pages]
     assert db.execute("SELECT count(*) FROM documents WHERE fingerprint <> simhash(body)").fetchone() == (0,)
@@ -163,3 +163,13 @@ def test_readme_web_pages_example(db: psycopg.Connection, tmp_path: Path) -> Non
     assert len(pairs) == len(ARTICLES) * FETCHES + len(ARTICLES) * (FETCHES * (FETCHES - 1) // 2)
     assert db.execute("SELECT count(*), count(url), count(fetched_at) FROM pages").fetchone() == (
         len(pages) + len(ARTICLES), len(pages), len(pages))
+
+
+def test_a_record_without_a_valid_date_goes_in_without_one(db: psycopg.Connection, tmp_path: Path) -> None:
+    url, html = article_page("orchard")
+    write_warc(tmp_path / "odd.warc", [warc_record(WarcRecordType.response, url, "last tuesday",
+                                                   http_response(html.encode()))], compress=False)
+    rows = list(csv.DictReader(io.StringIO(run("fingerprint", str(tmp_path / "odd.warc")).stdout)))
+    assert [(r["url"], r["fetched_at"]) for r in rows] == [(url, "")]
+    run("ingest", "--dsn", db.info.dsn, str(tmp_path / "odd.warc"))
+    assert db.execute("SELECT url, fetched_at FROM documents").fetchall() == [(url, None)]

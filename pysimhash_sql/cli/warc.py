@@ -22,15 +22,14 @@ _SCAN_CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class Response:
-    """An HTML response: its record id, URL, fetch date (WARC-Date, as written),
-    HTTP charset, body (content and transfer encodings undone) and byte offset."""
+    """An HTML response: its record id, URL, fetch date (WARC-Date in ISO 8601, None
+    when it is not a date), HTTP charset and body (content and transfer encodings undone)."""
 
     record_id: str
     url: str | None
     date: str | None
     charset: str | None
     body: bytes
-    offset: int
 
 
 def html_responses(path: Path, report: Callable[[str], None]) -> Iterator[Response]:
@@ -55,14 +54,13 @@ def html_responses(path: Path, report: Callable[[str], None]) -> Iterator[Respon
 
 
 def _response(record) -> Response:
-    headers = record.headers
+    date = record.record_date
     return Response(
         record_id=record.record_id or f"#{record.stream_pos}",
-        url=headers.get("WARC-Target-URI"),
-        date=headers.get("WARC-Date"),
+        url=record.headers.get("WARC-Target-URI"),
+        date=date and date.isoformat(),
         charset=record.http_charset,
         body=record.reader.read(),
-        offset=record.stream_pos,
     )
 
 
