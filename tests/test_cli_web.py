@@ -173,3 +173,19 @@ def test_a_record_without_a_valid_date_goes_in_without_one(db: psycopg.Connectio
     assert [(r["url"], r["fetched_at"]) for r in rows] == [(url, "")]
     run("ingest", "--dsn", db.info.dsn, str(tmp_path / "odd.warc"))
     assert db.execute("SELECT url, fetched_at FROM documents").fetchall() == [(url, None)]
+
+
+def test_files_that_are_no_warc_are_reported_and_skipped(tmp_path: Path) -> None:
+    from pysimhash_sql.cli import warc
+
+    messages = []
+    assert list(warc.html_responses(tmp_path / "missing.warc", messages.append)) == []
+    (tmp_path / "junk.warc.gz").write_bytes(b"\x1f\x8b\x08 not gzip at all")
+    (tmp_path / "page.warc").write_text("<html><body><p>an HTML page saved under the wrong name</p></body></html>")
+    for name in ("junk.warc.gz", "page.warc"):
+        assert list(warc.html_responses(tmp_path / name, messages.append)) == []
+    assert messages[0] == f"cannot read {tmp_path / 'missing.warc'}: No such file or directory; skipped"
+    assert all("unreadable WARC record after byte 0" in m and m.endswith("nothing readable follows")
+               for m in messages[1:]) and len(messages) == 3
+    result = run("fingerprint", str(tmp_path))  # the directory: both reported, no pages, exit 0
+    assert result.stdout == "id,fingerprint,url,fetched_at\n" and result.stderr.count("unreadable WARC record") == 2

@@ -2,8 +2,9 @@
 each as its main-content text (pysimhash_sql.html), with its URL and fetch date.
 
 A page without text to fingerprint (pysimhash_sql.html.MIN_TOKENS) is skipped,
-and each source says how many it skipped; so does a WARC record that cannot be
-parsed.  Both go to stderr; the other pages go in.
+and each source says how many it skipped; a file that cannot be read and a
+WARC record that cannot be parsed are reported and skipped too.  All of it goes
+to stderr; the other pages go in.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ def page_documents(name: str, path: Path) -> Iterator[tuple[str, str, str | None
     except ImportError:
         raise UserError(f"{name}: HTML and WARC files need the [html] extra: pip install 'pysimhash-sql[html]'") from None
     if is_html(path):
-        pages = [(name, _read_bytes(path), None, None, None)]
+        try:
+            pages = [(name, path.read_bytes(), None, None, None)]
+        except OSError as e:
+            report(f"cannot read {path}: {e.strerror}; skipped")
+            return
     else:
         pages = ((r.record_id, r.body, r.charset, r.url, r.date) for r in warc.html_responses(path, report))
     without_text = 0
@@ -58,9 +63,3 @@ def page_documents(name: str, path: Path) -> Iterator[tuple[str, str, str | None
         report(f"{name}: {without_text} page{'s' * (without_text > 1)} without text to fingerprint "
                f"(fewer than {html.MIN_TOKENS} tokens of main content) skipped")
 
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror}") from None

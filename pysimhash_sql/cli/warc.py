@@ -34,8 +34,13 @@ class Response:
 
 def html_responses(path: Path, report: Callable[[str], None]) -> Iterator[Response]:
     """The HTML responses in a WARC file, in order; report() hears of each place
-    where unreadable data was skipped."""
-    with open(path, "rb") as stream:
+    where unreadable data was skipped (and of a file that cannot be opened)."""
+    try:
+        stream = open(path, "rb")
+    except OSError as e:
+        report(f"cannot read {path}: {e.strerror}; skipped")
+        return
+    with stream:
         magic = GZIP_MAGIC if stream.read(2) == GZIP_MAGIC[:2] else WARC_MAGIC
         position = 0
         while position is not None:
