@@ -54,7 +54,8 @@ pytest: deps
 demo: deps
 	scripts/demo.sh
 
-bench: deps
+bench:
+	@scripts/install-deps.sh --bench
 	scripts/bench.sh
 
 dist:

@@ -3,6 +3,7 @@
 # one throwaway server (tuned a little for bulk work).  Not part of the tests.
 . "$(dirname "$0")/lib.sh"
 
+"$ROOT/scripts/venv.sh" bench
 export SIMHASH_SERVER_OPTIONS="-c shared_buffers=1GB -c work_mem=256MB -c maintenance_work_mem=1GB -c max_wal_size=4GB -c synchronous_commit=off"
 exec "$ROOT/scripts/with-server.sh" bench bash -c '
     for bench in "$0"/bench/bench_*.py; do

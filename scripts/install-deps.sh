@@ -18,6 +18,25 @@ installed_major() {
     fi
 }
 
+# The corpus of bench/bench_html.py: Debian's HTML documentation, for `make
+# bench` only (install-deps.sh --bench).  Installed where apt-get can (Debian
+# as root); elsewhere the benchmark says it is missing.
+BENCH_CORPUS=(postgresql-doc-15 python3-doc)
+
+install_bench_corpus() {
+    local pkg absent=()
+    is_root && command -v apt-get >/dev/null && command -v dpkg-query >/dev/null || return 0
+    for pkg in "${BENCH_CORPUS[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || absent+=("$pkg")
+    done
+    [ ${#absent[@]} -eq 0 ] && return 0
+    echo "Installing ${absent[*]} with apt-get (the HTML benchmark's corpus)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${absent[@]}" >/dev/null
+}
+
+if [ "${1:-}" = --bench ]; then install_bench_corpus; fi
 major=${SIMHASH_PG_MAJOR:-$(installed_major)}
 if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
     wanted=(libxxhash-dev)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Creates the project's virtual environment (.venv) with the package and its
-# test dependencies, once; reinstalls when pyproject.toml changes.
+# test dependencies (the test extra), once; reinstalls when pyproject.toml
+# changes.  `scripts/venv.sh bench` adds what bench/ compares the package with.
 . "$(dirname "$0")/lib.sh"
 
-stamp=$VENV/.installed
+extras=test${1:+,$1}
+stamp=$VENV/.installed-$extras
 # Quiet unless something fails: pip's warnings are not news to the user.
 quietly() {
     local log
@@ -21,6 +23,6 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     # would race with another checkout installing at the same time.
     export PIP_CACHE_DIR=$VENV/.pip-cache
     quietly "$VENV/bin/python" -m pip install --upgrade pip
-    quietly "$VENV/bin/python" -m pip install -e "$ROOT[test]"
+    quietly "$VENV/bin/python" -m pip install -e "$ROOT[$extras]"
     touch "$stamp"
 fi

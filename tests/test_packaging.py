@@ -22,7 +22,7 @@ FIXTURE_TEST = """
 def test_fixture(simhash_db):
     assert simhash_db.execute("SELECT 13893055204574190055::simhash64").fetchone()[0] == 13893055204574190055
 """
-EXTRAS = ["psycopg", "psycopg2", "asyncpg", "sqlalchemy", "alembic", "pytest"]
+EXTRAS = ["psycopg", "psycopg2", "asyncpg", "sqlalchemy", "alembic", "html", "pytest"]
 
 
 def run(*argv: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -50,7 +50,9 @@ def near(p: argparse.ArgumentParser, blocks_default: int | None = 6) -> None:
 
 def documents_in(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="SOURCE",
-                   help="a directory, a file, or JSON Lines (*.jsonl, *.ndjson, '-' for stdin)")
+                   help="a directory, a file, JSON Lines (*.jsonl, *.ndjson, '-' for stdin), or web pages: "
+                        "HTML (*.html, *.htm) and WARC (*.warc, *.warc.gz) files, as their main-content text "
+                        "with URL and fetch date (needs the [html] extra)")
     p.add_argument("--id-field", default="id", help="JSON Lines: the field naming a document (default id)")
     p.add_argument("--text-field", default="text", help="JSON Lines: the field holding its text (default text)")
     p.add_argument("--shingle-size", type=int, default=3, help="tokens per feature, as simhash(text, n) (default 3)")
@@ -106,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fingerprint documents as SQL's simhash(text) does: id, fingerprint (unsigned decimal)",
             options(documents_in, records_out))
     ingest = command("ingest", "database:ingest_command",
-                     "load documents into a table (id, name, body, fingerprint), created if missing; "
+                     "load documents into a table (id, name, body, fingerprint, url, fetched_at), created if missing; "
                      "documents whose name is already there are skipped",
                      options(documents_in, database))
     ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from itertools import islice
 
 from .. import hashing
-from .documents import Document, Reading, read_documents
+from .documents import Document, Reading, has_pages, read_documents
 from .errors import UserError
 from .output import open_output, progress, skipped, started, write_records
 
@@ -91,7 +91,9 @@ CREATE TABLE IF NOT EXISTS {table} (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name text NOT NULL UNIQUE,
     body text NOT NULL,
-    fingerprint simhash64 NOT NULL
+    fingerprint simhash64 NOT NULL,
+    url text,
+    fetched_at timestamptz
 )
 """
 # The near-duplicate index, made after the first load (building it over the
@@ -101,13 +103,17 @@ CREATE TABLE IF NOT EXISTS {table} (
 CREATE_INDEX = """
 CREATE INDEX IF NOT EXISTS {index} ON {table} USING gin (fingerprint) WITH (fastupdate = off)
 """
+# Web pages (HTML and WARC files) bring their URL and fetch date: a table made
+# before those columns existed gets them.
+ADD_PAGE_COLUMNS = "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS url text, ADD COLUMN IF NOT EXISTS fetched_at timestamptz"
 # Each batch is copied into a staging table and moved in one transaction, so
 # an interruption loses at most the batch in flight, and documents whose name
 # is already in the table are skipped: running the same ingest again resumes.
-STAGING = "CREATE TEMP TABLE simhash_ingest (name text, body text, fingerprint simhash64) ON COMMIT DELETE ROWS"
+STAGING = """CREATE TEMP TABLE simhash_ingest (name text, body text, fingerprint simhash64, url text,
+                                             fetched_at timestamptz) ON COMMIT DELETE ROWS"""
 MOVE_BATCH = """
-INSERT INTO {table} (name, body, fingerprint)
-SELECT s.name, s.body, {fingerprint} FROM simhash_ingest s
+INSERT INTO {table} (name, body, fingerprint{page_columns})
+SELECT s.name, s.body, {fingerprint}{page_values} FROM simhash_ingest s
 WHERE NOT EXISTS (SELECT FROM {table} d WHERE d.name = s.name)
 """
 
@@ -124,7 +130,8 @@ def copy_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Compos
     with conn.transaction():
         with conn.cursor().copy("COPY simhash_ingest FROM STDIN") as copy:
             for doc in batch:
-                copy.write_row((doc.name, doc.text, hashing.simhash(doc.text, args.shingle_size) if local else None))
+                fingerprint = hashing.simhash(doc.text, args.shingle_size) if local else None
+                copy.write_row((doc.name, doc.text, fingerprint, doc.url, doc.fetched_at))
         return conn.execute(move).rowcount
 
 
@@ -150,10 +157,15 @@ def ingest_command(args) -> None:
     table = table_identifier(args.table)
     server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size)
     fingerprint = sql.SQL("s.fingerprint") if args.fingerprints == "local" else server_side
-    move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=fingerprint)
+    web = has_pages(args.sources, args.hidden)
+    move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=fingerprint,
+                                      page_columns=sql.SQL(", url, fetched_at" if web else ""),
+                                      page_values=sql.SQL(", s.url, s.fetched_at" if web else ""))
     read = added = 0
     with connect(args.dsn) as conn:
         conn.execute(sql.SQL(CREATE_TABLE).format(table=table))
+        if web:
+            conn.execute(sql.SQL(ADD_PAGE_COLUMNS).format(table=table))
         conn.execute(STAGING)
         try:
             for batch in batches(iter(progress(documents, "doc", total)), args.batch_size):

@@ -2,8 +2,9 @@
 
 A source is a directory (every file below it, in sorted order, named by its
 path relative to the directory), a JSON Lines file (*.jsonl, *.ndjson, or '-'
-for stdin: one object per line with an id and a text field), or any other
-file (one document, named by the path as given).
+for stdin: one object per line with an id and a text field), an HTML or WARC
+file (its pages' main-content text, with URL and fetch date: cli/pages.py), or
+any other file (one document, named by the path as given).
 
 Below a directory, hidden files and directories (names starting with ".",
 such as .git) are left out unless asked for.  A file is read as UTF-8, else
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from .errors import UserError
 from .output import skipped
+from .pages import is_page_source, is_warc, page_documents
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
@@ -34,6 +36,8 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 class Document:
     name: str
     text: str
+    url: str | None = None  # web pages: the URL and the fetch date (ISO 8601) they came with
+    fetched_at: str | None = None
 
 
 def is_jsonl(source: str) -> bool:
@@ -176,6 +180,13 @@ def jsonl_record(line: bytes, id_field: str, text_field: str) -> Document | None
     return Document(str(record[id_field]), record[text_field])
 
 
+def has_pages(sources: list[str], hidden: bool = False) -> bool:
+    """Whether the sources include web pages (HTML or WARC files), whose URL and
+    fetch date the output then carries."""
+    return any(is_page_source(path) for source in sources if not is_jsonl(source) and Path(source).exists()
+               for _, path in files_of(source, hidden))
+
+
 def read_documents(sources: list[str], id_field: str, text_field: str,
                    reading: Reading = Reading()) -> tuple[Iterator[Document], int | None]:
     """The documents of the sources, in order, and how many there are (None
@@ -185,13 +196,18 @@ def read_documents(sources: list[str], id_field: str, text_field: str,
         if source != "-" and not Path(source).exists():
             raise UserError(f"{source}: no such file or directory")
     listed = {source: files_of(source, reading.hidden) for source in sources if not is_jsonl(source)}
-    total = None if any(map(is_jsonl, sources)) else sum(map(len, listed.values()))
+    files = [path for found in listed.values() for _, path in found]
+    total = None if any(map(is_jsonl, sources)) or any(map(is_warc, files)) else len(files)
 
     def documents() -> Iterator[Document]:
         for source in sources:
             if is_jsonl(source):
                 yield from jsonl_documents(source, id_field, text_field)
             else:
-                yield from text_documents(listed[source], reading.encoding)
+                for name, path in listed[source]:
+                    if is_page_source(path):
+                        yield from (Document(*page) for page in page_documents(name, path))
+                    else:
+                        yield from text_documents([(name, path)], reading.encoding)
 
     return documents(), total
