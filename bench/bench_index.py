@@ -1,15 +1,17 @@
 """Benchmark of the GIN operator class simhash64_ops against the sequential scan.
 
 Needs a server with the extension available ($SIMHASH_DSN; `make bench` starts
-one).  Prints three tables:
+one).  Prints:
 
-1. at SIMHASH_BENCH_ROWS rows (default 1M) under the default index: build
-   time, size, and query latency p50/p99 for k = 0..4 and one k beyond
-   max_distance, side by side with the `bit_count` sequential scan users run
-   today, plus how many candidate rows each query fetches from the heap;
+1. for each size in SIMHASH_BENCH_SIZES (default 10M and 1M rows) under the
+   default index: build time, size, and for k = 0..8 query latency p50/p99
+   and the candidate rows each query fetches from the heap, side by side:
+   the probes of multi-index hashing (simhash.index_max_probes at its
+   default), the 1.0 behaviour (index_max_probes = 5, the blocks alone:
+   lookups up to max_distance 4, a whole-index scan beyond) and the
+   `bit_count` sequential scan users run today;
 2. top-n nearest neighbours: hamming_nearest() against ORDER BY ... LIMIT n,
-   for n = 3 (found within max_distance around a cluster: index lookups)
-   and n = 10 (not all within max_distance: a full scan after the lookup);
+   for n = 3 and n = 10;
 3. the default layout against the former default (blocks = 4,
    max_distance = 3) on the same table: build, size, p50 and heap rows for
    k = 0..3;
@@ -31,12 +33,14 @@ from math import comb
 import numpy as np
 import psycopg
 
-ROWS = int(os.environ.get("SIMHASH_BENCH_ROWS", 1_000_000))
+SIZES = [int(n) for n in os.environ.get("SIMHASH_BENCH_SIZES", "10000000,1000000").split(",")]
+ROWS = SIZES[-1]  # the table tables 2 and 3 run on
 TRADEOFF_ROWS = int(os.environ.get("SIMHASH_BENCH_TRADEOFF_ROWS", 200_000))
 INDEX_QUERIES = 300
 SEQSCAN_QUERIES = 15
 DEFAULT_LAYOUT = (5, 4)  # (blocks, max_distance) of simhash64_ops without options
-RADII = (0, 1, 2, 3, 4, 5)  # 5 is beyond the default max_distance
+RADII = range(9)
+BLOCKS_ONLY = 5  # simhash.index_max_probes that gives the 1.0 behaviour of the default layout
 SIDE_BY_SIDE = ((4, 3), DEFAULT_LAYOUT)
 TRADEOFFS = ((2, 1), (3, 2), (4, 3), (5, 3), (6, 3), (5, 4))
 
@@ -138,28 +142,48 @@ def options(blocks: int, max_distance: int) -> str:
     return f"(blocks = {blocks}, max_distance = {max_distance})"
 
 
-def main_table(conn: psycopg.Connection, rng: np.random.Generator) -> list[int]:
-    """Loads the table, prints tables 1 and 2; returns the queries."""
-    fps = fingerprints(rng, ROWS)
+def radius_row(conn: psycopg.Connection, k: int, centres: list[int]) -> str:
+    """One line of table 1: probes, blocks only, bit_count."""
+    cells, found = [], []
+    for probes in (None, BLOCKS_ONLY):
+        conn.execute("RESET simhash.index_max_probes" if probes is None else f"SET simhash.index_max_probes = {probes}")
+        # A comment per setting: a prepared plan is made under the setting in force.
+        sql = f"/* probes {probes} */ " + INDEXED.format(k=k)
+        times = latencies_ms(conn, sql, centres)
+        candidates, matches = heap_visits(conn, k, centres[:50])
+        found.append(matches)
+        cells.append(f"{p(times, 50):>8.3f}ms {p(times, 99):>7.3f}ms {candidates:>9.1f}")
+    conn.execute("RESET simhash.index_max_probes")
+    scan = latencies_ms(conn, BIT_COUNT.format(k=k), centres[:SEQSCAN_QUERIES])
+    probes_p50 = float(cells[0].split("ms")[0])
+    return (f"{k:>3} {cells[0]} {cells[1]} {p(scan, 50):>10.1f}ms {p(scan, 50) / probes_p50:>9.0f}x"
+            f" {found[0]:>8.2f}")
+
+
+def radius_table(conn: psycopg.Connection, rng: np.random.Generator, rows: int) -> tuple[np.ndarray, list[int]]:
+    """Loads `rows` rows and prints table 1 for them; returns the rows and the queries."""
+    fps = fingerprints(rng, rows)
     load(conn, fps)
     seconds, per_row = build_index(conn)
     table_mb = conn.execute("SELECT pg_table_size('docs') / 1e6").fetchone()[0]
-    print(f"{ROWS:,} rows (table {table_mb:.0f} MB); default index {options(*DEFAULT_LAYOUT)}:"
+    print(f"{rows:,} rows (table {table_mb:.0f} MB); default index {options(*DEFAULT_LAYOUT)}:"
           f" build {seconds:.1f} s, {per_row:.1f} bytes/row")
     centres = queries(rng, fps, INDEX_QUERIES)
-    print(f"{'k':>3} {'index p50':>10} {'p99':>8} {'bit_count p50':>14} {'p99':>8} {'speedup p50':>12}"
-          f" {'heap rows/q':>12} {'matches/q':>10}")
+    print(f"{'':>3} {'probes (default)':^32} {'blocks only (1.0)':^32} {'bit_count':>12} {'bit_count/':>10}")
+    print(f"{'k':>3}" + f" {'p50':>10} {'p99':>9} {'heap rows':>9}" * 2 + f" {'p50':>12} {'probes':>10} {'matches':>8}")
     for k in RADII:
-        index = latencies_ms(conn, INDEXED.format(k=k), centres)
-        scan = latencies_ms(conn, BIT_COUNT.format(k=k), centres[:SEQSCAN_QUERIES])
-        candidates, matches = heap_visits(conn, k, centres[:50])
-        print(f"{k:>3} {p(index, 50):>8.3f}ms {p(index, 99):>6.3f}ms {p(scan, 50):>12.1f}ms {p(scan, 99):>6.1f}ms"
-              f" {p(scan, 50) / p(index, 50):>11.0f}x {candidates:>12.1f} {matches:>10.2f}")
-    print("(latencies at the client.  k = 5 is beyond max_distance: the planner does not offer the"
-          " index, so 'index' is the sequential scan with hamming_within there)")
+        print(radius_row(conn, k, centres), flush=True)
+    print("(latencies at the client; heap rows: candidates the index hands to the heap per query;"
+          " blocks only beyond k = 4 scans the whole index)\n")
+    return fps, centres
 
+
+def main_table(conn: psycopg.Connection, rng: np.random.Generator) -> list[int]:
+    """Prints table 1 for every size, then table 2 on the last; returns its queries."""
+    for rows in SIZES:
+        _, centres = radius_table(conn, rng, rows)
     in_clusters = centres[: len(centres) // 2]
-    print(f"\n{'nearest':>10} {'hamming_nearest p50':>20} {'p99':>8} {'ORDER BY p50':>13} {'p99':>8} {'speedup p50':>12}")
+    print(f"{'nearest':>10} {'hamming_nearest p50':>20} {'p99':>8} {'ORDER BY p50':>13} {'p99':>8} {'speedup p50':>12}")
     for n in (3, 10):
         nearest = latencies_ms(conn, NEAREST.format(n=n), in_clusters[:100])
         ordered = latencies_ms(conn, ORDER_BY.format(n=n), in_clusters[:SEQSCAN_QUERIES])

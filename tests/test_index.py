@@ -215,8 +215,10 @@ def test_nearest_is_exact(planted) -> None:
 
 @pytest.mark.parametrize(
     "options", ["(blocks = 1, max_distance = 0)", "(blocks = 2, max_distance = 1)",
-                "(blocks = 4, max_distance = 3)", "(blocks = 6, max_distance = 3)",
-                "(blocks = 10, max_distance = 4)"]
+                "(blocks = 3, max_distance = 2)", "(blocks = 4, max_distance = 3)",
+                "(blocks = 6, max_distance = 3)", "(blocks = 6, max_distance = 5)",
+                "(blocks = 8, max_distance = 7)", "(blocks = 10, max_distance = 4)",
+                "(blocks = 16, max_distance = 15)"]
 )
 def test_other_layouts_match_the_sequential_scan(db: psycopg.Connection, options: str) -> None:
     rng = random.Random(options)
@@ -224,6 +226,59 @@ def test_other_layouts_match_the_sequential_scan(db: psycopg.Connection, options
     load_docs(db, fps, options)
     load_queries(db, random_queries(rng, fps, 400))
     assert_index_matches_seqscan(db)
+
+
+def clustered_around_queries(rng: random.Random, n_random: int, n_queries: int) -> tuple[list[int], list[tuple[int, int]]]:
+    """Random rows plus, around each query centre, rows at every distance 0..12
+    (bits flipped anywhere, so some blocks differ in several bits); queries at
+    k = 0..12."""
+    fps = [rng.getrandbits(64) for _ in range(n_random)]
+    queries = []
+    for _ in range(n_queries):
+        centre = rng.getrandbits(64)
+        fps += [flip(centre, d, rng) for d in range(13) for _ in range(2)]
+        queries.append((centre, rng.randint(0, 12)))
+    rng.shuffle(fps)
+    return fps, queries
+
+
+@pytest.mark.parametrize("max_probes", [1, 5, 40, 512, 8192])
+@pytest.mark.parametrize("blocks", [2, 3, 4, 5, 6, 8])
+def test_probes_at_every_radius_equal_brute_force(db: psycopg.Connection, blocks: int, max_probes: int) -> None:
+    """Single-block layouts answer every radius by probing near values of each
+    block (as many probes as simhash.index_max_probes allows, else a whole-index
+    scan): the index returns exactly the brute-force matches."""
+    rng = random.Random(blocks * 10_000 + max_probes)
+    fps, queries = clustered_around_queries(rng, 2000, 60)
+    load_docs(db, fps, f"(blocks = {blocks}, max_distance = {blocks - 1})")
+    load_queries(db, queries)
+    db.execute(f"SET simhash.index_max_probes = {max_probes}")
+    rows = batch(db, INDEX_ONLY)
+    db.execute("RESET ALL")
+    for (qid, count, _), (centre, k) in zip(rows, queries):
+        expected = brute_force(fps, centre, k)
+        got = [r[0] for r in db.execute(
+            "SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id",
+            (str(centre), k))]
+        assert got == expected and count == len(expected), (qid, centre, k)
+
+
+def test_default_index_is_offered_for_radii_its_probes_reach(db: psycopg.Connection) -> None:
+    """The planner offers the default index for k = 0..8 (probes), not when
+    simhash.index_max_probes leaves only the blocks themselves (k > 4: a
+    whole-index scan, so a sequential scan instead)."""
+    db.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64)")
+    db.execute("CREATE INDEX docs_fp ON docs USING gin (fp)")
+    db.execute("SET enable_seqscan = off")
+
+    def uses_index(k: int) -> bool:
+        plan = db.execute(f"EXPLAIN SELECT id FROM docs WHERE hamming_within(fp, '0', {k})").fetchall()
+        return any("Bitmap Index Scan on docs_fp" in r[0] for r in plan)
+
+    assert all(uses_index(k) for k in range(9))
+    db.execute("SET simhash.index_max_probes = 5")
+    assert [uses_index(k) for k in range(9)] == [True] * 5 + [False] * 4
+    db.execute("RESET ALL")
 
 
 def random_writes(conninfo: str, seed: int, n_ops: int, stop: threading.Event, errors: list) -> None:

@@ -16,6 +16,8 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "probe_plan.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -37,6 +39,7 @@ _PG_init(void)
 			(c >= 'A' && c <= 'Z') || c >= 0x80;
 		lowered[c] = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
 	}
+	simhash_probe_plan_define_setting();
 }
 
 static void

@@ -7,9 +7,9 @@
 #include "simhash.h"
 
 /*
- * The largest radius an index answers by key lookup, from the opclass
- * options of its column (NULL: the defaults).
+ * Whether an index with these opclass options (NULL: the defaults) answers
+ * the radius by key lookups rather than by scanning itself whole.
  */
-extern int	simhash_gin_max_distance(const bytea *options);
+extern bool simhash_gin_looks_up(const bytea *options, int radius);
 
 #endif							/* SIMHASH_GIN_OPS_H */

@@ -66,9 +66,8 @@ simhash_table_bits(const SimhashBlocks *blocks, uint32 table, uint64 fp)
 	return packed;
 }
 
-/* C(n, r), saturating at PG_INT64_MAX. */
-static int64
-binomial(int n, int r)
+int64
+simhash_binomial(int n, int r)
 {
 	int64		result = 1;
 
@@ -94,7 +93,7 @@ simhash_tables(int nblocks, int k, uint32 **tables)
 				errmsg("%d blocks cannot find fingerprints within %d bits", nblocks, k),
 				errhint("Use more blocks than the distance, and at most %d blocks.",
 						SIMHASH_MAX_BLOCKS));
-	count = binomial(nblocks, choose);
+	count = simhash_binomial(nblocks, choose);
 	if (count > SIMHASH_MAX_TABLES)
 		ereport(ERROR,
 				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -119,5 +118,5 @@ simhash_tables(int nblocks, int k, uint32 **tables)
 int64
 simhash_table_count(int nblocks, int k)
 {
-	return binomial(nblocks, nblocks - k);
+	return simhash_binomial(nblocks, nblocks - k);
 }

@@ -46,6 +46,9 @@ extern uint64 simhash_table_bits(const SimhashBlocks *blocks, uint32 table, uint
  */
 extern int	simhash_tables(int nblocks, int k, uint32 **tables);
 
+/* C(n, r) for 0 <= r <= n, saturating at PG_INT64_MAX. */
+extern int64 simhash_binomial(int n, int r);
+
 /* How many tables simhash_tables(nblocks, k) makes: C(nblocks, k), saturating. */
 extern int64 simhash_table_count(int nblocks, int k);
 

@@ -5,8 +5,8 @@
  *  - hamming_within_support, the support function of hamming_within(a, b, k):
  *    turns hamming_within(indexed_fp, q, k) into the indexable clause
  *    indexed_fp <@ ROW(q, k)::simhash64_ball (SupportRequestIndexCondition),
- *    unless k is known to exceed the index's max_distance (the index would
- *    have to be scanned whole, a sequential scan is cheaper), and estimates
+ *    unless k is known to be a radius the index would answer by scanning
+ *    itself whole (a sequential scan is cheaper), and estimates
  *    its selectivity (SupportRequestSelectivity);
  *  - the restriction and join estimators of the <@ operator.
  *
@@ -104,15 +104,15 @@ simhash64_ball_joinsel(PG_FUNCTION_ARGS)
 									  (List *) PG_GETARG_POINTER(2)));
 }
 
-/* True when the radius is known at plan time to exceed the index's max_distance. */
+/* True when the radius is known at plan time and the index would scan itself whole for it. */
 static bool
-beyond_max_distance(PlannerInfo *root, Node *radius, IndexOptInfo *index, int indexcol)
+beyond_lookups(PlannerInfo *root, Node *radius, IndexOptInfo *index, int indexcol)
 {
 	Node	   *value = estimate_expression_value(root, radius);
 	const bytea *options = index->opclassoptions ? index->opclassoptions[indexcol] : NULL;
 
 	return IsA(value, Const) && !((Const *) value)->constisnull &&
-		DatumGetInt32(((Const *) value)->constvalue) > simhash_gin_max_distance(options);
+		!simhash_gin_looks_up(options, DatumGetInt32(((Const *) value)->constvalue));
 }
 
 /*
@@ -148,7 +148,7 @@ index_condition(SupportRequestIndexCondition *req)
 								   SIMHASH_BALL_STRATEGY);
 	if (!OidIsValid(operator))
 		return NIL;				/* not our operator family */
-	if (beyond_max_distance(req->root, radius, req->index, req->indexcol))
+	if (beyond_lookups(req->root, radius, req->index, req->indexcol))
 		return NIL;
 
 	ball = makeNode(RowExpr);
