@@ -376,8 +376,11 @@ def committed(conn: psycopg.Connection) -> int:
 
 def test_ctrl_c_during_ingest_keeps_committed_batches_and_rerun_resumes(db: psycopg.Connection) -> None:
     lines = [json.dumps({"id": f"d{i:04}", "text": f"text of document {i}"}) + "\n" for i in range(1000)]
+    # SIGINT as at a terminal, even when the tests run as a background job
+    # (which starts with SIGINT ignored, and Python keeps it so).
     ingest = subprocess.Popen([CLI, "ingest", "--dsn", db.info.dsn, "--batch-size", "100", "-"],
-                              stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     ingest.stdin.write("".join(lines[:250]))  # two batches commit; the third waits for input
     ingest.stdin.flush()
     deadline = time.monotonic() + 30
