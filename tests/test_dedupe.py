@@ -130,3 +130,31 @@ def test_many_async_writers_store_each_page_once(engine, simhash_url) -> None:
 
     asyncio.run(main())
     assert_one_row_per_cluster(engine)
+
+
+class CrawledPage(Base):
+    __tablename__ = "crawler_pages"
+    __table_args__ = (simhash_index("crawler_pages_fingerprint_idx", "fingerprint"),)
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    domain: Mapped[str] = mapped_column(Text)
+    url: Mapped[str] = mapped_column(Text)
+    fingerprint: Mapped[int] = mapped_column(SimHash64)
+
+
+def test_readme_crawler_example(engine) -> None:
+    """The README's crawler block, run on two noisy fetches of one article and
+    one of another: the refetch finds the first, the other article goes in."""
+    from readme import readme_blocks
+    from web_pages import article_page
+
+    block = readme_blocks("Crawlers: many workers, one decision per page", "python")[0]
+    results = []
+    for key, fetch in (("harbour", 0), ("harbour", 5), ("library", 0)):
+        url, html = article_page(key, fetch)
+        namespace = {"Session": Session, "engine": engine, "Page": CrawledPage, "html": html, "url": url,
+                     "domain": "news.example.org"}
+        exec(block, namespace)  # noqa: S102 - the README's own code
+        results.append(namespace["stored"])
+    first, refetch, other = results
+    assert first.inserted and other.inserted and other.id != first.id
+    assert refetch == Stored(first.id, False)
