@@ -198,12 +198,14 @@ def scoped_queries(conn: psycopg.Connection, stored) -> None:
 
 def with_extraction(dsn: str, conn: psycopg.Connection, stored) -> None:
     try:
-        from bench_html import noisy_refetches  # the HTML corpus of bench_html.py
+        from refetch_noise import fetches, load_pages  # the noisy crawl of bench_html.py
         from pysimhash_sql.html import simhash_html
-    except ImportError:
+    except ImportError as exc:
+        print(f"\n(no crawl loop with HTML extraction: {exc}; `make bench` installs what it needs)")
         return
-    corpus = noisy_refetches()
+    corpus = [fetch.html for fetch in fetches(load_pages(limit=200), refetches=2)]
     if not corpus:
+        print("\n(no crawl loop with HTML extraction: no HTML pages found for the noisy crawl)")
         return
     conn.execute("DROP INDEX IF EXISTS crawl_fp")
     conn.execute("CREATE INDEX crawl_fp ON crawl USING gin (fingerprint) WITH (fastupdate = off)")
