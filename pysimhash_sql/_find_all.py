@@ -1,4 +1,11 @@
-"""All pairs of near-equal 64-bit hashes: simhash-cpp's block-table search in numpy."""
+"""All pairs of near-equal 64-bit hashes: simhash-cpp's block-table search in numpy.
+
+The Python twin of the extension's find_all (pg_ext/src/find_all.c, permute.c):
+the same rule (blocks_exceed_distance), the same pairs.  One difference, on
+purpose: blocks are cut as simhash-cpp cuts them (block_masks: the last
+blocks are the wider ones), so the hashing.find_all drop-in keys its tables
+exactly as simhash-cpp does; the C code widens the first blocks
+(simhash_blocks_init).  The results do not depend on the cut."""
 
 from __future__ import annotations
 
@@ -19,6 +26,16 @@ def _popcount_lut(x: np.ndarray) -> np.ndarray:
 
 
 popcount = getattr(np, "bitwise_count", _popcount_lut)
+
+
+MAX_BLOCKS = 64  # a block holds at least one bit
+
+
+def blocks_exceed_distance(blocks: int, k: int) -> bool:
+    """The rule every block layout obeys, in Python its one home:
+    0 <= k < blocks <= MAX_BLOCKS.  Two hashes within k bits agree on at
+    least blocks - k blocks, and the search needs at least one."""
+    return 0 <= k < blocks <= MAX_BLOCKS
 
 
 def block_masks(blocks: int) -> list[int]:

@@ -20,8 +20,8 @@ from itertools import chain, islice
 import numpy as np
 import xxhash
 
-from ._find_all import near_pairs
-from .fingerprint import check_fingerprint
+from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs
+from .fingerprint import MAX_FINGERPRINT, check_fingerprint
 
 __all__ = [
     "MASK64",
@@ -39,7 +39,9 @@ __all__ = [
     "find_all",
 ]
 
-MASK64 = (1 << 64) - 1
+# The largest fingerprint under the name this module exported first (its home:
+# fingerprint.MAX_FINGERPRINT).
+MASK64 = MAX_FINGERPRINT
 Text = str | bytes | bytearray | memoryview
 
 # Normalised bytes split into tokens at a time: bounds the memory a huge text takes.
@@ -257,9 +259,9 @@ def shingle(tokens: Iterable, window: int = 4) -> Iterator[list]:
 def find_all(hashes: Iterable[int], number_of_blocks: int, different_bits: int) -> list[tuple[int, int]]:
     """All pairs (a, b), a < b, of distinct hashes that differ in at most
     different_bits bits, as sorted (int, int) tuples; duplicates count once."""
-    if not 0 <= different_bits < number_of_blocks <= 64:
+    if not blocks_exceed_distance(number_of_blocks, different_bits):
         raise ValueError(
-            "need 0 <= different_bits < number_of_blocks <= 64, got "
+            f"need 0 <= different_bits < number_of_blocks <= {MAX_BLOCKS}, got "
             f"different_bits={different_bits}, number_of_blocks={number_of_blocks}"
         )
     a, b = near_pairs(_hash_array(hashes), number_of_blocks, different_bits)

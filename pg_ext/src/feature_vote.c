@@ -60,8 +60,7 @@ simhash_from_weighted_hashes(PG_FUNCTION_ARGS)
 	for (int i = 0; i < nhashes; i++)
 	{
 		/* 64 additions per hash: a 1 GB array takes seconds, so stay cancellable. */
-		if ((i & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
+		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 		check_weight(weights[i]);
 		weighted_vote_add(&vote, hashes[i], weights[i]);
 	}

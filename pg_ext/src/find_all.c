@@ -108,14 +108,7 @@ simhash_check_blocks(int k, int blocks)
 	uint32	   *tables;
 
 	simhash_check_distance(k);
-	if (blocks <= k)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("blocks must be greater than max_distance, got blocks %d and max_distance %d",
-					   blocks, k),
-				errdetail("Fingerprints within k bits agree on at least blocks - k blocks; "
-						  "the search needs at least one."),
-				errhint("Leave blocks NULL to let the function choose."));
+	simhash_check_blocks_exceed_distance(blocks, k, "Leave blocks NULL to let the function choose.");
 	/* The remaining limits (at most 32 blocks, not too many tables) live there. */
 	simhash_tables(blocks, k, &tables);
 	pfree(tables);
@@ -204,8 +197,7 @@ sort_by_bucket(const TableScan *scan, const uint64 *hashes, uint32 n,
 		entry->hash_lo = (uint32) hashes[i];
 		entry->hash_hi = (uint32) (hashes[i] >> 32);
 		entry->row = i;
-		if ((i & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
+		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 	}
 	for (int p = 1; p < passes; p++)
 	{
@@ -216,8 +208,7 @@ sort_by_bucket(const TableScan *scan, const uint64 *hashes, uint32 n,
 		for (uint32 i = 0; i < n; i++)
 		{
 			to[next[p][(bucket_of(scan, entry_hash(&from[i])) >> shift) & digit_mask]++] = from[i];
-			if ((i & 0xFFFF) == 0)
-				CHECK_FOR_INTERRUPTS();
+			SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 		}
 	}
 	return buffers[(passes - 1) % 2];
@@ -405,8 +396,7 @@ keep_distinct(const TableScan *scan, TableEntry *entries, uint32 count, void *st
 		qsort_arg(entries, count, sizeof(TableEntry), compare_keys, &mask);
 	for (uint32 i = 0; i < count; i++)
 	{
-		if ((i & 0xFFFF) == 0xFFFF)
-			CHECK_FOR_INTERRUPTS();
+		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 		if (i > 0 && entry_hash(&entries[i]) == entry_hash(&entries[i - 1]))
 		{
 			/* The previous entry, or the one it was joined to, is kept. */

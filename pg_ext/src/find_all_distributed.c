@@ -239,8 +239,7 @@ simhash_components(PG_FUNCTION_ARGS)
 	{
 		simhash_union(parent, node_index(nodes, n, edges.ids[i]),
 					  node_index(nodes, n, (int64) edges.hashes[i]));
-		if ((i & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
+		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 	}
 	simhash_resolve_roots(parent, n);
 	for (uint32 i = 0; i < n; i++)

@@ -246,8 +246,7 @@ put_clusters(SimhashResultSink *sink, const SimhashRows *rows, int k, int blocks
 	{
 		if (include_singletons || clusters.has_pair[i])
 			simhash_result_put(sink, sink->keys[i], sink->keys[clusters.leader[i]], 0);
-		if ((i & 0xFFFF) == 0)
-			CHECK_FOR_INTERRUPTS();
+		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 	}
 }
 

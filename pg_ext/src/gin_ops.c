@@ -68,12 +68,7 @@ key_layout_init(SimhashKeyLayout *layout, int nblocks, int max_distance)
 {
 	int			number_bits;
 
-	if (max_distance >= nblocks)
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("max_distance must be less than blocks, got max_distance = %d and blocks = %d",
-					   max_distance, nblocks),
-				errdetail("Two fingerprints within k bits agree on at least blocks - k blocks; the index needs at least one."));
+	simhash_check_blocks_exceed_distance(nblocks, max_distance, NULL);
 	simhash_blocks_init(&layout->blocks, nblocks);
 	layout->max_distance = max_distance;
 	layout->ntables = simhash_tables(nblocks, max_distance, &layout->tables);

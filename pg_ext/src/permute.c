@@ -1,8 +1,24 @@
 /*
  * permute.c — block layout and table enumeration for the permutation-table
- * scheme (see permute.h).
+ * scheme (see permute.h).  Its Python twin is pysimhash_sql/_find_all.py,
+ * which cuts the blocks as simhash-cpp does (the last ones wider; here the
+ * first): docs/find_all.md.
  */
 #include "permute.h"
+
+void
+simhash_check_blocks_exceed_distance(int nblocks, int k, const char *hint)
+{
+	if (nblocks > k)
+		return;
+	ereport(ERROR,
+			errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			errmsg("blocks must be greater than max_distance, got blocks %d and max_distance %d",
+				   nblocks, k),
+			errdetail("Fingerprints within k bits agree on at least blocks - k blocks; "
+					  "the search needs at least one."),
+			hint ? errhint("%s", hint) : 0);
+}
 
 void
 simhash_blocks_init(SimhashBlocks *blocks, int nblocks)
@@ -87,12 +103,13 @@ simhash_tables(int nblocks, int k, uint32 **tables)
 	int64		count;
 	uint64		table;
 
-	if (nblocks < 1 || nblocks > SIMHASH_MAX_BLOCKS || k < 0 || k >= nblocks)
+	if (nblocks < 1 || nblocks > SIMHASH_MAX_BLOCKS || k < 0)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("%d blocks cannot find fingerprints within %d bits", nblocks, k),
 				errhint("Use more blocks than the distance, and at most %d blocks.",
 						SIMHASH_MAX_BLOCKS));
+	simhash_check_blocks_exceed_distance(nblocks, k, NULL);
 	count = simhash_binomial(nblocks, choose);
 	if (count > SIMHASH_MAX_TABLES)
 		ereport(ERROR,

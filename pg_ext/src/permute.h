@@ -22,6 +22,13 @@ typedef struct SimhashBlocks
 	uint64		mask[SIMHASH_MAX_BLOCKS];	/* the bits of block i */
 } SimhashBlocks;
 
+/*
+ * The one home of the rule every layout obeys: more blocks than the distance
+ * (two fingerprints within k bits agree on at least blocks - k blocks, and a
+ * search needs at least one).  ERROR otherwise, with the caller's hint if any.
+ */
+extern void simhash_check_blocks_exceed_distance(int nblocks, int k, const char *hint);
+
 /* Splits 64 bits into nblocks contiguous blocks, widths differing by at most 1. */
 extern void simhash_blocks_init(SimhashBlocks *blocks, int nblocks);
 

@@ -61,8 +61,7 @@ simhash_radix_sort(uint64 *keys, uint64 *values, uint32 n)
 			dst_keys[to] = src_keys[i];
 			if (values)
 				dst_values[to] = src_values[i];
-			if ((i & 0xFFFF) == 0)
-				CHECK_FOR_INTERRUPTS();
+			SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 		}
 		swap_buffers(&src_keys, &dst_keys);
 		swap_buffers(&src_values, &dst_values);

@@ -11,6 +11,7 @@
 #include "pg_compat.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "port/pg_bitutils.h"
 
 typedef uint64 simhash64;
@@ -27,6 +28,17 @@ simhash64_distance(simhash64 a, simhash64 b)
 {
 	return pg_popcount64(a ^ b);
 }
+
+/*
+ * Stay cancellable in long loops without paying for the check on every
+ * iteration: CHECK_FOR_INTERRUPTS every 65,536 iterations of counter i.
+ */
+#define SIMHASH_INTERRUPT_EVERY_MASK 0xFFFF
+#define SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i) \
+	do { \
+		if (((i) & SIMHASH_INTERRUPT_EVERY_MASK) == 0) \
+			CHECK_FOR_INTERRUPTS(); \
+	} while (0)
 
 /* hamming.c */
 extern void simhash_check_radius(int32 k);

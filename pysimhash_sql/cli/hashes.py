@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from typing import IO
 
 from .. import hashing
+from ..fingerprint import MAX_FINGERPRINT
 from .errors import UserError
 from .output import open_input, open_output, progress
 
-MAX_HASH = 2**64 - 1
 DECIMAL = re.compile(r"[0-9]+")
 
 
@@ -27,19 +27,20 @@ def read_hashes(stream: IO[str], source: str) -> set[int]:
         text = line.strip()
         if not text:
             continue
-        if not DECIMAL.fullmatch(text) or int(text) > MAX_HASH:
+        if not DECIMAL.fullmatch(text) or int(text) > MAX_FINGERPRINT:
             shown = text if len(text) <= 40 else text[:40] + "..."
             raise UserError(
                 f"{source}, line {number}: {shown!r} is not a 64-bit hash "
-                f"(a decimal integer from 0 to {MAX_HASH})"
+                f"(a decimal integer from 0 to {MAX_FINGERPRINT})"
             )
         hashes.add(int(text))
     return hashes
 
 
 def check_blocks(blocks: int, distance: int) -> None:
-    if not 0 <= distance < blocks <= 64:
-        raise UserError(f"need 0 <= --distance < --blocks <= 64, got --distance {distance} --blocks {blocks}")
+    if not hashing.blocks_exceed_distance(blocks, distance):
+        raise UserError(f"need 0 <= --distance < --blocks <= {hashing.MAX_BLOCKS}, "
+                        f"got --distance {distance} --blocks {blocks}")
 
 
 def connected_components(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
