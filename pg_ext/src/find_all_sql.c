@@ -17,7 +17,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
 #include "clusters.h"
@@ -87,17 +86,14 @@ put_pair(void *arg, uint32 row1, uint32 row2, int distance)
 Oid
 simhash_type_oid(FunctionCallInfo fcinfo)
 {
-	Oid			namespace = get_func_namespace(fcinfo->flinfo->fn_oid);
-	Oid			type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-									   CStringGetDatum("simhash64"),
-									   ObjectIdGetDatum(namespace));
+	Oid			type = simhash_extension_type(fcinfo->flinfo->fn_oid, "simhash64");
 
 	/* Its owner can rename it: a user error, not an internal one. */
 	if (!OidIsValid(type))
 		ereport(ERROR,
 				errcode(ERRCODE_UNDEFINED_OBJECT),
 				errmsg("type simhash64 not found in schema %s, where the simhash extension is",
-					   get_namespace_name(namespace)));
+					   get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid))));
 	return type;
 }
 
@@ -254,10 +250,16 @@ put_clusters(SimhashResultSink *sink, const SimhashRows *rows, int k, int blocks
  * The body of all four functions.  Like a STRICT function a NULL argument
  * gives no rows, except blocks, where NULL asks for the fastest choice.
  */
+/* The arguments of simhash_find_all and simhash_clusters, by position. */
+#define ARG_INPUT 0				/* SQL text or simhash64[] */
+#define ARG_MAX_DISTANCE 1
+#define ARG_BLOCKS 2			/* NULL: the function chooses */
+#define ARG_INCLUDE_SINGLETONS 3	/* simhash_clusters only */
+
 static Datum
-find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, FindAllOutput output)
+run_find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, FindAllOutput output)
 {
-	int			nargs = output == CLUSTERS ? 4 : 3;
+	int			nargs = output == CLUSTERS ? ARG_INCLUDE_SINGLETONS + 1 : ARG_BLOCKS + 1;
 	SimhashResultSink	sink;
 	SimhashRows rows;
 	MemoryContext work;
@@ -267,13 +269,13 @@ find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, FindAl
 
 	simhash_result_init(fcinfo, &sink);
 	for (int i = 0; i < nargs; i++)
-		if (i != 2 && PG_ARGISNULL(i))
+		if (i != ARG_BLOCKS && PG_ARGISNULL(i))
 			return (Datum) 0;
-	k = PG_GETARG_INT32(1);
-	if (PG_ARGISNULL(2))
+	k = PG_GETARG_INT32(ARG_MAX_DISTANCE);
+	if (PG_ARGISNULL(ARG_BLOCKS))
 		simhash_check_distance(k);
 	else
-		simhash_check_blocks(k, PG_GETARG_INT32(2));
+		simhash_check_blocks(k, PG_GETARG_INT32(ARG_BLOCKS));
 
 	/* The big arrays go as soon as the result is out. */
 	work = AllocSetContextCreate(CurrentMemoryContext, "simhash find_all", ALLOCSET_DEFAULT_SIZES);
@@ -282,20 +284,20 @@ find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, FindAl
 					  output == CLUSTERS ? SIMHASH_CLUSTERS_BYTES_PER_ROW : 0);
 	if (input == FROM_QUERY)
 	{
-		simhash_read_query(PG_GETARG_TEXT_PP(0), simhash_type_oid(fcinfo), &rows);
+		simhash_read_query(PG_GETARG_TEXT_PP(ARG_INPUT), simhash_type_oid(fcinfo), &rows);
 		simhash_rows_sort_by_id(&rows);
 		sink.keys = rows.ids;
 	}
 	else
 	{
-		read_array(PG_GETARG_ARRAYTYPE_P(0), &rows);
+		read_array(PG_GETARG_ARRAYTYPE_P(ARG_INPUT), &rows);
 		simhash_rows_sort_unique(&rows);
 		sink.keys = (const int64 *) rows.hashes;
 	}
-	blocks = PG_ARGISNULL(2) ? simhash_choose_blocks(k, rows.count) : PG_GETARG_INT32(2);
+	blocks = PG_ARGISNULL(ARG_BLOCKS) ? simhash_choose_blocks(k, rows.count) : PG_GETARG_INT32(ARG_BLOCKS);
 
 	if (output == CLUSTERS)
-		put_clusters(&sink, &rows, k, blocks, PG_GETARG_BOOL(3));
+		put_clusters(&sink, &rows, k, blocks, PG_GETARG_BOOL(ARG_INCLUDE_SINGLETONS));
 	else
 		simhash_find_pairs(rows.hashes, rows.count, k, blocks, put_pair, &sink);
 	MemoryContextSwitchTo(old);
@@ -307,26 +309,26 @@ PG_FUNCTION_INFO_V1(simhash_find_all_query);
 Datum
 simhash_find_all_query(PG_FUNCTION_ARGS)
 {
-	return find_all(fcinfo, "simhash_find_all", FROM_QUERY, PAIRS);
+	return run_find_all(fcinfo, "simhash_find_all", FROM_QUERY, PAIRS);
 }
 
 PG_FUNCTION_INFO_V1(simhash_find_all_array);
 Datum
 simhash_find_all_array(PG_FUNCTION_ARGS)
 {
-	return find_all(fcinfo, "simhash_find_all", FROM_ARRAY, PAIRS);
+	return run_find_all(fcinfo, "simhash_find_all", FROM_ARRAY, PAIRS);
 }
 
 PG_FUNCTION_INFO_V1(simhash_clusters_query);
 Datum
 simhash_clusters_query(PG_FUNCTION_ARGS)
 {
-	return find_all(fcinfo, "simhash_clusters", FROM_QUERY, CLUSTERS);
+	return run_find_all(fcinfo, "simhash_clusters", FROM_QUERY, CLUSTERS);
 }
 
 PG_FUNCTION_INFO_V1(simhash_clusters_array);
 Datum
 simhash_clusters_array(PG_FUNCTION_ARGS)
 {
-	return find_all(fcinfo, "simhash_clusters", FROM_ARRAY, CLUSTERS);
+	return run_find_all(fcinfo, "simhash_clusters", FROM_ARRAY, CLUSTERS);
 }

@@ -27,7 +27,6 @@
 #include "optimizer/optimizer.h"
 #include "utils/lsyscache.h"
 #include "utils/selfuncs.h"
-#include "utils/syscache.h"
 
 /* Operator strategy of <@ in simhash64_ops. */
 #define SIMHASH_BALL_STRATEGY 1
@@ -141,9 +140,7 @@ index_condition(SupportRequestIndexCondition *req)
 		return NIL;
 
 	/* The ball type lives in the extension's schema, next to the function. */
-	ball_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-								CStringGetDatum(SIMHASH_BALL_TYPE_NAME),
-								ObjectIdGetDatum(get_func_namespace(req->funcid)));
+	ball_type = simhash_extension_type(req->funcid, SIMHASH_BALL_TYPE_NAME);
 	operator = get_opfamily_member(req->opfamily, exprType(indexed), ball_type,
 								   SIMHASH_BALL_STRATEGY);
 	if (!OidIsValid(operator))

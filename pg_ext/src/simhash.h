@@ -40,6 +40,13 @@ simhash64_distance(simhash64 a, simhash64 b)
 			CHECK_FOR_INTERRUPTS(); \
 	} while (0)
 
+/*
+ * simhash64.c: the OID of one of the extension's types, found by name in the
+ * schema of one of its functions (where CREATE EXTENSION put both);
+ * InvalidOid when its owner renamed or dropped it.
+ */
+extern Oid	simhash_extension_type(Oid function, const char *type_name);
+
 /* hamming.c */
 extern void simhash_check_radius(int32 k);
 

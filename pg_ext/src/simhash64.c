@@ -12,11 +12,14 @@
 #include <ctype.h>
 #include <inttypes.h>
 
+#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "libpq/pqformat.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/sortsupport.h"
+#include "utils/syscache.h"
 #include "utils/varbit.h"
 
 PG_MODULE_MAGIC;
@@ -375,4 +378,11 @@ simhash64_hash_extended(PG_FUNCTION_ARGS)
 {
 	return DirectFunctionCall2(hashint8extended, PG_GETARG_DATUM(0),
 							   PG_GETARG_DATUM(1));
+}
+
+Oid
+simhash_extension_type(Oid function, const char *type_name)
+{
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(type_name),
+						   ObjectIdGetDatum(get_func_namespace(function)));
 }

@@ -63,7 +63,8 @@ def connected_components(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
     return sorted(sorted(cluster) for cluster in members.values())
 
 
-def near_pairs(args) -> list[tuple[int, int]]:
+def pairs_of_input(args) -> list[tuple[int, int]]:
+    """The near pairs of the hashes --input names, as the arguments ask."""
     check_blocks(args.blocks, args.distance)
     with open_input(args.input) as stream:
         hashes = read_hashes(stream, "stdin" if args.input == "-" else args.input)
@@ -77,8 +78,8 @@ def write_arrays(path: str, arrays: Iterable[Iterable[int]]) -> None:
 
 
 def find_all_command(args) -> None:
-    write_arrays(args.output, near_pairs(args))
+    write_arrays(args.output, pairs_of_input(args))
 
 
 def find_clusters_command(args) -> None:
-    write_arrays(args.output, connected_components(near_pairs(args)))
+    write_arrays(args.output, connected_components(pairs_of_input(args)))
