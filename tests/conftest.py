@@ -15,8 +15,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from toolbox import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_configure(config: pytest.Config) -> None:

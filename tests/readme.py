@@ -7,8 +7,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from toolbox import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent  # pysimhash-sql and pgxn
 
 

@@ -18,8 +18,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from toolbox import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PG_CONFIG = os.environ.get("PG_CONFIG", "pg_config")
 
 

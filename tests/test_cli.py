@@ -14,14 +14,13 @@ import subprocess
 import sys
 import termios
 import time
-from itertools import combinations
 from pathlib import Path
 
 import psycopg
 import pytest
 from readme import readme_blocks, run_example
+from toolbox import ROOT, brute_force_hash_pairs
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI = str(Path(sys.executable).with_name("pysimhash-sql"))
 CORPUS = ROOT / "examples" / "corpus"
 
@@ -46,10 +45,6 @@ def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> N
         assert fragment in result.stderr
 
 
-def brute_force_pairs(hashes: set[int], k: int) -> list[tuple[int, int]]:
-    return sorted((a, b) for a, b in combinations(sorted(hashes), 2) if (a ^ b).bit_count() <= k)
-
-
 def near_duplicate_hashes(seed: int, groups: int = 40, per_group: int = 6) -> set[int]:
     """Random fingerprints, each with a few copies differing in 1-5 random bits."""
     rng = random.Random(seed)
@@ -69,7 +64,7 @@ def test_find_all_is_brute_force_in_simhash_cpp_format(distance: int, blocks: in
     hashes = near_duplicate_hashes(seed=distance)
     lines = "".join(f"{h}\n" for h in sorted(hashes, key=str)) + f"{min(hashes)}\n"  # a duplicate counts once
     out = run("find-all", "--distance", str(distance), "--blocks", str(blocks), input=lines).stdout
-    expected = brute_force_pairs(hashes, distance)
+    expected = brute_force_hash_pairs(hashes, distance)
     assert out == "".join(f"[{a}, {b}]\n" for a, b in expected)
     assert distance == 0 or expected  # the data has pairs to find
 
@@ -89,7 +84,7 @@ def test_find_clusters_are_the_connected_components_of_find_all(tmp_path: Path) 
     run("find-clusters", "-d", "4", "-b", "7", "-i", str(tmp_path / "hashes.txt"), "-o", str(tmp_path / "out"))
     clusters = [json.loads(line) for line in (tmp_path / "out").read_text().splitlines()]
 
-    pairs = brute_force_pairs(hashes, 4)
+    pairs = brute_force_hash_pairs(hashes, 4)
     cluster_of = {h: i for i, cluster in enumerate(clusters) for h in cluster}
     assert all(cluster_of[a] == cluster_of[b] for a, b in pairs)  # linked hashes share a cluster
     linked = {h for pair in pairs for h in pair}
@@ -326,10 +321,10 @@ def near_duplicate_table(db: psycopg.Connection) -> list[tuple[int, int]]:
         for i, h in enumerate(hashes, 1):
             copy.write_row((i * 10, f"doc{i * 10}", str(h)))
     id_of = {h: i * 10 for i, h in enumerate(hashes, 1)}
-    return sorted((id_of[a], id_of[b]) for a, b in brute_force_pairs(set(hashes), 3))
+    return sorted((id_of[a], id_of[b]) for a, b in brute_force_hash_pairs(set(hashes), 3))
 
 
-def test_dupes_are_the_brute_force_pairs(db: psycopg.Connection, near_duplicate_table) -> None:
+def test_dupes_are_the_brute_force_hash_pairs(db: psycopg.Connection, near_duplicate_table) -> None:
     out = run("dupes", "--dsn", db.info.dsn, "--format", "jsonl", "--label", "name").stdout
     rows = [json.loads(line) for line in out.splitlines()]
     assert [(r["id1"], r["id2"]) for r in rows] == near_duplicate_table

@@ -23,8 +23,8 @@ from readme import readme_blocks
 from scratch_postgres import ScratchInstall, pg_config, supported_majors
 
 from pysimhash_sql.throwaway import ThrowawayServer
+from toolbox import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
 BUILD_COMMAND = "DESTDIR=/staging scripts/build-extension.sh install"
 

@@ -10,22 +10,9 @@ import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from toolbox import brute_force_pairs, distance, flip
 
 MAX = 2**64 - 1
-
-
-def distance(a: int, b: int) -> int:
-    return (a ^ b).bit_count()
-
-
-def brute_force_pairs(rows: list[tuple[int, int | None]], k: int) -> list[tuple[int, int, int]]:
-    """Every pair of rows with fingerprints within k bits, O(n^2): (id1 < id2, distance)."""
-    present = [(i, h) for i, h in rows if h is not None]
-    pairs = []
-    for (i, a), (j, b) in combinations(present, 2):
-        if distance(a, b) <= k:
-            pairs.append((min(i, j), max(i, j), distance(a, b)))
-    return sorted(pairs)
 
 
 def components(nodes: list[int], edges: list[tuple[int, int]]) -> dict[int, int]:
@@ -67,12 +54,6 @@ def sql_clusters(conn, query: str, k: int, blocks: int | None, singletons: bool 
         "SELECT id, cluster_id FROM simhash_clusters(%s, %s, %s, %s)", (query, k, blocks, singletons)
     )
     return dict(got.fetchall())
-
-
-def flip(h: int, bits: list[int]) -> int:
-    for bit in bits:
-        h ^= 1 << bit
-    return h
 
 
 @st.composite

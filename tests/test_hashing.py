@@ -6,7 +6,6 @@ of the implementation, which is vectorised and batched.
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import subprocess
@@ -32,6 +31,7 @@ from pysimhash_sql.hashing import (
     tokenize,
     vote,
 )
+from toolbox import brute_force_hash_pairs
 
 # -- reference implementation: the spec, one step at a time -----------------------
 
@@ -87,8 +87,7 @@ def ref_simhash(data: bytes, s: int = 3) -> int:
 
 
 def brute_force_pairs(hashes, k: int) -> list[tuple[int, int]]:
-    distinct = sorted({h & MASK64 for h in hashes})
-    return [(a, b) for a, b in itertools.combinations(distinct, 2) if bin(a ^ b).count("1") <= k]
+    return brute_force_hash_pairs((h & MASK64 for h in hashes), k)
 
 
 # Text that exercises every byte class: ASCII letters of both cases, digits,

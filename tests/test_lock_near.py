@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from toolbox import flip
 
 LOCKS_HELD = """
 SELECT array_agg((classid::bigint << 32 | objid::bigint) ORDER BY classid, objid)
@@ -23,12 +24,6 @@ def lock_keys(conn: psycopg.Connection, fp: int, k: int, scope: str | None = Non
     with conn.transaction(force_rollback=True):
         conn.execute("SELECT simhash_lock_near(%s::text::simhash64, %s, %s)", (str(fp), k, scope))
         return set(conn.execute(LOCKS_HELD).fetchone()[0] or [])
-
-
-def flip(fp: int, bits: list[int]) -> int:
-    for bit in bits:
-        fp ^= 1 << bit
-    return fp
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,13 +9,13 @@ every step, and the fixtures must say which extra they need until it is there
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 import sys
 import venv
-from pathlib import Path
 
 import pytest
+from toolbox import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 UNRELATED_TEST = "def test_unrelated():\n    assert 1 + 1 == 2\n"
 FIXTURE_TEST = """
