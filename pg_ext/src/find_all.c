@@ -157,7 +157,8 @@ bucket_bits_for(uint32 n)
 /*
  * Puts the rows into one of the two buffers, ordered by bucket, and returns
  * it: an LSD radix sort, one pass per digit.  The profile puts most of the
- * time of a run here, in the scatter's cache and TLB misses.
+ * time of a run here, in the scatter's cache and TLB misses.  (Not
+ * radix_sort.c's sort of (key, value) arrays: see why there.)
  */
 static TableEntry *
 sort_by_bucket(const TableScan *scan, const uint64 *hashes, uint32 n,

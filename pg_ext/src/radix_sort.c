@@ -1,5 +1,12 @@
 /*
  * radix_sort.c — sorting 64-bit keys in O(n) (radix_sort.h).
+ *
+ * find_all.c has a second LSD radix sort (sort_by_bucket), on purpose: it
+ * sorts packed 12-byte entries by a hashed bucket of a table's key, with
+ * digits sized to the bucket count, and is where a find_all run spends most
+ * of its time; this one sorts (key, value) arrays of ids and fingerprints by
+ * bytes, skipping the bytes all keys share.  One generic sort would cost the
+ * hot loop its packed entries.
  */
 #include "radix_sort.h"
 
