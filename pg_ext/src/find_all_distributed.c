@@ -24,7 +24,7 @@
 
 #include "clusters.h"
 #include "find_all.h"
-#include "find_all_rows.h"
+#include "find_all_row_buffer.h"
 #include "find_all_sql.h"
 #include "permute.h"
 #include "radix_sort.h"

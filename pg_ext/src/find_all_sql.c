@@ -21,7 +21,7 @@
 
 #include "clusters.h"
 #include "find_all.h"
-#include "find_all_rows.h"
+#include "find_all_row_buffer.h"
 #include "find_all_sql.h"
 
 /* Rows fetched from the query at a time. */

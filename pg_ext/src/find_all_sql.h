@@ -11,7 +11,7 @@
 #include "access/tupdesc.h"
 #include "utils/tuplestore.h"
 
-#include "find_all_rows.h"
+#include "find_all_row_buffer.h"
 
 /* Where results go: each row's output value is keys[row]. */
 typedef struct SimhashResultSink

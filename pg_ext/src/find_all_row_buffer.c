@@ -1,7 +1,8 @@
 /*
- * find_all_rows.c — the rows of a find_all or clusters run (find_all_rows.h).
+ * find_all_row_buffer.c — the row buffer of a find_all or clusters run
+ * (find_all_row_buffer.h).
  */
-#include "find_all_rows.h"
+#include "find_all_row_buffer.h"
 
 #include "find_all.h"
 #include "miscadmin.h"

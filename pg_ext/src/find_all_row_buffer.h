@@ -1,13 +1,13 @@
 /*
- * find_all_rows.h — the input of find_all and clusters held in memory: one
+ * find_all_row_buffer.h — the input of find_all and clusters held in memory: one
  * fingerprint per row, and the row's id for the query variants.
  *
  * Every byte a run will need per row is counted up front against
  * maintenance_work_mem, so an input too big fails with a clear ERROR while
  * it is being read rather than with an out-of-memory kill later.
  */
-#ifndef SIMHASH_FIND_ALL_ROWS_H
-#define SIMHASH_FIND_ALL_ROWS_H
+#ifndef SIMHASH_FIND_ALL_ROW_BUFFER_H
+#define SIMHASH_FIND_ALL_ROW_BUFFER_H
 
 #include "simhash.h"
 
@@ -50,4 +50,4 @@ extern void simhash_rows_sort_by_id(SimhashRows *rows);
 /* Orders bare fingerprints as unsigned numbers and drops repeats. */
 extern void simhash_rows_sort_unique(SimhashRows *rows);
 
-#endif							/* SIMHASH_FIND_ALL_ROWS_H */
+#endif							/* SIMHASH_FIND_ALL_ROW_BUFFER_H */
