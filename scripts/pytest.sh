@@ -4,7 +4,9 @@
 . "$(dirname "$0")/lib.sh"
 
 "$ROOT/scripts/venv.sh"
-SIMHASH_PG_BINDIR=$("$ROOT/scripts/temp-install.sh")
+SIMHASH_PG_BINDIR=${SIMHASH_INSTALLED_BINDIR:-$("$ROOT/scripts/temp-install.sh")}
+# Tests run the harness for other majors too: they build their own.
+unset SIMHASH_INSTALLED_BINDIR
 # The plugin's server (pysimhash_sql.pytest_plugin) and every other test
 # server run from this installation, as the harness's server user when the
 # tests run as root.

@@ -7,5 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 
 echo "== $("$PG_CONFIG" --version) ($PG_CONFIG)"
+# Build and install once; regress.sh and pytest.sh take the installation from here.
+SIMHASH_INSTALLED_BINDIR=$("$ROOT/scripts/temp-install.sh")
+export SIMHASH_INSTALLED_BINDIR
 "$ROOT/scripts/regress.sh"
 exec "$ROOT/scripts/pytest.sh" -m "not cross_version" "$@"

@@ -8,7 +8,9 @@
 name=$1
 shift
 "$ROOT/scripts/venv.sh"
-bindir=$("$ROOT/scripts/temp-install.sh")
+# scripts/test.sh has built the installation already (SIMHASH_INSTALLED_BINDIR).
+bindir=${SIMHASH_INSTALLED_BINDIR:-$("$ROOT/scripts/temp-install.sh")}
+unset SIMHASH_INSTALLED_BINDIR
 ensure_pg_user
 export SIMHASH_PG_USER=$PG_USER PATH="$VENV/bin:$PATH"
 exec "$VENV/bin/python" -m pysimhash_sql.throwaway --bindir "$bindir" \
