@@ -11,16 +11,15 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import threading
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from citus_cluster import CitusCluster, citus_missing
-from test_find_all import brute_force_pairs, flip
 from readme import readme_blocks
-from test_lock_near import CLUSTERS, MAX_DISTANCE, WRITERS, dedupe_writer
+from test_lock_near import CLUSTERS, MAX_DISTANCE, run_writers
+from toolbox import brute_force_pairs, flip
 
 pytestmark = pytest.mark.skipif(citus_missing() is not None, reason=citus_missing() or "")
 
@@ -147,14 +146,7 @@ def test_concurrent_dedupe_through_the_coordinator(cluster, coordinator) -> None
                         " PRIMARY KEY (domain, id))")
     coordinator.execute("SELECT create_distributed_table('pages', 'domain', shard_count := 4)")
     coordinator.execute("CREATE INDEX ON pages USING gin (fingerprint) WITH (fastupdate = off)")
-    start, errors = threading.Barrier(WRITERS), []
-    threads = [threading.Thread(target=dedupe_writer, args=(cluster.dsn(), seed, True, start, errors))
-               for seed in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_writers(cluster.dsn(), lock=True) == []
     stored = coordinator.execute("SELECT domain, fingerprint::text FROM pages").fetchall()
     near = [(a, b) for a in stored for b in stored
             if a < b and a[0] == b[0] and (int(a[1]) ^ int(b[1])).bit_count() <= MAX_DISTANCE]

@@ -105,13 +105,8 @@ def near_pairs(conn: psycopg.Connection) -> int:
         " AND hamming_within(a.fingerprint, b.fingerprint, %s)", (MAX_DISTANCE,)).fetchone()[0]
 
 
-@pytest.mark.parametrize("lock", [True, False], ids=["locked", "unlocked"])
-def test_concurrent_check_then_insert(db: psycopg.Connection, lock: bool) -> None:
-    db.execute("CREATE TABLE pages (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-               " domain text NOT NULL, fingerprint simhash64 NOT NULL)")
-    db.execute("CREATE INDEX ON pages USING gin (fingerprint) WITH (fastupdate = off)")
-    info = db.info
-    conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+def run_writers(conninfo: str, lock: bool) -> list:
+    """WRITERS dedupe_writer threads at once, started together; their errors."""
     start, errors = threading.Barrier(WRITERS), []
     threads = [threading.Thread(target=dedupe_writer, args=(conninfo, seed, lock, start, errors))
                for seed in range(WRITERS)]
@@ -119,7 +114,17 @@ def test_concurrent_check_then_insert(db: psycopg.Connection, lock: bool) -> Non
         thread.start()
     for thread in threads:
         thread.join()
-    assert errors == []
+    return errors
+
+
+@pytest.mark.parametrize("lock", [True, False], ids=["locked", "unlocked"])
+def test_concurrent_check_then_insert(db: psycopg.Connection, lock: bool) -> None:
+    db.execute("CREATE TABLE pages (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+               " domain text NOT NULL, fingerprint simhash64 NOT NULL)")
+    db.execute("CREATE INDEX ON pages USING gin (fingerprint) WITH (fastupdate = off)")
+    info = db.info
+    conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    assert run_writers(conninfo, lock) == []
     rows = db.execute("SELECT count(*) FROM pages").fetchone()[0]
     if lock:
         assert (rows, near_pairs(db)) == (CLUSTERS, 0)
