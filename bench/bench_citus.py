@@ -1,6 +1,6 @@
 """Near-duplicate queries on a local Citus cluster next to one node.
 
-A coordinator and 2 workers on 127.0.0.1 (tests/citus_cluster.py), all on this
+A coordinator and 2 workers on 127.0.0.1 (tests/toolbox/citus_cluster.py), all on this
 machine.  The same fingerprints as bench_find_all.py (90% random, 10% copies
 at 1-3 bits) go into a table distributed by id (32 shards, a GIN index on each)
 and into a plain table on the coordinator.  Reported side by side: the latency
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import psycopg
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the toolbox
 from bench_find_all import fingerprints  # noqa: E402
-from citus_cluster import CitusCluster, citus_missing  # noqa: E402
+from toolbox.citus_cluster import CitusCluster, citus_missing  # noqa: E402
 
 K = 3
 QUERIES = 300

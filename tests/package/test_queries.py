@@ -4,7 +4,6 @@ handed to simhash_find_all / simhash_clusters."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 
 import pytest
@@ -15,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, aliased
 
 from pysimhash_sql.queries import clusters, find_all, near_duplicates, nearest, query_sql
-from pages_model import Base, Page
+from toolbox import brute_force_pairs, distance, near_copies
+from toolbox.pages_model import Base, Page
 
 HOSTILE = [
     "'; DROP TABLE pages; --",
@@ -30,23 +30,6 @@ HOSTILE = [
     "semi;colon\nnewline\ttab",
     "ünïcødé ✓",
 ]
-
-
-def distance(a: int, b: int) -> int:
-    return bin(a ^ b).count("1")
-
-
-def near_copies(seed: int, groups: int, per_group: int, max_flip: int) -> list[int]:
-    """Random fingerprints in groups of near-copies (a few bits flipped)."""
-    rng = random.Random(seed)
-    values = []
-    for _ in range(groups):
-        base = rng.getrandbits(64)
-        for _ in range(per_group):
-            for bit in rng.sample(range(64), rng.randint(0, max_flip)):
-                base ^= 1 << bit
-            values.append(base)
-    return values
 
 
 @pytest.fixture
@@ -137,14 +120,6 @@ def test_query_must_select_id_and_fingerprint() -> None:
         find_all(select(Page))
 
 
-def brute_force_pairs(values: dict[int, int], k: int) -> set[tuple[int, int, int]]:
-    return {
-        (i, j, distance(a, b))
-        for (i, a), (j, b) in itertools.combinations(sorted(values.items()), 2)
-        if distance(a, b) <= k
-    }
-
-
 def brute_force_clusters(values: dict[int, int], k: int) -> dict[int, int]:
     """id -> smallest id of its connected component (components of size >= 2)."""
     parent = {i: i for i in values}
@@ -154,7 +129,7 @@ def brute_force_clusters(values: dict[int, int], k: int) -> dict[int, int]:
             i = parent[i]
         return i
 
-    for i, j, _ in brute_force_pairs(values, k):
+    for i, j, _ in brute_force_pairs(values.items(), k):
         a, b = sorted((root(i), root(j)))
         parent[b] = a
     members = {}
@@ -169,7 +144,7 @@ def test_find_all_equals_brute_force(simhash_engine, pages) -> None:
     with Session(simhash_engine) as session:
         for k, blocks in [(3, None), (3, 5), (0, None), (6, 8)]:
             got = set(map(tuple, session.execute(find_all(query, max_distance=k, blocks=blocks))))
-            assert got == brute_force_pairs(selected, k)
+            assert got == set(brute_force_pairs(selected.items(), k))
 
 
 def test_clusters_equal_brute_force(simhash_engine, pages) -> None:

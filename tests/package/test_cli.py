@@ -18,8 +18,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from readme import readme_blocks, run_example
-from toolbox import ROOT, brute_force_hash_pairs
+from toolbox.readme import readme_blocks, run_example
+from toolbox import ROOT, brute_force_hash_pairs, flip_random
 
 CLI = str(Path(sys.executable).with_name("pysimhash-sql"))
 CORPUS = ROOT / "examples" / "corpus"
@@ -53,7 +53,7 @@ def near_duplicate_hashes(seed: int, groups: int = 40, per_group: int = 6) -> se
         base = rng.getrandbits(64)
         hashes.add(base)
         for _ in range(per_group):
-            hashes.add(base ^ sum(1 << bit for bit in rng.sample(range(64), rng.randint(1, 5))))
+            hashes.add(flip_random(base, rng.randint(1, 5), rng))
     return hashes
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from readme import readme_blocks
-from web_pages import ARTICLES, JS_SHELL, article_page, index_page, nav_only_page
+from toolbox import ROOT
+from toolbox.readme import readme_blocks
+from toolbox.web_pages import ARTICLES, JS_SHELL, article_page, index_page, nav_only_page
 
 from pysimhash_sql import hashing
 from pysimhash_sql import html as pages
 from pysimhash_sql.html import HTML_SPEC_VERSION, MIN_TOKENS, decode_html, extract_text, simhash_html
 
-SPEC = Path(__file__).resolve().parents[1] / "docs" / "fingerprint-spec.md"
+SPEC = ROOT / "docs" / "fingerprint-spec.md"
 
 
 def test_readme_example() -> None:

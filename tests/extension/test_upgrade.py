@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from scratch_postgres import PG_CONFIG, ROOT, ScratchInstall
+from toolbox.servers import PG_CONFIG, ROOT, ScratchInstall
 
 from pysimhash_sql.throwaway import ThrowawayServer
 

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from pysimhash_sql.throwaway import ThrowawayServer
+from toolbox import flip_random
 
 MAX = 2**64 - 1
 N_RANDOM = 12_000
@@ -37,19 +38,13 @@ INDEX_ONLY = "SET enable_seqscan = off; SET enable_indexscan = on; SET enable_bi
 SEQSCAN_ONLY = "SET enable_seqscan = on; SET enable_indexscan = off; SET enable_bitmapscan = off"
 
 
-def flip(fp: int, bits: int, rng: random.Random) -> int:
-    for bit in rng.sample(range(64), bits):
-        fp ^= 1 << bit
-    return fp
-
-
 def planted_fingerprints(rng: random.Random, n_random: int) -> list[int | None]:
     """Random fingerprints, clusters of near-duplicates, edge values, NULLs."""
     fps: list[int | None] = [rng.getrandbits(64) for _ in range(n_random)]
     for _ in range(n_random // 50):
         centre = rng.getrandbits(64)
         fps.append(centre)
-        fps += [flip(centre, rng.randint(0, MAX_PLANTED_DISTANCE), rng) for _ in range(rng.randint(1, 8))]
+        fps += [flip_random(centre, rng.randint(0, MAX_PLANTED_DISTANCE), rng) for _ in range(rng.randint(1, 8))]
     fps += [0, MAX, 1, 1 << 63, None, None]
     rng.shuffle(fps)
     return fps
@@ -60,7 +55,7 @@ def random_queries(rng: random.Random, fps: list[int | None], count: int) -> lis
     stored = [fp for fp in fps if fp is not None]
     queries = []
     for _ in range(count):
-        centre = rng.choice([rng.getrandbits(64), flip(rng.choice(stored), rng.randint(0, 5), rng)])
+        centre = rng.choice([rng.getrandbits(64), flip_random(rng.choice(stored), rng.randint(0, 5), rng)])
         roll = rng.random()
         if roll < 0.85:
             k = rng.randint(0, 7)
@@ -236,7 +231,7 @@ def clustered_around_queries(rng: random.Random, n_random: int, n_queries: int) 
     queries = []
     for _ in range(n_queries):
         centre = rng.getrandbits(64)
-        fps += [flip(centre, d, rng) for d in range(13) for _ in range(2)]
+        fps += [flip_random(centre, d, rng) for d in range(13) for _ in range(2)]
         queries.append((centre, rng.randint(0, 12)))
     rng.shuffle(fps)
     return fps, queries

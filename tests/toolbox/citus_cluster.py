@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import psycopg
-from scratch_postgres import pg_config
+from toolbox.servers import pg_config
 
 from pysimhash_sql.throwaway import ThrowawayServer
 

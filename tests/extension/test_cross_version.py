@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from scratch_postgres import release_bindir, supported_majors
+from toolbox.servers import release_bindir, supported_majors
 from test_index import brute_force, planted_fingerprints, random_queries
 
 from pysimhash_sql.throwaway import ThrowawayServer

@@ -10,7 +10,6 @@ import json
 import random
 import subprocess
 import sys
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -31,7 +30,7 @@ from pysimhash_sql.hashing import (
     tokenize,
     vote,
 )
-from toolbox import brute_force_hash_pairs
+from toolbox import ROOT, brute_force_hash_pairs
 
 # -- reference implementation: the spec, one step at a time -----------------------
 
@@ -510,6 +509,5 @@ def test_block_masks_follow_simhash_cpp():
 
 def test_hashing_imports_no_database_driver():
     code = "import json, sys, pysimhash_sql.hashing; print(json.dumps(list(sys.modules)))"
-    root = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert [m for m in json.loads(run.stdout) if m.startswith(("psycopg", "sqlalchemy"))] == []

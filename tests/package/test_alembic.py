@@ -16,7 +16,7 @@ from toolbox import ROOT
 
 MIGRATIONS = ROOT / "migrations"
 
-WITHOUT_INDEX = (Path(__file__).parent / "pages_model.py").read_text()
+WITHOUT_INDEX = (ROOT / "tests" / "toolbox" / "pages_model.py").read_text()
 
 
 def alembic_config(directory: Path, url) -> Config:

@@ -1,4 +1,4 @@
-"""The README's shell examples, for the tests that run them (doc examples must not rot)."""
+"""The README's examples, for the tests that run them (doc examples must not rot)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,29 @@ from pathlib import Path
 from toolbox import ROOT
 
 VENV_BIN = Path(sys.executable).parent  # pysimhash-sql and pgxn
+EXAMPLE_MARKER = "<!-- readme-example -->"  # before the README's model-to-query example
 
 
-def readme_blocks(heading: str, language: str = "sh", document: str = "README.md") -> list[str]:
-    """The ```language blocks of the section "## heading" of the README (or
-    another document of the checkout), in order."""
+def readme_section(heading: str, document: str = "README.md") -> str:
+    """The text of the section "## heading" of the README (or another document
+    of the checkout)."""
     text = (ROOT / document).read_text()
     section = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
     assert section, f"{document} has no section {heading!r}"
-    return re.findall(rf"^```{language}\n(.*?)^```", section.group(1), re.S | re.M)
+    return section.group(1)
+
+
+def readme_blocks(heading: str, language: str = "sh", document: str = "README.md") -> list[str]:
+    """The ```language blocks of the section "## heading", in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```", readme_section(heading, document), re.S | re.M)
+
+
+def readme_example() -> str:
+    """The README's model-to-query example: the ```python block after EXAMPLE_MARKER."""
+    text = (ROOT / "README.md").read_text()
+    match = re.search(re.escape(EXAMPLE_MARKER) + r"\s*```python\n(.*?)```", text, re.S)
+    assert match, f"README.md lost its {EXAMPLE_MARKER} block"
+    return match.group(1)
 
 
 def run_example(script: str, cwd: Path, env: dict[str, str], path: list[Path]) -> str:

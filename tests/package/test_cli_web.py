@@ -11,9 +11,9 @@ from pathlib import Path
 import psycopg
 import pytest
 from fastwarc.warc import WarcRecordType
-from readme import readme_blocks, run_example
+from toolbox.readme import readme_blocks, run_example
 from test_cli import CLI, assert_user_error, run
-from web_pages import (
+from toolbox.web_pages import (
     ARTICLES, CORRUPT_RECORD, JS_SHELL, article_page, http_response, nav_only_page, warc_record, write_warc,
 )
 
@@ -99,8 +99,8 @@ def test_fingerprint_html_files_in_a_directory(tmp_path: Path) -> None:
     assert fingerprints["latin1.htm"] == fingerprints["orchard.html"]
     assert fingerprints["notes.txt"] == hashing.simhash((tmp_path / "notes.txt").read_text())
     assert all(row[2:] == ["", ""] for row in rows[1:])  # files have no URL or fetch date
-    assert result.stderr == f"pysimhash-sql: sport.html: 1 page without text to fingerprint " \
-                            f"(fewer than 20 tokens of main content) skipped\n"
+    assert result.stderr == "pysimhash-sql: sport.html: 1 page without text to fingerprint " \
+                            "(fewer than 20 tokens of main content) skipped\n"
 
 
 def test_plain_sources_keep_two_columns() -> None:

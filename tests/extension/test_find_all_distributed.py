@@ -5,7 +5,7 @@ results must equal simhash_find_all's and simhash_clusters'.  The pieces the
 workers run on Citus are tested here too, with the partitioning done by hand:
 every row sent to one of a few "shards" for each coarse block by
 simhash_partition_key, simhash_find_all_part on each (shard, part), and the
-union compared with brute force.  tests/test_citus.py runs the same on a real
+union compared with brute force.  tests/extension/test_citus.py runs the same on a real
 cluster.
 """
 

@@ -19,8 +19,8 @@ import subprocess
 from pathlib import Path
 
 import psycopg
-from readme import readme_blocks
-from scratch_postgres import ScratchInstall, pg_config, supported_majors
+from toolbox.readme import readme_blocks
+from toolbox.servers import ScratchInstall, pg_config, supported_majors
 
 from pysimhash_sql.throwaway import ThrowawayServer
 from toolbox import ROOT

@@ -16,8 +16,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from citus_cluster import CitusCluster, citus_missing
-from readme import readme_blocks
+from toolbox.citus_cluster import CitusCluster, citus_missing
+from toolbox.readme import readme_blocks
 from test_lock_near import CLUSTERS, MAX_DISTANCE, run_writers
 from toolbox import brute_force_pairs, flip
 
@@ -140,7 +140,7 @@ def test_tables_citus_does_not_shard_run_on_the_coordinator(coordinator) -> None
 
 
 def test_concurrent_dedupe_through_the_coordinator(cluster, coordinator) -> None:
-    """tests/test_lock_near.py's writers, on a pages table distributed by domain:
+    """tests/extension/test_lock_near.py's writers, on a pages table distributed by domain:
     the advisory locks live on the coordinator, where every transaction runs."""
     coordinator.execute("CREATE TABLE pages (id bigserial, domain text NOT NULL, fingerprint simhash64 NOT NULL,"
                         " PRIMARY KEY (domain, id))")

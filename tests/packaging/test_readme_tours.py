@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import psycopg
-from readme import readme_blocks
+from toolbox.readme import readme_blocks
 
 from pysimhash_sql import hashing
 

@@ -8,7 +8,7 @@ import random
 import threading
 
 import pytest
-from sqlalchemy import BigInteger, Identity, Text, create_engine, func, select
+from sqlalchemy import BigInteger, Identity, Text, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -144,8 +144,8 @@ class CrawledPage(Base):
 def test_readme_crawler_example(engine) -> None:
     """The README's crawler block, run on two noisy fetches of one article and
     one of another: the refetch finds the first, the other article goes in."""
-    from readme import readme_blocks
-    from web_pages import article_page
+    from toolbox.readme import readme_blocks
+    from toolbox.web_pages import article_page
 
     block = readme_blocks("Crawlers: many workers, one decision per page", "python")[0]
     results = []

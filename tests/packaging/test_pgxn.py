@@ -18,8 +18,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from readme import readme_blocks, run_example
-from scratch_postgres import PG_CONFIG, ROOT, ScratchInstall, supported_majors
+from toolbox.readme import readme_blocks, run_example
+from toolbox.servers import PG_CONFIG, ROOT, ScratchInstall, supported_majors
 
 from pysimhash_sql.throwaway import ThrowawayServer
 

@@ -1,0 +1,62 @@
+"""What the tests share, in one place.
+
+This module: the checkout's root, the Hamming distance, brute-force pairs (the
+reference every index and find_all result is compared with) and near copies
+made by flipping bits.  Beside it: readme (the README's example blocks, run),
+servers (a test's own copy of the private installation, and the installations
+of other majors), citus_cluster (a local Citus cluster), web_pages (HTML pages
+for the extractor and the CLI) and pages_model (the SQLAlchemy model the
+Alembic and query tests share)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from itertools import combinations
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def distance(a: int, b: int) -> int:
+    """Bits in which two 64-bit values differ."""
+    return (a ^ b).bit_count()
+
+
+def brute_force_pairs(rows: Iterable[tuple[int, int | None]], k: int) -> list[tuple[int, int, int]]:
+    """Every pair of rows (id, fingerprint) within k bits, O(n^2), as sorted
+    (id1 < id2, distance); rows without a fingerprint (None) have no pairs."""
+    present = [(i, h) for i, h in rows if h is not None]
+    return sorted((min(i, j), max(i, j), distance(a, b))
+                  for (i, a), (j, b) in combinations(present, 2) if distance(a, b) <= k)
+
+
+def brute_force_hash_pairs(hashes: Iterable[int], k: int) -> list[tuple[int, int]]:
+    """The pairs (a < b) of distinct hashes within k bits (simhash-cpp's find_all)."""
+    distinct = set(hashes)
+    return [(a, b) for a, b, _ in brute_force_pairs(((h, h) for h in distinct), k)]
+
+
+def flip(fp: int, bits: Iterable[int]) -> int:
+    """fp with the given bit positions flipped."""
+    for bit in bits:
+        fp ^= 1 << bit
+    return fp
+
+
+def flip_random(fp: int, bits: int, rng: random.Random) -> int:
+    """fp with `bits` distinct random bit positions flipped."""
+    return flip(fp, rng.sample(range(64), bits))
+
+
+def near_copies(seed: int, groups: int, per_group: int, max_flip: int) -> list[int]:
+    """Random fingerprints in groups of near copies: each copy is the one before
+    it with up to max_flip random bits flipped."""
+    rng = random.Random(seed)
+    values = []
+    for _ in range(groups):
+        base = rng.getrandbits(64)
+        for _ in range(per_group):
+            base = flip_random(base, rng.randint(0, max_flip), rng)
+            values.append(base)
+    return values
