@@ -253,3 +253,11 @@ END
 $function$;
 COMMENT ON FUNCTION simhash_clusters_distributed(regclass, name, name, integer, boolean) IS
     'simhash_clusters over a table Citus shards, the work spread over the workers';
+
+-- PROTOTYPE: the simhash_mih index access method (read-only; measurement only).
+CREATE FUNCTION simhash_mih_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE ACCESS METHOD simhash_mih TYPE INDEX HANDLER simhash_mih_handler;
+CREATE OPERATOR CLASS simhash64_mih_ops
+    DEFAULT FOR TYPE simhash64 USING simhash_mih AS
+        OPERATOR 1 <@ (simhash64, simhash64_ball);

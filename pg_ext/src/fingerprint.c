@@ -40,6 +40,11 @@ _PG_init(void)
 		lowered[c] = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
 	}
 	simhash_probe_plan_define_setting();
+	{
+		extern void simhash_mih_define_setting(void);
+
+		simhash_mih_define_setting();
+	}
 }
 
 static void
