@@ -3,8 +3,9 @@
  * hashing over sorted runs that carry the fingerprint beside the TID, so a
  * candidate is checked inside the index and only true matches reach the heap.
  *
- * Read path only (build and bitmap scan), to measure against the GIN
- * operator class; inserts are refused and VACUUM removes nothing.
+ * Inserts go to an append-only pending list (pages chained from the
+ * metapage) that every scan reads whole; REINDEX sorts them into the runs.
+ * VACUUM compacts dead TIDs out of every page, keeping the runs sorted.
  *
  * Layout: block 0 is the metapage; then, table by table, the run pages
  * (entries sorted by the fingerprint rotated so the table's block leads:
@@ -18,10 +19,12 @@
 #include "access/reloptions.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
+#include "commands/vacuum.h"
 #include "nodes/pathnodes.h"
 #include "nodes/tidbitmap.h"
 #include "optimizer/optimizer.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "utils/guc.h"
 #include "utils/index_selfuncs.h"
 #include "utils/selfuncs.h"
@@ -48,13 +51,19 @@ typedef struct MihMeta
 	BlockNumber run_start[MIH_MAX_TABLES];
 	BlockNumber run_pages[MIH_MAX_TABLES];
 	BlockNumber dir_start[MIH_MAX_TABLES];
+	BlockNumber pending_head;	/* first pending page, or InvalidBlockNumber */
+	BlockNumber pending_tail;
+	int64		pending_count;
 } MihMeta;
 
-/* A run page: n keys, then n TIDs, at fixed offsets. */
+/*
+ * A run page: n keys, then n TIDs, at fixed offsets.  Pending pages have the
+ * same form, with unrotated fingerprints, chained by `next`.
+ */
 typedef struct MihRunPage
 {
 	uint32		n;
-	uint32		pad;
+	BlockNumber next;
 	uint64		keys[MIH_PAGE_CAP];
 	ItemPointerData tids[MIH_PAGE_CAP];
 } MihRunPage;
@@ -227,6 +236,7 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
 	memset(&meta, 0, sizeof(meta));
 	meta.magic = MIH_MAGIC;
+	meta.pending_head = meta.pending_tail = InvalidBlockNumber;
 	meta.ntables = mih_tables;
 	mih_write_meta(index, &meta, true);
 
@@ -257,21 +267,164 @@ mih_buildempty(Relation index)
 					errmsg("simhash_mih prototype: unlogged indexes are not supported")));
 }
 
+static MihMeta *
+mih_meta_of(Page page)
+{
+	return (MihMeta *) PageGetContents(page);
+}
+
+static MihRunPage *
+mih_run_of(Page page)
+{
+	return (MihRunPage *) PageGetContents(page);
+}
+
+/* A new, exclusively locked page at the end of the index. */
+static Buffer
+mih_extend(Relation index)
+{
+	bool		need_lock = !RELATION_IS_LOCAL(index);
+	Buffer		buffer;
+
+	if (need_lock)
+		LockRelationForExtension(index, ExclusiveLock);
+	buffer = mih_new_buffer(index);
+	if (need_lock)
+		UnlockRelationForExtension(index, ExclusiveLock);
+	return buffer;
+}
+
+/*
+ * Appends (fp, tid) to the pending list.  The metapage's exclusive lock
+ * orders inserts; the pages are WAL-logged together.
+ */
 static bool
 mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		   Relation heapRel, IndexUniqueCheck checkUnique, bool indexUnchanged,
 		   IndexInfo *indexInfo)
 {
-	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					errmsg("simhash_mih prototype is read-only: REINDEX after writes")));
+	Buffer		meta_buffer;
+	Buffer		tail_buffer = InvalidBuffer;
+	Buffer		new_buffer = InvalidBuffer;
+	GenericXLogState *state;
+	MihMeta    *meta;
+	MihRunPage *tail = NULL;
+
+	if (isnull[0])
+		return false;
+	meta_buffer = ReadBuffer(index, 0);
+	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
+	meta = mih_meta_of(BufferGetPage(meta_buffer));
+	if (meta->pending_tail != InvalidBlockNumber)
+	{
+		tail_buffer = ReadBuffer(index, meta->pending_tail);
+		LockBuffer(tail_buffer, BUFFER_LOCK_EXCLUSIVE);
+		if (mih_run_of(BufferGetPage(tail_buffer))->n >= MIH_PAGE_CAP)
+			new_buffer = mih_extend(index);
+	}
+	else
+		new_buffer = mih_extend(index);
+
+	state = GenericXLogStart(index);
+	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	if (BufferIsValid(tail_buffer))
+		tail = mih_run_of(GenericXLogRegisterBuffer(state, tail_buffer, 0));
+	if (BufferIsValid(new_buffer))
+	{
+		Page		page = GenericXLogRegisterBuffer(state, new_buffer, GENERIC_XLOG_FULL_IMAGE);
+		BlockNumber blkno = BufferGetBlockNumber(new_buffer);
+
+		PageInit(page, BLCKSZ, 0);
+		((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihRunPage);
+		if (tail)
+			tail->next = blkno;
+		else
+			meta->pending_head = blkno;
+		meta->pending_tail = blkno;
+		tail = mih_run_of(page);
+		tail->n = 0;
+		tail->next = InvalidBlockNumber;
+	}
+	tail->keys[tail->n] = DatumGetSimhash64(values[0]);
+	tail->tids[tail->n] = *ht_ctid;
+	tail->n++;
+	meta->pending_count++;
+	GenericXLogFinish(state);
+	if (BufferIsValid(new_buffer))
+		UnlockReleaseBuffer(new_buffer);
+	if (BufferIsValid(tail_buffer))
+		UnlockReleaseBuffer(tail_buffer);
+	UnlockReleaseBuffer(meta_buffer);
 	return false;
+}
+
+/* Compacts the entries whose TID VACUUM removes out of one page. */
+static void
+mih_vacuum_page(Relation index, BlockNumber blkno, IndexBulkDeleteCallback callback,
+				void *callback_state, IndexBulkDeleteResult *stats, BlockNumber *next)
+{
+	Buffer		buffer = ReadBuffer(index, blkno);
+	GenericXLogState *state;
+	MihRunPage *run;
+	uint32		kept = 0;
+
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	run = mih_run_of(GenericXLogRegisterBuffer(state, buffer, 0));
+	for (uint32 j = 0; j < run->n; j++)
+	{
+		if (callback(&run->tids[j], callback_state))
+		{
+			stats->tuples_removed++;
+			continue;
+		}
+		run->keys[kept] = run->keys[j];
+		run->tids[kept] = run->tids[j];
+		kept++;
+	}
+	stats->num_index_tuples += kept;
+	if (kept == run->n)
+		GenericXLogAbort(state);
+	else
+	{
+		run->n = kept;
+		GenericXLogFinish(state);
+	}
+	if (next)
+		*next = run->next;
+	UnlockReleaseBuffer(buffer);
 }
 
 static IndexBulkDeleteResult *
 mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			   IndexBulkDeleteCallback callback, void *callback_state)
 {
-	return stats ? stats : palloc0(sizeof(IndexBulkDeleteResult));
+	Relation	index = info->index;
+	Buffer		meta_buffer = ReadBuffer(index, 0);
+	MihMeta		meta;
+	BlockNumber blkno;
+
+	if (stats == NULL)
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+	LockBuffer(meta_buffer, BUFFER_LOCK_SHARE);
+	meta = *mih_meta_of(BufferGetPage(meta_buffer));
+	UnlockReleaseBuffer(meta_buffer);
+	stats->num_index_tuples = 0;
+	for (int t = 0; t < meta.ntables; t++)
+		for (BlockNumber p = 0; p < meta.run_pages[t]; p++)
+		{
+			mih_vacuum_page(index, meta.run_start[t] + p, callback, callback_state, stats, NULL);
+			vacuum_delay_point(false);
+		}
+	for (blkno = meta.pending_head; blkno != InvalidBlockNumber;)
+	{
+		mih_vacuum_page(index, blkno, callback, callback_state, stats, &blkno);
+		vacuum_delay_point(false);
+	}
+	/* Each row is in every run once, and in the pending list at most once. */
+	stats->num_index_tuples /= Max(meta.ntables, 1);
+	stats->num_pages = RelationGetNumberOfBlocks(index);
+	return stats;
 }
 
 static IndexBulkDeleteResult *
@@ -470,6 +623,35 @@ mih_scan_whole(MihProbe *s)
 	}
 }
 
+/* Every pending entry, compared. */
+static void
+mih_scan_pending(MihProbe *s)
+{
+	Buffer		buffer = ReadBuffer(s->index, 0);
+	BlockNumber blkno;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	blkno = mih_meta_of(BufferGetPage(buffer))->pending_head;
+	UnlockReleaseBuffer(buffer);
+	while (blkno != InvalidBlockNumber)
+	{
+		MihRunPage *run;
+
+		buffer = ReadBuffer(s->index, blkno);
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		run = mih_run_of(BufferGetPage(buffer));
+		for (uint32 j = 0; j < run->n; j++)
+			if (pg_popcount64(run->keys[j] ^ s->center) <= s->k)
+			{
+				tbm_add_tuples(s->tbm, &run->tids[j], 1, false);
+				s->found++;
+			}
+		blkno = run->next;
+		UnlockReleaseBuffer(buffer);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
 static int64
 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
@@ -491,6 +673,7 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		simhash_probe_plan_visit(&s.cache->blocks, &plan, mih_visit, &s);
 	else
 		mih_scan_whole(&s);
+	mih_scan_pending(&s);
 	return s.found;
 }
 
