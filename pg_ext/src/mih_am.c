@@ -3,20 +3,27 @@
  * hashing over sorted runs that carry the fingerprint beside the TID, so a
  * candidate is checked inside the index and only true matches reach the heap.
  *
- * Inserts go to an append-only pending list (pages chained from the
- * metapage) that every scan reads whole; REINDEX sorts them into the runs.
- * VACUUM compacts dead TIDs out of every page, keeping the runs sorted.
+ * Layout (log-structured):
+ * - block 0, the metapage: the run sets, the pending list, retired pages;
+ * - a run set holds every entry (fingerprint, TID) of some rows m times, one
+ *   run per block t: entries sorted by the fingerprint rotated so that block
+ *   t leads, packed MIH_PAGE_CAP to a page, and a chain of directory pages
+ *   (each run page's first key and block number);
+ * - the pending list: new rows, unsorted, in a chain of pages that every
+ *   scan reads whole.  When it reaches simhash.mih_pending_limit rows, the
+ *   inserting backend sorts it into a new run set; VACUUM merges the run sets
+ *   into one.
+ * Pages a flush or merge retires are listed in the metapage and recycled by
+ * the next VACUUM, after it has waited for every scan holding a pin on the
+ * metapage (a scan pins it from reading the layout until it is done).
  *
- * Layout: block 0 is the metapage; then, table by table, the run pages
- * (entries sorted by the fingerprint rotated so the table's block leads:
- * MIH_PAGE_CAP keys, then as many TIDs) and the directory pages (the first
- * key of every run page).
+ * Results are rechecked at the heap, so an entry whose TID VACUUM has not yet
+ * removed (a flush may copy it between VACUUM's passes) is harmless.
  */
 #include "simhash.h"
 
 #include "access/amapi.h"
 #include "access/generic_xlog.h"
-#include "access/reloptions.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "commands/vacuum.h"
@@ -24,12 +31,12 @@
 #include "nodes/tidbitmap.h"
 #include "optimizer/optimizer.h"
 #include "storage/bufmgr.h"
+#include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/guc.h"
-#include "utils/index_selfuncs.h"
-#include "utils/selfuncs.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/selfuncs.h"
 
 #include "hamming_ball.h"
 #include "permute.h"
@@ -38,23 +45,45 @@
 
 #define MIH_MAGIC 0x53484D49
 #define MIH_MAX_TABLES 8
+#define MIH_MAX_SETS 16
+#define MIH_MAX_RETIRED 32
 #define MIH_PAGE_DATA (BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
 #define MIH_PAGE_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(ItemPointerData)))
-#define MIH_DIR_CAP (MIH_PAGE_DATA / sizeof(uint64))
+#define MIH_DIR_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(BlockNumber)))
 #define MIH_MAX_PROBES 100000
+#define MIH_DELETED PG_UINT32_MAX	/* `n` of a recycled page */
+
+/* One run set: for each run, its directory chain and page count. */
+typedef struct MihRunSet
+{
+	int64		nentries;
+	BlockNumber dir_head[MIH_MAX_TABLES];
+	BlockNumber npages[MIH_MAX_TABLES];
+} MihRunSet;
+
+/* What a flush or merge took out of use: a run set, or a pending chain. */
+typedef struct MihRetired
+{
+	bool		is_set;
+	MihRunSet	set;
+	BlockNumber chain_head;
+} MihRetired;
 
 typedef struct MihMeta
 {
 	uint32		magic;
 	int32		ntables;
-	int64		nentries;
-	BlockNumber run_start[MIH_MAX_TABLES];
-	BlockNumber run_pages[MIH_MAX_TABLES];
-	BlockNumber dir_start[MIH_MAX_TABLES];
+	uint32		generation;		/* changes whenever the run sets change */
+	int32		nsets;
+	MihRunSet	sets[MIH_MAX_SETS];
 	BlockNumber pending_head;	/* first pending page, or InvalidBlockNumber */
 	BlockNumber pending_tail;
 	int64		pending_count;
+	int32		nretired;
+	MihRetired	retired[MIH_MAX_RETIRED];
 } MihMeta;
+
+StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
 
 /*
  * A run page: n keys, then n TIDs, at fixed offsets.  Pending pages have the
@@ -68,17 +97,20 @@ typedef struct MihRunPage
 	ItemPointerData tids[MIH_PAGE_CAP];
 } MihRunPage;
 
-StaticAssertDecl(sizeof(MihRunPage) <= MIH_PAGE_DATA, "run page fits");
-
-/* Backend-local copy of the metapage and the directories (rd_amcache). */
-typedef struct MihCache
+/* A directory page: the first key and block of n run pages. */
+typedef struct MihDirPage
 {
-	MihMeta		meta;
-	SimhashBlocks blocks;
-	uint64	   *first_key[MIH_MAX_TABLES];
-} MihCache;
+	uint32		n;
+	BlockNumber next;
+	uint64		first_key[MIH_DIR_CAP];
+	BlockNumber blkno[MIH_DIR_CAP];
+} MihDirPage;
+
+StaticAssertDecl(sizeof(MihRunPage) <= MIH_PAGE_DATA, "run page fits");
+StaticAssertDecl(sizeof(MihDirPage) <= MIH_PAGE_DATA, "directory page fits");
 
 static int	mih_tables = 3;
+static int	mih_pending_limit = 65536;
 
 void		simhash_mih_define_setting(void);
 
@@ -86,8 +118,12 @@ void
 simhash_mih_define_setting(void)
 {
 	DefineCustomIntVariable("simhash.mih_tables",
-							"Tables (blocks) of a simhash_mih index built now (prototype).",
+							"Runs (blocks) of a simhash_mih index built now (prototype).",
 							NULL, &mih_tables, 3, 1, MIH_MAX_TABLES,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("simhash.mih_pending_limit",
+							"Pending rows at which an insert sorts them into a run set (prototype).",
+							NULL, &mih_pending_limit, 65536, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
@@ -95,51 +131,76 @@ simhash_mih_define_setting(void)
 static inline uint64
 lead_with(uint64 fp, uint64 mask)
 {
-	int			top = pg_leftmost_one_pos64(mask);
-	int			s = 63 - top;
+	int			s = 63 - pg_leftmost_one_pos64(mask);
 
 	return s == 0 ? fp : (fp << s) | (fp >> (64 - s));
 }
 
-/* ---- build ---------------------------------------------------------------- */
-
-typedef struct MihBuild
+/* The inverse of lead_with. */
+static inline uint64
+unlead(uint64 key, uint64 mask)
 {
-	uint64	   *fps;
-	ItemPointerData *tids;
-	int64		n;
-	int64		cap;
-} MihBuild;
+	int			s = 63 - pg_leftmost_one_pos64(mask);
 
-static void
-mih_build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
-				   bool tupleIsAlive, void *state)
-{
-	MihBuild   *b = (MihBuild *) state;
-
-	if (isnull[0])
-		return;
-	if (b->n == b->cap)
-	{
-		b->cap *= 2;
-		b->fps = repalloc_huge(b->fps, b->cap * sizeof(uint64));
-		b->tids = repalloc_huge(b->tids, b->cap * sizeof(ItemPointerData));
-	}
-	b->fps[b->n] = DatumGetSimhash64(values[0]);
-	b->tids[b->n] = *tid;
-	b->n++;
+	return s == 0 ? key : (key >> s) | (key << (64 - s));
 }
 
+static MihMeta *
+mih_meta_of(Page page)
+{
+	return (MihMeta *) PageGetContents(page);
+}
+
+static MihRunPage *
+mih_run_of(Page page)
+{
+	return (MihRunPage *) PageGetContents(page);
+}
+
+static MihDirPage *
+mih_dir_of(Page page)
+{
+	return (MihDirPage *) PageGetContents(page);
+}
+
+/* ---- pages ---------------------------------------------------------------- */
+
+/* A page to write, exclusively locked: a recycled one, else a new one. */
 static Buffer
 mih_new_buffer(Relation index)
 {
-	Buffer		buffer = ReadBuffer(index, P_NEW);
+	bool		need_lock;
+	Buffer		buffer;
 
+	for (;;)
+	{
+		BlockNumber blkno = GetFreeIndexPage(index);
+
+		if (blkno == InvalidBlockNumber)
+			break;
+		buffer = ReadBuffer(index, blkno);
+		if (ConditionalLockBuffer(buffer))
+		{
+			Page		page = BufferGetPage(buffer);
+
+			/* The FSM is not WAL-logged: trust only pages marked deleted. */
+			if (PageIsNew(page) || mih_run_of(page)->n == MIH_DELETED)
+				return buffer;
+			LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buffer);
+	}
+	need_lock = !RELATION_IS_LOCAL(index);
+	if (need_lock)
+		LockRelationForExtension(index, ExclusiveLock);
+	buffer = ReadBuffer(index, P_NEW);
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	if (need_lock)
+		UnlockRelationForExtension(index, ExclusiveLock);
 	return buffer;
 }
 
-/* Writes `contents` (MIH_PAGE_DATA bytes at most) as a new page, WAL-logged. */
+/* Writes `size` bytes of `contents` as a fresh page, WAL-logged. */
 static BlockNumber
 mih_write_page(Relation index, const void *contents, Size size)
 {
@@ -156,142 +217,313 @@ mih_write_page(Relation index, const void *contents, Size size)
 	return blkno;
 }
 
-static void
-mih_write_table(Relation index, MihMeta *meta, int t, const SimhashBlocks *blocks, MihBuild *b)
+/* ---- run sets ------------------------------------------------------------- */
+
+/* Entries of rows being sorted into a run set. */
+typedef struct MihEntries
 {
-	uint64	   *keys = palloc_extended(Max(b->n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	uint64	   *rows = palloc_extended(Max(b->n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	MihRunPage *run = palloc0(sizeof(MihRunPage));
-	int64		npages = (b->n + MIH_PAGE_CAP - 1) / MIH_PAGE_CAP;
-	uint64	   *dir = palloc_extended(Max(npages, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	uint64	   *fps;
+	ItemPointerData *tids;
+	int64		n;
+	int64		cap;
+} MihEntries;
 
-	for (int64 i = 0; i < b->n; i++)
-	{
-		keys[i] = lead_with(b->fps[i], blocks->mask[t]);
-		rows[i] = i;
-	}
-	simhash_radix_sort(keys, rows, (uint32) b->n);
-	meta->run_start[t] = InvalidBlockNumber;
-	for (int64 p = 0; p < npages; p++)
-	{
-		int64		first = p * MIH_PAGE_CAP;
-		BlockNumber blkno;
-
-		run->n = Min(MIH_PAGE_CAP, b->n - first);
-		for (uint32 j = 0; j < run->n; j++)
-		{
-			run->keys[j] = keys[first + j];
-			run->tids[j] = b->tids[rows[first + j]];
-		}
-		dir[p] = run->keys[0];
-		blkno = mih_write_page(index, run, sizeof(MihRunPage));
-		if (p == 0)
-			meta->run_start[t] = blkno;
-		CHECK_FOR_INTERRUPTS();
-	}
-	meta->run_pages[t] = npages;
-	meta->dir_start[t] = InvalidBlockNumber;
-	for (int64 p = 0; p < npages; p += MIH_DIR_CAP)
-	{
-		BlockNumber blkno = mih_write_page(index, dir + p,
-										   Min(MIH_DIR_CAP, npages - p) * sizeof(uint64));
-
-		if (p == 0)
-			meta->dir_start[t] = blkno;
-	}
-	pfree(keys);
-	pfree(rows);
-	pfree(dir);
-	pfree(run);
+static void
+mih_entries_init(MihEntries *e)
+{
+	e->cap = 1024;
+	e->n = 0;
+	e->fps = palloc_extended(e->cap * sizeof(uint64), MCXT_ALLOC_HUGE);
+	e->tids = palloc_extended(e->cap * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
 }
 
 static void
-mih_write_meta(Relation index, const MihMeta *meta, bool new_page)
+mih_entries_add(MihEntries *e, uint64 fp, ItemPointer tid)
 {
-	Buffer		buffer = new_page ? mih_new_buffer(index) : ReadBuffer(index, 0);
+	if (e->n == e->cap)
+	{
+		if ((Size) e->cap * 2 * sizeof(uint64) > MaxAllocHugeSize / 2)
+			ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+							errmsg("simhash_mih: too many rows to sort at once")));
+		e->cap *= 2;
+		e->fps = repalloc_huge(e->fps, e->cap * sizeof(uint64));
+		e->tids = repalloc_huge(e->tids, e->cap * sizeof(ItemPointerData));
+	}
+	e->fps[e->n] = fp;
+	e->tids[e->n] = *tid;
+	e->n++;
+}
+
+/* Writes the directory of one run; returns its first page. */
+static BlockNumber
+mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *blkno, int64 npages)
+{
+	MihDirPage *dir = palloc0(sizeof(MihDirPage));
+	BlockNumber next = InvalidBlockNumber;
+	int64		last_start = npages == 0 ? 0 : ((npages - 1) / MIH_DIR_CAP) * MIH_DIR_CAP;
+
+	/* Back to front, so each page knows the next. */
+	for (int64 start = last_start; start >= 0; start -= MIH_DIR_CAP)
+	{
+		dir->n = (uint32) Min(MIH_DIR_CAP, npages - start);
+		dir->next = next;
+		memcpy(dir->first_key, first_key + start, dir->n * sizeof(uint64));
+		memcpy(dir->blkno, blkno + start, dir->n * sizeof(BlockNumber));
+		next = mih_write_page(index, dir, sizeof(MihDirPage));
+	}
+	pfree(dir);
+	return next;
+}
+
+/* Sorts the entries into one run per block and writes them: a new run set. */
+static MihRunSet
+mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e)
+{
+	MihRunSet	set;
+	int64		n = e->n;
+	int64		npages = (n + MIH_PAGE_CAP - 1) / MIH_PAGE_CAP;
+	uint64	   *keys = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	uint64	   *rows = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	uint64	   *first_key = palloc_extended(Max(npages, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	BlockNumber *blkno = palloc_extended(Max(npages, 1) * sizeof(BlockNumber), MCXT_ALLOC_HUGE);
+	MihRunPage *run = palloc0(sizeof(MihRunPage));
+
+	memset(&set, 0, sizeof(set));
+	set.nentries = n;
+	for (int t = 0; t < blocks->nblocks; t++)
+	{
+		for (int64 i = 0; i < n; i++)
+		{
+			keys[i] = lead_with(e->fps[i], blocks->mask[t]);
+			rows[i] = i;
+		}
+		simhash_radix_sort(keys, rows, (uint32) n);
+		for (int64 p = 0; p < npages; p++)
+		{
+			int64		first = p * MIH_PAGE_CAP;
+
+			run->n = (uint32) Min(MIH_PAGE_CAP, n - first);
+			run->next = InvalidBlockNumber;
+			for (uint32 j = 0; j < run->n; j++)
+			{
+				run->keys[j] = keys[first + j];
+				run->tids[j] = e->tids[rows[first + j]];
+			}
+			first_key[p] = run->keys[0];
+			blkno[p] = mih_write_page(index, run, sizeof(MihRunPage));
+			CHECK_FOR_INTERRUPTS();
+		}
+		set.npages[t] = (BlockNumber) npages;
+		set.dir_head[t] = mih_write_directory(index, first_key, blkno, npages);
+	}
+	pfree(keys);
+	pfree(rows);
+	pfree(first_key);
+	pfree(blkno);
+	pfree(run);
+	return set;
+}
+
+/* Calls visit(blkno) for every run page of run t of a set (then its directory pages if `all`). */
+typedef void (*MihPageVisitor) (Relation index, BlockNumber blkno, void *arg);
+
+static void
+mih_visit_run(Relation index, const MihRunSet *set, int t, bool directory_too,
+			  MihPageVisitor visit, void *arg)
+{
+	BlockNumber dir_blkno = set->dir_head[t];
+
+	while (dir_blkno != InvalidBlockNumber)
+	{
+		Buffer		buffer = ReadBuffer(index, dir_blkno);
+		MihDirPage *dir;
+		BlockNumber here = dir_blkno;
+		uint32		n;
+		BlockNumber *blknos;
+
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		dir = mih_dir_of(BufferGetPage(buffer));
+		n = dir->n;
+		blknos = palloc(Max(n, 1) * sizeof(BlockNumber));
+		memcpy(blknos, dir->blkno, n * sizeof(BlockNumber));
+		dir_blkno = dir->next;
+		UnlockReleaseBuffer(buffer);
+		for (uint32 j = 0; j < n; j++)
+			visit(index, blknos[j], arg);
+		if (directory_too)
+			visit(index, here, arg);
+		pfree(blknos);
+	}
+}
+
+/* Every page of a chain linked by `next` (the pending list). */
+static void
+mih_visit_chain(Relation index, BlockNumber blkno, MihPageVisitor visit, void *arg)
+{
+	while (blkno != InvalidBlockNumber)
+	{
+		Buffer		buffer = ReadBuffer(index, blkno);
+		BlockNumber next;
+
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		next = mih_run_of(BufferGetPage(buffer))->next;
+		UnlockReleaseBuffer(buffer);
+		visit(index, blkno, arg);
+		blkno = next;
+	}
+}
+
+/* Collects the entries of a run page (keys unrotated with `mask`, 0 for pending). */
+typedef struct MihCollect
+{
+	MihEntries *entries;
+	uint64		mask;
+} MihCollect;
+
+static void
+mih_collect_page(Relation index, BlockNumber blkno, void *arg)
+{
+	MihCollect *c = (MihCollect *) arg;
+	Buffer		buffer = ReadBuffer(index, blkno);
+	MihRunPage *run;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	run = mih_run_of(BufferGetPage(buffer));
+	for (uint32 j = 0; j < run->n; j++)
+		mih_entries_add(c->entries, c->mask ? unlead(run->keys[j], c->mask) : run->keys[j],
+						&run->tids[j]);
+	UnlockReleaseBuffer(buffer);
+}
+
+/* ---- metapage ------------------------------------------------------------- */
+
+static void
+mih_init_meta(Relation index, ForkNumber fork, int ntables)
+{
+	Buffer		buffer = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
 	GenericXLogState *state;
 	Page		page;
+	MihMeta    *meta;
 
-	if (!new_page)
-		LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	Assert(BufferGetBlockNumber(buffer) == 0);
 	state = GenericXLogStart(index);
 	page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
 	PageInit(page, BLCKSZ, 0);
-	memcpy(PageGetContents(page), meta, sizeof(MihMeta));
+	meta = mih_meta_of(page);
+	memset(meta, 0, sizeof(MihMeta));
+	meta->magic = MIH_MAGIC;
+	meta->ntables = ntables;
+	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihMeta);
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buffer);
+}
+
+/* Adds a run set to the metapage, which the caller holds exclusively. */
+static void
+mih_meta_add_set(MihMeta *meta, const MihRunSet *set)
+{
+	Assert(meta->nsets < MIH_MAX_SETS);
+	meta->sets[meta->nsets++] = *set;
+	meta->generation++;
+}
+
+static bool
+mih_meta_retire(MihMeta *meta, const MihRetired *what)
+{
+	if (meta->nretired >= MIH_MAX_RETIRED)
+		return false;			/* leaked until the next REINDEX; never unsafe */
+	meta->retired[meta->nretired++] = *what;
+	return true;
+}
+
+/* ---- build ---------------------------------------------------------------- */
+
+static void
+mih_build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+				   bool tupleIsAlive, void *state)
+{
+	if (!isnull[0])
+		mih_entries_add((MihEntries *) state, DatumGetSimhash64(values[0]), tid);
 }
 
 static IndexBuildResult *
 mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
 	IndexBuildResult *result = palloc0(sizeof(IndexBuildResult));
-	MihBuild	b;
-	MihMeta		meta;
+	MihEntries	e;
 	SimhashBlocks blocks;
-	double		reltuples;
+	MihRunSet	set;
+	Buffer		buffer;
+	GenericXLogState *state;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
-	memset(&meta, 0, sizeof(meta));
-	meta.magic = MIH_MAGIC;
-	meta.pending_head = meta.pending_tail = InvalidBlockNumber;
-	meta.ntables = mih_tables;
-	mih_write_meta(index, &meta, true);
-
-	b.cap = 1024;
-	b.n = 0;
-	b.fps = palloc_extended(b.cap * sizeof(uint64), MCXT_ALLOC_HUGE);
-	b.tids = palloc_extended(b.cap * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
-	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
-									   mih_build_callback, &b, NULL);
-	if (b.n > PG_UINT32_MAX)
+	if (indexInfo->ii_NumIndexAttrs != 1)
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("a simhash_mih index has exactly one column")));
+	mih_init_meta(index, MAIN_FORKNUM, mih_tables);
+	mih_entries_init(&e);
+	result->heap_tuples = table_index_build_scan(heap, index, indexInfo, true, true,
+												 mih_build_callback, &e, NULL);
+	if (e.n > PG_UINT32_MAX)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("simhash_mih prototype: too many rows")));
-	simhash_blocks_init(&blocks, meta.ntables);
-	for (int t = 0; t < meta.ntables; t++)
-		mih_write_table(index, &meta, t, &blocks, &b);
-	meta.nentries = b.n;
-	mih_write_meta(index, &meta, false);
+						errmsg("simhash_mih: more than 2^32 rows")));
+	simhash_blocks_init(&blocks, mih_tables);
+	set = mih_write_set(index, &blocks, &e);
 
-	result->heap_tuples = reltuples;
-	result->index_tuples = b.n;
+	buffer = ReadBuffer(index, 0);
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	mih_meta_add_set(mih_meta_of(GenericXLogRegisterBuffer(state, buffer, 0)), &set);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buffer);
+	result->index_tuples = e.n;
 	return result;
 }
 
 static void
 mih_buildempty(Relation index)
 {
-	ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					errmsg("simhash_mih prototype: unlogged indexes are not supported")));
+	mih_init_meta(index, INIT_FORKNUM, mih_tables);
 }
 
-static MihMeta *
-mih_meta_of(Page page)
-{
-	return (MihMeta *) PageGetContents(page);
-}
+/* ---- insert --------------------------------------------------------------- */
 
-static MihRunPage *
-mih_run_of(Page page)
+/*
+ * Sorts the pending list into a new run set.  The caller holds the metapage
+ * exclusively, so no insert runs meanwhile; scans go on reading the old
+ * pending pages, which are retired, not reused.
+ */
+static void
+mih_flush_pending(Relation index, Buffer meta_buffer)
 {
-	return (MihRunPage *) PageGetContents(page);
-}
+	MihMeta    *meta = mih_meta_of(BufferGetPage(meta_buffer));
+	MihEntries	e;
+	MihCollect	collect = {&e, 0};
+	SimhashBlocks blocks;
+	MihRunSet	set;
+	MihRetired	chain = {false};
+	GenericXLogState *state;
 
-/* A new, exclusively locked page at the end of the index. */
-static Buffer
-mih_extend(Relation index)
-{
-	bool		need_lock = !RELATION_IS_LOCAL(index);
-	Buffer		buffer;
+	if (meta->nsets >= MIH_MAX_SETS || meta->nretired >= MIH_MAX_RETIRED)
+		return;					/* VACUUM merges and recycles first */
+	mih_entries_init(&e);
+	mih_visit_chain(index, meta->pending_head, mih_collect_page, &collect);
+	simhash_blocks_init(&blocks, meta->ntables);
+	set = mih_write_set(index, &blocks, &e);
+	chain.chain_head = meta->pending_head;
 
-	if (need_lock)
-		LockRelationForExtension(index, ExclusiveLock);
-	buffer = mih_new_buffer(index);
-	if (need_lock)
-		UnlockRelationForExtension(index, ExclusiveLock);
-	return buffer;
+	state = GenericXLogStart(index);
+	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	mih_meta_add_set(meta, &set);
+	mih_meta_retire(meta, &chain);
+	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
+	meta->pending_count = 0;
+	GenericXLogFinish(state);
+	pfree(e.fps);
+	pfree(e.tids);
 }
 
 /*
@@ -320,10 +552,10 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		tail_buffer = ReadBuffer(index, meta->pending_tail);
 		LockBuffer(tail_buffer, BUFFER_LOCK_EXCLUSIVE);
 		if (mih_run_of(BufferGetPage(tail_buffer))->n >= MIH_PAGE_CAP)
-			new_buffer = mih_extend(index);
+			new_buffer = mih_new_buffer(index);
 	}
 	else
-		new_buffer = mih_extend(index);
+		new_buffer = mih_new_buffer(index);
 
 	state = GenericXLogStart(index);
 	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
@@ -354,15 +586,26 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		UnlockReleaseBuffer(new_buffer);
 	if (BufferIsValid(tail_buffer))
 		UnlockReleaseBuffer(tail_buffer);
+	if (mih_meta_of(BufferGetPage(meta_buffer))->pending_count >= mih_pending_limit)
+		mih_flush_pending(index, meta_buffer);
 	UnlockReleaseBuffer(meta_buffer);
 	return false;
 }
 
+/* ---- VACUUM --------------------------------------------------------------- */
+
+typedef struct MihVacuum
+{
+	IndexBulkDeleteCallback callback;
+	void	   *callback_state;
+	IndexBulkDeleteResult *stats;
+} MihVacuum;
+
 /* Compacts the entries whose TID VACUUM removes out of one page. */
 static void
-mih_vacuum_page(Relation index, BlockNumber blkno, IndexBulkDeleteCallback callback,
-				void *callback_state, IndexBulkDeleteResult *stats, BlockNumber *next)
+mih_vacuum_page(Relation index, BlockNumber blkno, void *arg)
 {
+	MihVacuum  *v = (MihVacuum *) arg;
 	Buffer		buffer = ReadBuffer(index, blkno);
 	GenericXLogState *state;
 	MihRunPage *run;
@@ -373,16 +616,15 @@ mih_vacuum_page(Relation index, BlockNumber blkno, IndexBulkDeleteCallback callb
 	run = mih_run_of(GenericXLogRegisterBuffer(state, buffer, 0));
 	for (uint32 j = 0; j < run->n; j++)
 	{
-		if (callback(&run->tids[j], callback_state))
+		if (v->callback(&run->tids[j], v->callback_state))
 		{
-			stats->tuples_removed++;
+			v->stats->tuples_removed++;
 			continue;
 		}
 		run->keys[kept] = run->keys[j];
 		run->tids[kept] = run->tids[j];
 		kept++;
 	}
-	stats->num_index_tuples += kept;
 	if (kept == run->n)
 		GenericXLogAbort(state);
 	else
@@ -390,86 +632,245 @@ mih_vacuum_page(Relation index, BlockNumber blkno, IndexBulkDeleteCallback callb
 		run->n = kept;
 		GenericXLogFinish(state);
 	}
-	if (next)
-		*next = run->next;
 	UnlockReleaseBuffer(buffer);
+	vacuum_delay_point(false);
+}
+
+/* A copy of the metapage. */
+static MihMeta
+mih_read_meta(Relation index)
+{
+	Buffer		buffer = ReadBuffer(index, 0);
+	MihMeta		meta;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	meta = *mih_meta_of(BufferGetPage(buffer));
+	UnlockReleaseBuffer(buffer);
+	if (meta.magic != MIH_MAGIC)
+		elog(ERROR, "index \"%s\" is not a simhash_mih index", RelationGetRelationName(index));
+	return meta;
 }
 
 static IndexBulkDeleteResult *
 mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			   IndexBulkDeleteCallback callback, void *callback_state)
 {
-	Relation	index = info->index;
-	Buffer		meta_buffer = ReadBuffer(index, 0);
-	MihMeta		meta;
-	BlockNumber blkno;
+	MihMeta		meta = mih_read_meta(info->index);
+	MihVacuum	v = {callback, callback_state, stats ? stats : palloc0(sizeof(IndexBulkDeleteResult))};
 
-	if (stats == NULL)
-		stats = palloc0(sizeof(IndexBulkDeleteResult));
-	LockBuffer(meta_buffer, BUFFER_LOCK_SHARE);
-	meta = *mih_meta_of(BufferGetPage(meta_buffer));
-	UnlockReleaseBuffer(meta_buffer);
-	stats->num_index_tuples = 0;
-	for (int t = 0; t < meta.ntables; t++)
-		for (BlockNumber p = 0; p < meta.run_pages[t]; p++)
-		{
-			mih_vacuum_page(index, meta.run_start[t] + p, callback, callback_state, stats, NULL);
-			vacuum_delay_point(false);
-		}
-	for (blkno = meta.pending_head; blkno != InvalidBlockNumber;)
+	for (int s = 0; s < meta.nsets; s++)
+		for (int t = 0; t < meta.ntables; t++)
+			mih_visit_run(info->index, &meta.sets[s], t, false, mih_vacuum_page, &v);
+	mih_visit_chain(info->index, meta.pending_head, mih_vacuum_page, &v);
+	return v.stats;
+}
+
+/* Merges every run set into one (if it fits in maintenance_work_mem). */
+static void
+mih_merge_sets(Relation index)
+{
+	MihMeta		meta = mih_read_meta(index);
+	MihEntries	e;
+	SimhashBlocks blocks;
+	MihRunSet	merged;
+	Buffer		buffer;
+	GenericXLogState *state;
+	MihMeta    *live;
+	int64		total = 0;
+	int			nmerged = meta.nsets;
+
+	if (meta.nsets < 2 || meta.nretired + meta.nsets > MIH_MAX_RETIRED)
+		return;
+	for (int s = 0; s < nmerged; s++)
+		total += meta.sets[s].nentries;
+	if (total * 4 * sizeof(uint64) > (Size) maintenance_work_mem * 1024)
+		return;
+	simhash_blocks_init(&blocks, meta.ntables);
+	mih_entries_init(&e);
+	for (int s = 0; s < nmerged; s++)
 	{
-		mih_vacuum_page(index, blkno, callback, callback_state, stats, &blkno);
-		vacuum_delay_point(false);
+		MihCollect	collect = {&e, blocks.mask[0]};
+
+		mih_visit_run(index, &meta.sets[s], 0, false, mih_collect_page, &collect);
 	}
-	/* Each row is in every run once, and in the pending list at most once. */
-	stats->num_index_tuples /= Max(meta.ntables, 1);
-	stats->num_pages = RelationGetNumberOfBlocks(index);
-	return stats;
+	merged = mih_write_set(index, &blocks, &e);
+
+	/* Swap: the merged sets were the first nmerged; flushes only append. */
+	buffer = ReadBuffer(index, 0);
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	live = mih_meta_of(GenericXLogRegisterBuffer(state, buffer, 0));
+	for (int s = 0; s < nmerged; s++)
+	{
+		MihRetired	old = {true, live->sets[s], InvalidBlockNumber};
+
+		mih_meta_retire(live, &old);
+	}
+	memmove(&live->sets[1], &live->sets[nmerged], (live->nsets - nmerged) * sizeof(MihRunSet));
+	live->sets[0] = merged;
+	live->nsets -= nmerged - 1;
+	live->generation++;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buffer);
+	pfree(e.fps);
+	pfree(e.tids);
+}
+
+static void
+mih_free_page(Relation index, BlockNumber blkno, void *arg)
+{
+	Buffer		buffer = ReadBuffer(index, blkno);
+	GenericXLogState *state;
+
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	mih_run_of(GenericXLogRegisterBuffer(state, buffer, 0))->n = MIH_DELETED;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buffer);
+	RecordFreeIndexPage(index, blkno);
+}
+
+/*
+ * Recycles the retired pages: takes the list out of the metapage, then waits
+ * until no scan pins the metapage (any scan that could still read a retired
+ * page pinned it before the pages were retired), then frees them.
+ */
+static void
+mih_recycle(Relation index)
+{
+	Buffer		buffer = ReadBuffer(index, 0);
+	GenericXLogState *state;
+	MihMeta    *meta;
+	MihRetired *retired;
+	int			nretired;
+	int			ntables;
+
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	meta = mih_meta_of(BufferGetPage(buffer));
+	ntables = meta->ntables;
+	nretired = meta->nretired;
+	if (nretired == 0)
+	{
+		UnlockReleaseBuffer(buffer);
+		return;
+	}
+	retired = palloc(nretired * sizeof(MihRetired));
+	memcpy(retired, meta->retired, nretired * sizeof(MihRetired));
+	state = GenericXLogStart(index);
+	mih_meta_of(GenericXLogRegisterBuffer(state, buffer, 0))->nretired = 0;
+	GenericXLogFinish(state);
+	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+	LockBufferForCleanup(buffer);
+	UnlockReleaseBuffer(buffer);
+	for (int i = 0; i < nretired; i++)
+	{
+		if (retired[i].is_set)
+			for (int t = 0; t < ntables; t++)
+				mih_visit_run(index, &retired[i].set, t, true, mih_free_page, NULL);
+		else
+			mih_visit_chain(index, retired[i].chain_head, mih_free_page, NULL);
+	}
+	IndexFreeSpaceMapVacuum(index);
+	pfree(retired);
 }
 
 static IndexBulkDeleteResult *
 mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
-	return stats ? stats : palloc0(sizeof(IndexBulkDeleteResult));
+	MihMeta		meta;
+
+	if (info->analyze_only)
+		return stats;
+	if (stats == NULL)
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+	mih_merge_sets(info->index);
+	mih_recycle(info->index);
+	meta = mih_read_meta(info->index);
+	stats->num_index_tuples = meta.pending_count;
+	for (int s = 0; s < meta.nsets; s++)
+		stats->num_index_tuples += meta.sets[s].nentries;
+	stats->num_pages = RelationGetNumberOfBlocks(info->index);
+	return stats;
 }
 
 /* ---- scan ----------------------------------------------------------------- */
 
+/* A run's directory in backend memory. */
+typedef struct MihRunDir
+{
+	BlockNumber npages;
+	uint64	   *first_key;
+	BlockNumber *blkno;
+} MihRunDir;
+
+/* The directories of every run set, for one generation (rd_amcache). */
+typedef struct MihCache
+{
+	MemoryContext context;
+	uint32		generation;
+	int			nsets;
+	SimhashBlocks blocks;
+	MihRunDir	runs[MIH_MAX_SETS][MIH_MAX_TABLES];
+} MihCache;
+
+static void
+mih_load_run(Relation index, const MihRunSet *set, int t, MihRunDir *run, MemoryContext context)
+{
+	BlockNumber dir_blkno = set->dir_head[t];
+	BlockNumber at = 0;
+
+	run->npages = set->npages[t];
+	run->first_key = MemoryContextAllocHuge(context, Max(run->npages, 1) * sizeof(uint64));
+	run->blkno = MemoryContextAllocHuge(context, Max(run->npages, 1) * sizeof(BlockNumber));
+	while (dir_blkno != InvalidBlockNumber && at < run->npages)
+	{
+		Buffer		buffer = ReadBuffer(index, dir_blkno);
+		MihDirPage *dir;
+		uint32		n;
+
+		LockBuffer(buffer, BUFFER_LOCK_SHARE);
+		dir = mih_dir_of(BufferGetPage(buffer));
+		n = Min(dir->n, run->npages - at);
+		memcpy(run->first_key + at, dir->first_key, n * sizeof(uint64));
+		memcpy(run->blkno + at, dir->blkno, n * sizeof(BlockNumber));
+		at += n;
+		dir_blkno = dir->next;
+		UnlockReleaseBuffer(buffer);
+	}
+	run->npages = at;
+}
+
+/* The directories for the layout `meta` describes (the caller pins the metapage). */
 static MihCache *
-mih_cache(Relation index)
+mih_cache(Relation index, const MihMeta *meta)
 {
 	MihCache   *cache = (MihCache *) index->rd_amcache;
-	Buffer		buffer;
 
-	if (cache)
+	if (cache && cache->generation == meta->generation)
 		return cache;
-	cache = MemoryContextAllocZero(index->rd_indexcxt, sizeof(MihCache));
-	buffer = ReadBuffer(index, 0);
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	memcpy(&cache->meta, PageGetContents(BufferGetPage(buffer)), sizeof(MihMeta));
-	UnlockReleaseBuffer(buffer);
-	if (cache->meta.magic != MIH_MAGIC)
-		elog(ERROR, "index \"%s\" is not a simhash_mih index", RelationGetRelationName(index));
-	simhash_blocks_init(&cache->blocks, cache->meta.ntables);
-	for (int t = 0; t < cache->meta.ntables; t++)
+	if (cache)
 	{
-		BlockNumber npages = cache->meta.run_pages[t];
-
-		cache->first_key[t] = MemoryContextAllocHuge(index->rd_indexcxt, Max(npages, 1) * sizeof(uint64));
-		for (BlockNumber p = 0; p < npages; p += MIH_DIR_CAP)
-		{
-			buffer = ReadBuffer(index, cache->meta.dir_start[t] + p / MIH_DIR_CAP);
-			LockBuffer(buffer, BUFFER_LOCK_SHARE);
-			memcpy(cache->first_key[t] + p, PageGetContents(BufferGetPage(buffer)),
-				   Min(MIH_DIR_CAP, npages - p) * sizeof(uint64));
-			UnlockReleaseBuffer(buffer);
-		}
+		MemoryContextDelete(cache->context);
+		index->rd_amcache = NULL;
 	}
+	{
+		MemoryContext context = AllocSetContextCreate(index->rd_indexcxt, "simhash_mih directories",
+													  ALLOCSET_DEFAULT_SIZES);
+
+		cache = MemoryContextAllocZero(context, sizeof(MihCache));
+		cache->context = context;
+	}
+	cache->generation = meta->generation;
+	cache->nsets = meta->nsets;
+	simhash_blocks_init(&cache->blocks, meta->ntables);
+	for (int s = 0; s < meta->nsets; s++)
+		for (int t = 0; t < meta->ntables; t++)
+			mih_load_run(index, &meta->sets[s], t, &cache->runs[s][t], cache->context);
 	index->rd_amcache = cache;
 	return cache;
 }
 
-/* The fewest probes with sum over probed tables of (r_t + 1) > k. */
+/* The fewest probes with sum over probed runs of (r_t + 1) > k. */
 static bool
 mih_plan(const SimhashBlocks *blocks, int k, SimhashProbePlan *plan)
 {
@@ -486,15 +887,15 @@ mih_plan(const SimhashBlocks *blocks, int k, SimhashProbePlan *plan)
 
 		for (int u = 0; u <= need; u++)
 		{
+			int64		ball = 0;
+
 			best[t][u] = best[t - 1][u];
 			choice[t][u] = -1;
 			for (int r = 0; r <= SIMHASH_PROBE_MAX_RADIUS + 3 && r < width; r++)
 			{
 				int			rest = Max(0, u - (r + 1));
-				int64		ball = 0;
 
-				for (int d = 0; d <= r; d++)
-					ball += simhash_binomial(width, d);
+				ball += simhash_binomial(width, r);
 				if (best[t - 1][rest] != PG_INT64_MAX && best[t - 1][rest] + ball < best[t][u])
 				{
 					best[t][u] = best[t - 1][rest] + ball;
@@ -519,24 +920,62 @@ typedef struct MihProbe
 {
 	Relation	index;
 	MihCache   *cache;
+	int			set;
 	TIDBitmap  *tbm;
 	uint64		center;
 	int			k;
 	int64		found;
 } MihProbe;
 
-/* First run page that can hold a key >= lo. */
+/* The entries of one run page within k bits of query (rotated as the page). */
+static void
+mih_scan_page(MihProbe *s, BlockNumber blkno, uint64 query, uint64 lo, uint64 hi, bool *past)
+{
+	Buffer		buffer = ReadBuffer(s->index, blkno);
+	MihRunPage *run;
+	uint32		low = 0,
+				high;
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	run = mih_run_of(BufferGetPage(buffer));
+	high = run->n;
+	while (low < high)
+	{
+		uint32		mid = (low + high) / 2;
+
+		if (run->keys[mid] < lo)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	for (uint32 j = low; j < run->n; j++)
+	{
+		if (run->keys[j] > hi)
+		{
+			*past = true;
+			break;
+		}
+		if (pg_popcount64(run->keys[j] ^ query) <= s->k)
+		{
+			tbm_add_tuples(s->tbm, &run->tids[j], 1, true);
+			s->found++;
+		}
+	}
+	UnlockReleaseBuffer(buffer);
+}
+
+/* Last page whose first key is below lo (or the first page). */
 static BlockNumber
-mih_first_page(const uint64 *first_key, BlockNumber npages, uint64 lo)
+mih_first_page(const MihRunDir *run, uint64 lo)
 {
 	BlockNumber low = 0,
-				high = npages;
+				high = run->npages;
 
 	while (high - low > 1)
 	{
 		BlockNumber mid = low + (high - low) / 2;
 
-		if (first_key[mid] < lo)
+		if (run->first_key[mid] < lo)
 			low = mid;
 		else
 			high = mid;
@@ -548,102 +987,48 @@ static void
 mih_visit(int t, int distance, uint64 flip, void *arg)
 {
 	MihProbe   *s = (MihProbe *) arg;
-	MihCache   *cache = s->cache;
-	uint64		mask = cache->blocks.mask[t];
+	const MihRunDir *run = &s->cache->runs[s->set][t];
+	uint64		mask = s->cache->blocks.mask[t];
 	int			width = pg_popcount64(mask);
 	uint64		query = lead_with(s->center, mask);
 	uint64		lo = lead_with((s->center ^ flip) & mask, mask);
 	uint64		hi = lo | (width == 64 ? ~UINT64CONST(0) : (~UINT64CONST(0) >> width));
-	BlockNumber npages = cache->meta.run_pages[t];
+	bool		past = false;
 
-	if (npages == 0)
-		return;
-	for (BlockNumber p = mih_first_page(cache->first_key[t], npages, lo); p < npages; p++)
-	{
-		Buffer		buffer = ReadBuffer(s->index, cache->meta.run_start[t] + p);
-		MihRunPage *run;
-		uint32		j,
-					low = 0,
-					high;
-		bool		past = false;
-
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		run = (MihRunPage *) PageGetContents(BufferGetPage(buffer));
-		high = run->n;
-		while (low < high)
-		{
-			uint32		mid = (low + high) / 2;
-
-			if (run->keys[mid] < lo)
-				low = mid + 1;
-			else
-				high = mid;
-		}
-		for (j = low; j < run->n; j++)
-		{
-			if (run->keys[j] > hi)
-			{
-				past = true;
-				break;
-			}
-			if (pg_popcount64(run->keys[j] ^ query) <= s->k)
-			{
-				tbm_add_tuples(s->tbm, &run->tids[j], 1, false);
-				s->found++;
-			}
-		}
-		UnlockReleaseBuffer(buffer);
-		if (past)
-			break;
-	}
+	for (BlockNumber p = run->npages ? mih_first_page(run, lo) : 0; p < run->npages && !past; p++)
+		mih_scan_page(s, run->blkno[p], query, lo, hi, &past);
 }
 
-/* No plan: every entry of table 0, compared. */
+/* No plan: every entry of run 0, compared. */
 static void
 mih_scan_whole(MihProbe *s)
 {
-	MihCache   *cache = s->cache;
-	uint64		query = lead_with(s->center, cache->blocks.mask[0]);
+	const MihRunDir *run = &s->cache->runs[s->set][0];
+	uint64		query = lead_with(s->center, s->cache->blocks.mask[0]);
+	bool		past = false;
 
-	for (BlockNumber p = 0; p < cache->meta.run_pages[0]; p++)
+	for (BlockNumber p = 0; p < run->npages; p++)
 	{
-		Buffer		buffer = ReadBuffer(s->index, cache->meta.run_start[0] + p);
-		MihRunPage *run;
-
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		run = (MihRunPage *) PageGetContents(BufferGetPage(buffer));
-		for (uint32 j = 0; j < run->n; j++)
-			if (pg_popcount64(run->keys[j] ^ query) <= s->k)
-			{
-				tbm_add_tuples(s->tbm, &run->tids[j], 1, false);
-				s->found++;
-			}
-		UnlockReleaseBuffer(buffer);
+		mih_scan_page(s, run->blkno[p], query, 0, ~UINT64CONST(0), &past);
 		CHECK_FOR_INTERRUPTS();
 	}
 }
 
 /* Every pending entry, compared. */
 static void
-mih_scan_pending(MihProbe *s)
+mih_scan_pending(MihProbe *s, BlockNumber blkno)
 {
-	Buffer		buffer = ReadBuffer(s->index, 0);
-	BlockNumber blkno;
-
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	blkno = mih_meta_of(BufferGetPage(buffer))->pending_head;
-	UnlockReleaseBuffer(buffer);
 	while (blkno != InvalidBlockNumber)
 	{
+		Buffer		buffer = ReadBuffer(s->index, blkno);
 		MihRunPage *run;
 
-		buffer = ReadBuffer(s->index, blkno);
 		LockBuffer(buffer, BUFFER_LOCK_SHARE);
 		run = mih_run_of(BufferGetPage(buffer));
 		for (uint32 j = 0; j < run->n; j++)
 			if (pg_popcount64(run->keys[j] ^ s->center) <= s->k)
 			{
-				tbm_add_tuples(s->tbm, &run->tids[j], 1, false);
+				tbm_add_tuples(s->tbm, &run->tids[j], 1, true);
 				s->found++;
 			}
 		blkno = run->next;
@@ -655,25 +1040,42 @@ mih_scan_pending(MihProbe *s)
 static int64
 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
+	Relation	index = scan->indexRelation;
 	MihProbe	s;
 	SimhashBall ball;
 	SimhashProbePlan plan;
+	Buffer		meta_buffer;
+	MihMeta		meta;
+	bool		planned;
 
 	if (scan->numberOfKeys != 1 || (scan->keyData[0].sk_flags & SK_ISNULL))
 		return 0;
 	if (!simhash_ball_read(scan->keyData[0].sk_argument, &ball))
 		return 0;
-	s.index = scan->indexRelation;
-	s.cache = mih_cache(scan->indexRelation);
+	/* The pin stays until the scan is done: VACUUM waits for it to recycle. */
+	meta_buffer = ReadBuffer(index, 0);
+	LockBuffer(meta_buffer, BUFFER_LOCK_SHARE);
+	meta = *mih_meta_of(BufferGetPage(meta_buffer));
+	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
+	if (meta.magic != MIH_MAGIC)
+		elog(ERROR, "index \"%s\" is not a simhash_mih index", RelationGetRelationName(index));
+
+	s.index = index;
+	s.cache = mih_cache(index, &meta);
 	s.tbm = tbm;
 	s.center = ball.center;
 	s.k = ball.radius;
 	s.found = 0;
-	if (mih_plan(&s.cache->blocks, ball.radius, &plan))
-		simhash_probe_plan_visit(&s.cache->blocks, &plan, mih_visit, &s);
-	else
-		mih_scan_whole(&s);
-	mih_scan_pending(&s);
+	planned = mih_plan(&s.cache->blocks, ball.radius, &plan);
+	for (s.set = 0; s.set < s.cache->nsets; s.set++)
+	{
+		if (planned)
+			simhash_probe_plan_visit(&s.cache->blocks, &plan, mih_visit, &s);
+		else
+			mih_scan_whole(&s);
+	}
+	mih_scan_pending(&s, meta.pending_head);
+	ReleaseBuffer(meta_buffer);
 	return s.found;
 }
 
