@@ -227,7 +227,7 @@ mih_visit(int t, int distance, uint64 flip, void *arg)
 	int			width = pg_popcount64(mask);
 	uint64		query = lead_with(s->center, mask);
 	uint64		lo = lead_with((s->center ^ flip) & mask, mask);
-	uint64		hi = lo | (width == 64 ? ~UINT64CONST(0) : (~UINT64CONST(0) >> width));
+	uint64		hi = width == 64 ? lo : lo | (~UINT64CONST(0) >> width);
 	bool		past = false;
 
 	s->run = t;
