@@ -3,11 +3,12 @@
 Needs a server with the extension available ($SIMHASH_DSN; `make bench` starts
 one).  Prints:
 
-1. for each size in SIMHASH_BENCH_SIZES (default 10M and 1M rows) under the
-   default index: build time, size, and for k = 0..8 query latency p50/p99
-   and the candidate rows each query fetches from the heap, side by side:
-   the probes of multi-index hashing (simhash.index_max_probes at its
-   default), the 1.0 behaviour (index_max_probes = 5, the blocks alone:
+1. for each size in SIMHASH_BENCH_SIZES (default 10M and 1M rows): build
+   time, size, and for k = 0..8 query latency p50/p99 and the candidate rows
+   each query fetches from the heap, side by side: the simhash_mih access
+   method (3 runs, its default), the GIN default index with the probes of
+   multi-index hashing (simhash.index_max_probes at its default), the same
+   index with the 1.0 behaviour (index_max_probes = 5, the blocks alone:
    lookups up to max_distance 4, a whole-index scan beyond) and the
    `bit_count` sequential scan users run today;
 2. top-n nearest neighbours: hamming_nearest() against ORDER BY ... LIMIT n,
@@ -77,11 +78,12 @@ def load(conn: psycopg.Connection, fps: np.ndarray) -> None:
     conn.execute("VACUUM ANALYZE docs")
 
 
-def build_index(conn: psycopg.Connection, options: str = "") -> tuple[float, float]:
-    """(seconds, index bytes per row), leaving table and index in shared buffers."""
+def build_index(conn: psycopg.Connection, options: str = "", using: str = "") -> tuple[float, float]:
+    """(seconds, index bytes per row), leaving table and index in shared buffers:
+    a GIN index with the given options, or the index `using` names."""
     conn.execute("DROP INDEX IF EXISTS docs_fp")
     start = time.perf_counter()
-    conn.execute(f"CREATE INDEX docs_fp ON docs USING gin (fp simhash64_ops {options})")
+    conn.execute(f"CREATE INDEX docs_fp ON docs USING {using or f'gin (fp simhash64_ops {options})'}")
     seconds = time.perf_counter() - start
     conn.execute("ANALYZE docs")
     prewarm(conn)
@@ -142,37 +144,48 @@ def options(blocks: int, max_distance: int) -> str:
     return f"(blocks = {blocks}, max_distance = {max_distance})"
 
 
-def radius_row(conn: psycopg.Connection, k: int, centres: list[int]) -> str:
-    """One line of table 1: probes, blocks only, bit_count."""
-    cells, found = [], []
-    for probes in (None, BLOCKS_ONLY):
-        conn.execute("RESET simhash.index_max_probes" if probes is None else f"SET simhash.index_max_probes = {probes}")
-        # A comment per setting: a prepared plan is made under the setting in force.
-        sql = f"/* probes {probes} */ " + INDEXED.format(k=k)
-        times = latencies_ms(conn, sql, centres)
-        candidates, matches = heap_visits(conn, k, centres[:50])
-        found.append(matches)
-        cells.append(f"{p(times, 50):>8.3f}ms {p(times, 99):>7.3f}ms {candidates:>9.1f}")
-    conn.execute("RESET simhash.index_max_probes")
-    scan = latencies_ms(conn, BIT_COUNT.format(k=k), centres[:SEQSCAN_QUERIES])
-    probes_p50 = float(cells[0].split("ms")[0])
-    return (f"{k:>3} {cells[0]} {cells[1]} {p(scan, 50):>10.1f}ms {p(scan, 50) / probes_p50:>9.0f}x"
-            f" {found[0]:>8.2f}")
+def measured(conn: psycopg.Connection, k: int, centres: list[int], tag: str) -> tuple[str, float]:
+    """One cell of table 1 for the index on docs now: p50, p99, heap rows; and the matches."""
+    # A comment per setting: a prepared plan is made under the setting in force.
+    sql = f"/* {tag} */ " + INDEXED.format(k=k)
+    times = latencies_ms(conn, sql, centres)
+    candidates, matches = heap_visits(conn, k, centres[:50])
+    return f"{p(times, 50):>8.3f}ms {p(times, 99):>7.3f}ms {candidates:>9.1f}", matches
+
+
+def gin_cells(conn: psycopg.Connection, centres: list[int]) -> dict[int, list[str]]:
+    """For each k: GIN with probes, GIN as 1.0, the bit_count scan."""
+    cells = {}
+    for k in RADII:
+        gin, _ = measured(conn, k, centres, "probes")
+        conn.execute(f"SET simhash.index_max_probes = {BLOCKS_ONLY}")
+        blocks_only, _ = measured(conn, k, centres, "blocks only")
+        conn.execute("RESET simhash.index_max_probes")
+        scan = latencies_ms(conn, BIT_COUNT.format(k=k), centres[:SEQSCAN_QUERIES])
+        cells[k] = [gin, blocks_only, f"{p(scan, 50):>10.1f}ms"]
+    return cells
 
 
 def radius_table(conn: psycopg.Connection, rng: np.random.Generator, rows: int) -> tuple[np.ndarray, list[int]]:
     """Loads `rows` rows and prints table 1 for them; returns the rows and the queries."""
     fps = fingerprints(rng, rows)
     load(conn, fps)
-    seconds, per_row = build_index(conn)
     table_mb = conn.execute("SELECT pg_table_size('docs') / 1e6").fetchone()[0]
-    print(f"{rows:,} rows (table {table_mb:.0f} MB); default index {options(*DEFAULT_LAYOUT)}:"
-          f" build {seconds:.1f} s, {per_row:.1f} bytes/row")
     centres = queries(rng, fps, INDEX_QUERIES)
-    print(f"{'':>3} {'probes (default)':^32} {'blocks only (1.0)':^32} {'bit_count':>12} {'bit_count/':>10}")
-    print(f"{'k':>3}" + f" {'p50':>10} {'p99':>9} {'heap rows':>9}" * 2 + f" {'p50':>12} {'probes':>10} {'matches':>8}")
+    gin_seconds, gin_per_row = build_index(conn)
+    cells = gin_cells(conn, centres)
+    mih_seconds, mih_per_row = build_index(conn, using="simhash_mih (fp)")
     for k in RADII:
-        print(radius_row(conn, k, centres), flush=True)
+        mih, matches = measured(conn, k, centres, "simhash_mih")
+        cells[k] = [mih, *cells[k], f"{matches:>8.2f}"]
+    build_index(conn)  # tables 2 and 3 run on the GIN index
+    print(f"{rows:,} rows (table {table_mb:.0f} MB): simhash_mih build {mih_seconds:.1f} s, {mih_per_row:.1f} bytes/row;"
+          f" GIN default {options(*DEFAULT_LAYOUT)} build {gin_seconds:.1f} s, {gin_per_row:.1f} bytes/row")
+    print(f"{'':>3} {'simhash_mih (3 runs)':^32} {'GIN, probes (default)':^32} {'GIN, blocks only (1.0)':^32}"
+          f" {'bit_count':>12}")
+    print(f"{'k':>3}" + f" {'p50':>10} {'p99':>9} {'heap rows':>9}" * 3 + f" {'p50':>12} {'matches':>8}")
+    for k in RADII:
+        print(f"{k:>3} " + " ".join(cells[k]), flush=True)
     print("(latencies at the client; heap rows: candidates the index hands to the heap per query;"
           " blocks only beyond k = 4 scans the whole index)\n")
     return fps, centres

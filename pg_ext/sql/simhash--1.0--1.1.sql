@@ -253,3 +253,16 @@ END
 $function$;
 COMMENT ON FUNCTION simhash_clusters_distributed(regclass, name, name, integer, boolean) IS
     'simhash_clusters over a table Citus shards, the work spread over the workers';
+
+-- The index access method simhash_mih: every radius from one index, by
+-- multi-index hashing over sorted runs that keep each fingerprint beside its
+-- TID (docs/index.md).  CREATE INDEX ... USING simhash_mih (fp) [WITH (runs = 3)];
+-- queries use hamming_within(fp, q, k) or fp <@ hamming_ball(q, k), as with GIN.
+CREATE FUNCTION simhash_mih_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE ACCESS METHOD simhash_mih TYPE INDEX HANDLER simhash_mih_handler;
+COMMENT ON ACCESS METHOD simhash_mih IS
+    'exact Hamming-radius index for simhash64: multi-index hashing over sorted runs';
+CREATE OPERATOR CLASS simhash64_mih_ops
+    DEFAULT FOR TYPE simhash64 USING simhash_mih AS
+        OPERATOR 1 <@ (simhash64, simhash64_ball);

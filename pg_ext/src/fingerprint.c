@@ -16,6 +16,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "mih.h"
 #include "probe_plan.h"
 
 #define XXH_INLINE_ALL
@@ -40,6 +41,7 @@ _PG_init(void)
 		lowered[c] = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
 	}
 	simhash_probe_plan_define_setting();
+	simhash_mih_init();
 }
 
 static void

@@ -38,4 +38,11 @@
 	do { ereport(ERROR, __VA_ARGS__); pg_unreachable(); } while (0)
 #endif
 
+/* PostgreSQL 18 tells vacuum_delay_point whether ANALYZE calls it. */
+#if PG_VERSION_NUM >= 180000
+#define simhash_vacuum_delay_point() vacuum_delay_point(false)
+#else
+#define simhash_vacuum_delay_point() vacuum_delay_point()
+#endif
+
 #endif							/* SIMHASH_PG_COMPAT_H */

@@ -19,6 +19,7 @@
 
 #include <math.h>
 
+#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
@@ -103,14 +104,17 @@ simhash64_ball_joinsel(PG_FUNCTION_ARGS)
 									  (List *) PG_GETARG_POINTER(2)));
 }
 
-/* True when the radius is known at plan time and the index would scan itself whole for it. */
+/*
+ * True when the radius is known at plan time and a GIN index would scan
+ * itself whole for it.  A simhash_mih index answers every radius by probes.
+ */
 static bool
 beyond_lookups(PlannerInfo *root, Node *radius, IndexOptInfo *index, int indexcol)
 {
 	Node	   *value = estimate_expression_value(root, radius);
 	const bytea *options = index->opclassoptions ? index->opclassoptions[indexcol] : NULL;
 
-	return IsA(value, Const) && !((Const *) value)->constisnull &&
+	return index->relam == GIN_AM_OID && IsA(value, Const) && !((Const *) value)->constisnull &&
 		!simhash_gin_looks_up(options, DatumGetInt32(((Const *) value)->constvalue));
 }
 

@@ -404,6 +404,16 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
         lambda bm: Sql(f"CREATE INDEX ON pg_temp.hostile_scratch USING gin "
                        f"(fp simhash64_ops (blocks = {bm[0]}, max_distance = {bm[1]}))")
     ),
+    # the simhash_mih access method: builds with hostile options, inserts and
+    # scans with hostile values (pg_temp.hostile_mih has an index of its own)
+    "function simhash_mih_handler(internal)": st.one_of(
+        index_options.map(lambda runs: Sql(f"CREATE INDEX ON pg_temp.hostile_scratch USING simhash_mih (fp)"
+                                           f" WITH (runs = {runs})")),
+        balls.map(lambda ball: Sql("SELECT count(*) FROM pg_temp.hostile_mih WHERE fp <@ ") + ball),
+        st.tuples(fingerprints, radii).map(
+            lambda qk: Sql("SELECT count(*) FROM pg_temp.hostile_mih WHERE hamming_within(fp, ") + join(qk) + Sql(")")),
+        table_fingerprints.map(lambda fp: Sql("INSERT INTO pg_temp.hostile_mih (fp) VALUES (") + fp + Sql(")")),
+    ),
     # concurrent dedupe: advisory locks (texts include NULL, the scope-less case)
     "function simhash_lock_near(simhash64,integer,text)": function("simhash_lock_near", fingerprints, int4s, texts),
     "function simhash_lock_near_batch(simhash64[],integer,text)":
@@ -459,6 +469,8 @@ def server(shared_db: psycopg.Connection):
         "CREATE TEMP SEQUENCE hostile_ids START 100000",
         "CREATE TEMP TABLE hostile_docs (id bigint PRIMARY KEY, fp simhash64)",
         "CREATE TEMP TABLE hostile_scratch (id bigint, fp simhash64)",
+        "CREATE TEMP TABLE hostile_mih (fp simhash64)",
+        "SET simhash.mih_pending_limit = 50",
         f"DECLARE hostile_cursor CURSOR WITH HOLD FOR SELECT id, fp FROM {DOCS}",
     ]:
         conn.execute(statement)
@@ -466,6 +478,8 @@ def server(shared_db: psycopg.Connection):
         cur.executemany(f"INSERT INTO {DOCS} VALUES (%s, %s::text::simhash64)",
                         [(i, str(fp)) for i, fp in near_duplicate_rows(300)])
     conn.execute(f"CREATE INDEX ON {DOCS} USING gin (fp simhash64_ops)")
+    conn.execute(f"INSERT INTO pg_temp.hostile_mih SELECT fp FROM {DOCS}")
+    conn.execute("CREATE INDEX ON pg_temp.hostile_mih USING simhash_mih (fp)")
     conn.execute(f"ANALYZE {DOCS}")
     oid = conn.execute("SELECT 'simhash64'::regtype::oid").fetchone()[0]
     dumper = type("RawFingerprintDumper", (psycopg.adapt.Dumper,),

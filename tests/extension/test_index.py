@@ -73,10 +73,16 @@ def copy_rows(conn: psycopg.Connection, sql: str, rows) -> None:
             copy.write_row(tuple(None if v is None else str(v) for v in row))
 
 
-def load_docs(conn: psycopg.Connection, fps: list[int | None], index_options: str = "") -> None:
+# The index kinds the tests run on: the GIN operator class and the access method.
+GIN = "gin (fp simhash64_ops {options})"
+MIH = "simhash_mih (fp) {options}"
+INDEX_KINDS = {"gin": GIN, "simhash_mih": MIH}
+
+
+def load_docs(conn: psycopg.Connection, fps: list[int | None], index_options: str = "", kind: str = GIN) -> None:
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64)")
     copy_rows(conn, "COPY docs FROM STDIN", enumerate(fps))
-    conn.execute(f"CREATE INDEX docs_fp ON docs USING gin (fp simhash64_ops {index_options})")
+    conn.execute(f"CREATE INDEX docs_fp ON docs USING {kind.format(options=index_options)}")
     conn.execute("ANALYZE docs")
 
 
@@ -109,18 +115,19 @@ def brute_force(fps: list[int | None], centre: int, k: int) -> list[int]:
     return sorted(ids[np.bitwise_count(values ^ np.uint64(centre)) <= k].tolist())
 
 
-@pytest.fixture(scope="module")
-def planted(postgresql_proc):
-    """A database with the planted data under the default index, and its queries."""
+@pytest.fixture(scope="module", params=list(INDEX_KINDS))
+def planted(postgresql_proc, request):
+    """A database with the planted data under each kind of index (its default
+    options), and its queries."""
     rng = random.Random(20240603)
     fps = planted_fingerprints(rng, N_RANDOM)
     queries = random_queries(rng, fps, 2500)
     server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user)
     with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
-        admin.execute("CREATE DATABASE index_planted")
-    with psycopg.connect(dbname="index_planted", autocommit=True, **server) as conn:
+        admin.execute(f"CREATE DATABASE index_planted_{request.param}")
+    with psycopg.connect(dbname=f"index_planted_{request.param}", autocommit=True, **server) as conn:
         conn.execute("CREATE EXTENSION simhash")
-        load_docs(conn, fps)
+        load_docs(conn, fps, kind=INDEX_KINDS[request.param])
         load_queries(conn, queries)
         yield conn, fps, queries, batch(conn, SEQSCAN_ONLY)
 
@@ -258,6 +265,21 @@ def test_probes_at_every_radius_equal_brute_force(db: psycopg.Connection, blocks
         assert got == expected and count == len(expected), (qid, centre, k)
 
 
+@pytest.mark.parametrize("runs", [1, 2, 3, 4, 5, 8])
+def test_mih_runs_at_every_radius_equal_brute_force(db: psycopg.Connection, runs: int) -> None:
+    """simhash_mih with 1 to 8 runs answers every radius by probes (or, past
+    the probe limit, by reading a run whole): exactly the brute-force matches."""
+    rng = random.Random(runs)
+    fps, queries = clustered_around_queries(rng, 2000, 60)
+    queries += [(centre, k) for (centre, _), k in zip(queries[:20], [13, 16, 20, 24, 32, 40, 48, 56, 63, 64] * 2)]
+    load_docs(db, fps, f"WITH (runs = {runs})", MIH)
+    load_queries(db, queries)
+    rows = batch(db, INDEX_ONLY)
+    for (qid, count, _), (centre, k) in zip(rows, queries):
+        assert count == len(brute_force(fps, centre, k)), (qid, centre, k)
+    assert_index_matches_seqscan(db)
+
+
 def test_default_index_is_offered_for_radii_its_probes_reach(db: psycopg.Connection) -> None:
     """The planner offers the default index for k = 0..8 (probes), not when
     simhash.index_max_probes leaves only the blocks themselves (k > 4: a
@@ -314,25 +336,48 @@ def concurrent_queries(conninfo: str, stop: threading.Event, errors: list) -> No
         errors.append(exc)
 
 
-@pytest.mark.parametrize("fastupdate", ["on", "off"])
-def test_exact_after_concurrent_writes_vacuum_and_reindex(db: psycopg.Connection, fastupdate: str) -> None:
-    rng = random.Random(fastupdate)
+# (kind, index settings, what each writer's session sets): GIN with and without
+# its pending list; simhash_mih sorting its pending rows into a new run set
+# every 40 rows, so writers flush while others read and VACUUM merges.
+WRITE_SETUPS = {
+    "gin fastupdate on": (GIN, "ALTER INDEX docs_fp SET (fastupdate = on)", ""),
+    "gin fastupdate off": (GIN, "ALTER INDEX docs_fp SET (fastupdate = off)", ""),
+    "simhash_mih": (MIH, "SELECT 1", "options='-c simhash.mih_pending_limit=40'"),
+}
+
+
+def vacuum_until_stopped(conninfo: str, stop: threading.Event, errors: list) -> None:
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            while not stop.is_set():
+                conn.execute("VACUUM docs")
+                time.sleep(0.05)
+    except Exception as exc:  # noqa: BLE001 - reported by the test
+        errors.append(exc)
+
+
+@pytest.mark.parametrize("setup", list(WRITE_SETUPS))
+def test_exact_after_concurrent_writes_vacuum_and_reindex(db: psycopg.Connection, setup: str) -> None:
+    kind, settings, session = WRITE_SETUPS[setup]
+    rng = random.Random(setup)
     fps = planted_fingerprints(rng, 3000)
-    load_docs(db, fps)
-    db.execute(f"ALTER INDEX docs_fp SET (fastupdate = {fastupdate})")
+    load_docs(db, fps, kind=kind)
+    db.execute(settings)
     load_queries(db, random_queries(rng, fps, 400))
     info = db.info
-    conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname} {session}"
 
     stop, errors = threading.Event(), []
     writers = [threading.Thread(target=random_writes, args=(conninfo, s, 300, stop, errors)) for s in range(4)]
     reader = threading.Thread(target=concurrent_queries, args=(conninfo, stop, errors))
-    for t in [*writers, reader]:
+    vacuum = threading.Thread(target=vacuum_until_stopped, args=(conninfo, stop, errors))
+    for t in [*writers, reader, vacuum]:
         t.start()
     for t in writers:
         t.join()
     stop.set()
     reader.join()
+    vacuum.join()
     assert not errors
     db.execute("ANALYZE docs")
     assert_index_matches_seqscan(db)
@@ -373,14 +418,17 @@ def insert_until_killed(conninfo: str, seed: int, acknowledged: list) -> None:
         return  # the server went away
 
 
-def test_exact_after_immediate_shutdown_and_wal_replay(tmp_path_factory) -> None:
-    # a server of its own, so that it can be killed without harming the others
-    server = ThrowawayServer(os.environ["SIMHASH_PG_BINDIR"], tmp_path_factory.mktemp("crash")).initdb().start()
+@pytest.mark.parametrize("kind", list(INDEX_KINDS))
+def test_exact_after_immediate_shutdown_and_wal_replay(tmp_path_factory, kind: str) -> None:
+    # a server of its own, so that it can be killed without harming the others;
+    # simhash_mih flushes its pending rows into run sets every 100 rows meanwhile
+    server = ThrowawayServer(os.environ["SIMHASH_PG_BINDIR"], tmp_path_factory.mktemp("crash"),
+                             postgres_options="-c simhash.mih_pending_limit=100").initdb().start()
     try:
         with psycopg.connect(server.dsn(), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION simhash")
             fps = planted_fingerprints(random.Random(5), 2000)
-            load_docs(conn, fps)
+            load_docs(conn, fps, kind=INDEX_KINDS[kind])
             conn.execute("CHECKPOINT")
         acknowledged: list = []
         inserters = [
