@@ -1,6 +1,6 @@
 """All pairs of near-equal 64-bit hashes: simhash-cpp's block-table search in numpy.
 
-The Python twin of the extension's find_all (pg_ext/src/find_all.c, permute.c):
+The Python twin of the extension's find_all (pg_ext/src/find_all/find_all.c, pg_ext/src/blocks/permute.c):
 the same rule (blocks_exceed_distance), the same pairs.  One difference, on
 purpose: blocks are cut as simhash-cpp cuts them (block_masks: the last
 blocks are the wider ones), so the hashing.find_all drop-in keys its tables

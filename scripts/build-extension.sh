@@ -20,7 +20,8 @@
 args=(PG_CONFIG="$PG_CONFIG")
 [ "${SIMHASH_WERROR:-}" = 1 ] && args+=(COPT=-Werror)
 if [ -n "${SIMHASH_EXT_BUILD_DIR:-}" ]; then
-    mkdir -p "$SIMHASH_EXT_BUILD_DIR/src"
+    # the objects mirror pg_ext/src/, one folder per subsystem
+    (cd "$ROOT/pg_ext" && find src -type d) | while read -r dir; do mkdir -p "$SIMHASH_EXT_BUILD_DIR/$dir"; done
     pgxs_make() { make -s -C "$SIMHASH_EXT_BUILD_DIR" -f "$ROOT/pg_ext/Makefile" VPATH= "${args[@]}" "$@" >&2; }
 else
     pgxs_make() { make -s -C "$ROOT/pg_ext" "${args[@]}" "$@" >&2; }

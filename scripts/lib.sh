@@ -31,12 +31,13 @@ ensure_pg_user() {
 }
 
 # The build directory: build/ in the checkout, unless the server user cannot
-# reach it (a checkout under /root), in which case a directory under /tmp.
+# reach it (a checkout under /root), in which case a directory under /tmp
+# named by the user and the checkout, so that no other user or checkout shares it.
 build_dir() {
     local dir=$ROOT/build
     ensure_pg_user
     if is_root && ! runuser -u "$PG_USER" -- test -x "$ROOT" 2>/dev/null; then
-        dir=/tmp/pysimhash-sql-build-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
+        dir=/tmp/pysimhash-sql-build-$(id -u)-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
     fi
     mkdir -p "$dir"
     chmod 755 "$dir"

@@ -10,6 +10,7 @@ that ``pg_config --bindir`` names (after ``make install``) as ``nobody``.
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -20,12 +21,13 @@ from toolbox import ROOT
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Give each checkout its own temporary root: sessions running at once in
-    several checkouts would otherwise share /tmp/pytest-of-USER, and each
-    prunes the others' directories (servers then die mid-test)."""
+    """Give each user and checkout its own temporary root: sessions running at
+    once in several checkouts would otherwise share /tmp/pytest-of-USER, and
+    each prunes the others' directories (servers then die mid-test); the uid
+    keeps two users' runs of one checkout path apart."""
     if config.option.basetemp is None:
         checkout = hashlib.md5(str(ROOT).encode()).hexdigest()[:12]
-        config.option.basetemp = Path(tempfile.gettempdir()) / f"pysimhash-sql-pytest-{checkout}"
+        config.option.basetemp = Path(tempfile.gettempdir()) / f"pysimhash-sql-pytest-{os.getuid()}-{checkout}"
 
 
 # One server for the whole suite: the one pysimhash_sql.pytest_plugin starts

@@ -38,7 +38,7 @@ CREATE CAST (integer AS simhash64) WITH FUNCTION simhash64(integer) AS IMPLICIT;
 CREATE CAST (numeric AS simhash64) WITH FUNCTION simhash64(numeric) AS IMPLICIT;
 
 ---------------------------------------------------------------------------
--- Concurrent dedupe: simhash_lock_near (src/lock_near.c)
+-- Concurrent dedupe: simhash_lock_near (src/locks/lock_near.c)
 ---------------------------------------------------------------------------
 
 -- Transaction-scoped advisory locks such that two transactions locking
@@ -67,7 +67,7 @@ COMMENT ON FUNCTION simhash_lock_near_batch(simhash64[], integer, text) IS
     'simhash_lock_near for every fingerprint of a batch, locks taken in one order';
 
 ---------------------------------------------------------------------------
--- find_all and clusters across a Citus cluster (src/find_all_distributed.c,
+-- find_all and clusters across a Citus cluster (src/find_all/find_all_distributed.c,
 -- docs/citus.md).  On a server without Citus, or for a table Citus does not
 -- shard, the two functions run simhash_find_all / simhash_clusters.
 ---------------------------------------------------------------------------

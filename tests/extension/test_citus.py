@@ -140,7 +140,7 @@ def test_tables_citus_does_not_shard_run_on_the_coordinator(coordinator) -> None
 
 
 def test_concurrent_dedupe_through_the_coordinator(cluster, coordinator) -> None:
-    """tests/extension/test_lock_near.py's writers, on a pages table distributed by domain:
+    """tests/extension/locks/test_lock_near.py's writers, on a pages table distributed by domain:
     the advisory locks live on the coordinator, where every transaction runs."""
     coordinator.execute("CREATE TABLE pages (id bigserial, domain text NOT NULL, fingerprint simhash64 NOT NULL,"
                         " PRIMARY KEY (domain, id))")

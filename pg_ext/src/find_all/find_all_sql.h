@@ -1,0 +1,42 @@
+/*
+ * find_all_sql.h — what the SQL functions of find_all, clusters and their
+ * distributed parts share (find_all_sql.c): reading (id, fingerprint) rows
+ * from a query, and returning rows through a tuplestore.
+ */
+#ifndef SIMHASH_FIND_ALL_SQL_H
+#define SIMHASH_FIND_ALL_SQL_H
+
+#include "simhash.h"
+
+#include "access/tupdesc.h"
+#include "utils/tuplestore.h"
+
+#include "find_all/find_all_row_buffer.h"
+
+/* Where results go: each row's output value is keys[row]. */
+typedef struct SimhashResultSink
+{
+	Tuplestorestate *store;
+	TupleDesc	desc;
+	const int64 *keys;			/* row ids, or the fingerprints' bits */
+} SimhashResultSink;
+
+/* Materialize mode for a set-returning function's result. */
+extern void simhash_result_init(FunctionCallInfo fcinfo, SimhashResultSink *sink);
+
+/* A result row: the first desc->natts of (first, second, distance). */
+extern void simhash_result_put(SimhashResultSink *sink, int64 first, int64 second, int distance);
+
+/* The type simhash64 of the extension that fcinfo's function belongs to. */
+extern Oid	simhash_type_oid(FunctionCallInfo fcinfo);
+
+/*
+ * Runs sql with the caller's privileges and adds its rows: (integer id,
+ * second_type) with second_type simhash64's oid, rows with a NULL
+ * fingerprint skipped; or, with second_type InvalidOid, (integer id,
+ * integer id) with the second id stored in rows->hashes.  A NULL id is an
+ * ERROR.
+ */
+extern void simhash_read_query(text *sql, Oid second_type, SimhashRows *rows);
+
+#endif							/* SIMHASH_FIND_ALL_SQL_H */

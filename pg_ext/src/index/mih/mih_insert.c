@@ -1,0 +1,108 @@
+/*
+ * mih_insert.c — inserts into simhash_mih: appended to the pending list under
+ * the metapage's lock, sorted into a new run set when the list is full.
+ */
+#include "index/mih/mih.h"
+
+#include "access/generic_xlog.h"
+
+/*
+ * Sorts the pending list into a new run set.  The caller holds the metapage
+ * exclusively, so no insert runs meanwhile; scans go on reading the old
+ * pending pages, which are retired, not reused.
+ */
+static void
+mih_flush_pending(Relation index, Buffer meta_buffer)
+{
+	MihMeta    *meta = mih_meta_of(BufferGetPage(meta_buffer));
+	MihEntries	e;
+	MihCollect	collect = {&e, 0};
+	SimhashBlocks blocks;
+	MihRunSet	set;
+	MihRetired	chain = {false};
+	GenericXLogState *state;
+
+	if (meta->nsets >= MIH_MAX_SETS || meta->nretired >= MIH_MAX_RETIRED)
+		return;					/* VACUUM merges and recycles first */
+	mih_entries_init(&e);
+	mih_visit_chain(index, meta->pending_head, mih_collect_page, &collect);
+	simhash_blocks_init(&blocks, meta->ntables);
+	set = mih_write_set(index, &blocks, &e);
+	chain.chain_head = meta->pending_head;
+
+	state = GenericXLogStart(index);
+	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	mih_meta_add_set(meta, &set);
+	mih_meta_retire(meta, &chain);
+	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
+	meta->pending_count = 0;
+	GenericXLogFinish(state);
+	pfree(e.fps);
+	pfree(e.tids);
+}
+
+/*
+ * Appends (fp, tid) to the pending list.  The metapage's exclusive lock
+ * orders inserts; the pages are WAL-logged together.
+ */
+bool
+mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
+		   Relation heapRel, IndexUniqueCheck checkUnique, bool indexUnchanged,
+		   IndexInfo *indexInfo)
+{
+	Buffer		meta_buffer;
+	Buffer		tail_buffer = InvalidBuffer;
+	Buffer		new_buffer = InvalidBuffer;
+	GenericXLogState *state;
+	MihMeta    *meta;
+	MihRunPage *tail = NULL;
+
+	if (isnull[0])
+		return false;
+	meta_buffer = ReadBuffer(index, 0);
+	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
+	meta = mih_meta_of(BufferGetPage(meta_buffer));
+	if (meta->pending_tail != InvalidBlockNumber)
+	{
+		tail_buffer = ReadBuffer(index, meta->pending_tail);
+		LockBuffer(tail_buffer, BUFFER_LOCK_EXCLUSIVE);
+		if (mih_run_of(BufferGetPage(tail_buffer))->n >= MIH_PAGE_CAP)
+			new_buffer = mih_new_buffer(index);
+	}
+	else
+		new_buffer = mih_new_buffer(index);
+
+	state = GenericXLogStart(index);
+	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	if (BufferIsValid(tail_buffer))
+		tail = mih_run_of(GenericXLogRegisterBuffer(state, tail_buffer, 0));
+	if (BufferIsValid(new_buffer))
+	{
+		Page		page = GenericXLogRegisterBuffer(state, new_buffer, GENERIC_XLOG_FULL_IMAGE);
+		BlockNumber blkno = BufferGetBlockNumber(new_buffer);
+
+		PageInit(page, BLCKSZ, 0);
+		((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihRunPage);
+		if (tail)
+			tail->next = blkno;
+		else
+			meta->pending_head = blkno;
+		meta->pending_tail = blkno;
+		tail = mih_run_of(page);
+		tail->n = 0;
+		tail->next = InvalidBlockNumber;
+	}
+	tail->keys[tail->n] = DatumGetSimhash64(values[0]);
+	tail->tids[tail->n] = *ht_ctid;
+	tail->n++;
+	meta->pending_count++;
+	GenericXLogFinish(state);
+	if (BufferIsValid(new_buffer))
+		UnlockReleaseBuffer(new_buffer);
+	if (BufferIsValid(tail_buffer))
+		UnlockReleaseBuffer(tail_buffer);
+	if (mih_meta_of(BufferGetPage(meta_buffer))->pending_count >= mih_pending_limit)
+		mih_flush_pending(index, meta_buffer);
+	UnlockReleaseBuffer(meta_buffer);
+	return false;
+}
