@@ -18,7 +18,7 @@ import pytest
 
 from toolbox.citus_cluster import CitusCluster, citus_missing
 from toolbox.readme import readme_blocks
-from test_lock_near import CLUSTERS, MAX_DISTANCE, run_writers
+from toolbox.dedupe_writers import CLUSTERS, MAX_DISTANCE, run_writers
 from toolbox import brute_force_pairs, flip
 
 pytestmark = pytest.mark.skipif(citus_missing() is not None, reason=citus_missing() or "")

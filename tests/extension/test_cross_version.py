@@ -23,7 +23,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from toolbox.servers import release_bindir, supported_majors
-from test_index import brute_force, planted_fingerprints, random_queries
+from toolbox import brute_force_within
+from toolbox.data import planted_fingerprints, random_queries
 
 from pysimhash_sql.throwaway import ThrowawayServer
 
@@ -119,7 +120,7 @@ def assert_indexes_sound(conn: psycopg.Connection, fps: list[int | None], querie
     if conn.execute("SELECT to_regproc('gin_index_check') IS NOT NULL").fetchone()[0]:  # amcheck 1.5, PostgreSQL 18
         for index in GIN_INDEXES:
             conn.execute("SELECT gin_index_check(%s::regclass)", (index,))
-    expected = [brute_force(fps, c, k) for c, k in queries]
+    expected = [brute_force_within(fps, c, k) for c, k in queries]
     assert lookups(conn, "pages_fp", queries) == expected
     small = [i for i, (_, k) in enumerate(queries) if k <= 3]   # within pages_fp_43's max_distance
     assert lookups(conn, "pages_fp_43", [queries[i] for i in small]) == [expected[i] for i in small]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import threading
 
 import pytest
 from sqlalchemy import BigInteger, Identity, Text, func, select
@@ -16,6 +15,7 @@ from sqlalchemy.pool import NullPool
 
 from pysimhash_sql.dedupe import Stored, insert_unless_near_duplicate, insert_unless_near_duplicate_async
 from pysimhash_sql.sqlalchemy import SimHash64, simhash_index
+from toolbox.workers import run_together
 
 
 class Base(DeclarativeBase):
@@ -95,22 +95,12 @@ def assert_one_row_per_cluster(engine) -> None:
 
 
 def test_many_writers_store_each_page_once(engine) -> None:
-    start, errors = threading.Barrier(WRITERS), []
-
     def writer(seed: int) -> None:
-        try:
-            start.wait()
-            for domain, fp in copies(seed):
-                with Session(engine) as session, session.begin():
-                    store(session, domain, fp)
-        except Exception as error:  # reported below
-            errors.append(error)
+        for domain, fp in copies(seed):
+            with Session(engine) as session, session.begin():
+                store(session, domain, fp)
 
-    threads = [threading.Thread(target=writer, args=(seed,)) for seed in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = run_together([lambda seed=seed: writer(seed) for seed in range(WRITERS)])
     assert errors == []
     assert_one_row_per_cluster(engine)
 

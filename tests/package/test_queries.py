@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, aliased
 
 from pysimhash_sql.queries import clusters, find_all, near_duplicates, nearest, query_sql
-from toolbox import brute_force_pairs, distance, near_copies
+from toolbox import brute_force_clusters, brute_force_pairs, distance, near_copies
 from toolbox.pages_model import Base, Page
 
 HOSTILE = [
@@ -118,24 +118,6 @@ def test_query_text_is_sent_as_a_parameter() -> None:
 def test_query_must_select_id_and_fingerprint() -> None:
     with pytest.raises(ValueError, match="exactly two columns"):
         find_all(select(Page))
-
-
-def brute_force_clusters(values: dict[int, int], k: int) -> dict[int, int]:
-    """id -> smallest id of its connected component (components of size >= 2)."""
-    parent = {i: i for i in values}
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            i = parent[i]
-        return i
-
-    for i, j, _ in brute_force_pairs(values.items(), k):
-        a, b = sorted((root(i), root(j)))
-        parent[b] = a
-    members = {}
-    for i in values:
-        members.setdefault(root(i), []).append(i)
-    return {i: min(group) for group in members.values() if len(group) > 1 for i in group}
 
 
 def test_find_all_equals_brute_force(simhash_engine, pages) -> None:

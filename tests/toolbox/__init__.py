@@ -1,8 +1,11 @@
 """What the tests share, in one place.
 
-This module: the checkout's root, the Hamming distance, brute-force pairs (the
-reference every index and find_all result is compared with) and near copies
-made by flipping bits.  Beside it: readme (the README's example blocks, run),
+This module: the checkout's root, the Hamming distance, the brute-force
+references every index and find_all result is compared with (pairs, radius
+results, connected components), near copies made by flipping bits, and the
+error a statement raises.  Beside it: data (planted fingerprints, random
+queries, hypothesis's clustered rows), workers (threads started together),
+dedupe_writers (concurrent check-then-insert writers), readme (the README's example blocks, run),
 servers (a test's own copy of the private installation, and the installations
 of other majors), citus_cluster (a local Citus cluster), web_pages (HTML pages
 for the extractor and the CLI) and pages_model (the SQLAlchemy model the
@@ -15,7 +18,12 @@ from collections.abc import Iterable
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
+import psycopg
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+MAX_FINGERPRINT = 2**64 - 1
 
 
 def distance(a: int, b: int) -> int:
@@ -29,6 +37,45 @@ def brute_force_pairs(rows: Iterable[tuple[int, int | None]], k: int) -> list[tu
     present = [(i, h) for i, h in rows if h is not None]
     return sorted((min(i, j), max(i, j), distance(a, b))
                   for (i, a), (j, b) in combinations(present, 2) if distance(a, b) <= k)
+
+
+def brute_force_within(fps: list[int | None], centre: int, k: int) -> list[int]:
+    """The positions in fps of the fingerprints within k bits of centre (None never)."""
+    ids = np.array([i for i, fp in enumerate(fps) if fp is not None], dtype=np.int64)
+    values = np.array([fp for fp in fps if fp is not None], dtype=np.uint64)
+    return sorted(ids[np.bitwise_count(values ^ np.uint64(centre)) <= k].tolist())
+
+
+def components(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> dict[int, int]:
+    """Connected components: node -> smallest node of its component."""
+    parent = {n: n for n in nodes}
+
+    def root(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for a, b in edges:
+        ra, rb = sorted((root(a), root(b)))
+        parent[rb] = ra
+    return {n: root(n) for n in parent}
+
+
+def brute_force_clusters(values: dict[int, int], k: int) -> dict[int, int]:
+    """id -> smallest id of its cluster of fingerprints within k bits (clusters of two or more)."""
+    label = components(values, ((i, j) for i, j, _ in brute_force_pairs(values.items(), k)))
+    sizes: dict[int, int] = {}
+    for root in label.values():
+        sizes[root] = sizes.get(root, 0) + 1
+    return {i: root for i, root in label.items() if sizes[root] > 1}
+
+
+def error_of(conn: psycopg.Connection, sql: str, params=()) -> psycopg.Error:
+    """The error running sql raises (the test fails if it raises none)."""
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute(sql, params).fetchall()
+    return info.value
 
 
 def brute_force_hash_pairs(hashes: Iterable[int], k: int) -> list[tuple[int, int]]:

@@ -6,32 +6,12 @@ import random
 import time
 from itertools import combinations
 
-import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toolbox import brute_force_pairs, distance, flip
+from toolbox import brute_force_pairs, components, distance, error_of, flip
+from toolbox.data import clustered_rows
 
-MAX = 2**64 - 1
-
-
-def components(nodes: list[int], edges: list[tuple[int, int]]) -> dict[int, int]:
-    """Connected components by breadth-first search: node -> smallest node of its component."""
-    neighbours: dict[int, list[int]] = {n: [] for n in nodes}
-    for a, b in edges:
-        neighbours[a].append(b)
-        neighbours[b].append(a)
-    label: dict[int, int] = {}
-    for start in sorted(nodes):
-        if start in label:
-            continue
-        frontier, seen = [start], {start}
-        while frontier:
-            frontier = [m for n in frontier for m in neighbours[n] if m not in seen]
-            seen.update(frontier)
-        for n in seen:
-            label[n] = start
-    return label
 
 
 def rows_query(rows: list[tuple[int, int | None]], id_type: str = "bigint") -> str:
@@ -54,29 +34,6 @@ def sql_clusters(conn, query: str, k: int, blocks: int | None, singletons: bool 
         "SELECT id, cluster_id FROM simhash_clusters(%s, %s, %s, %s)", (query, k, blocks, singletons)
     )
     return dict(got.fetchall())
-
-
-@st.composite
-def clustered_rows(draw, max_k: int = 5):
-    """Rows around a few centres: copies at 0..k+2 bits, exact duplicates, NULLs,
-    unique ids in random order (negative ones too)."""
-    k = draw(st.integers(0, max_k))
-    centres = draw(st.lists(st.integers(0, MAX), max_size=6))
-    n = draw(st.integers(0, 60))
-    fingerprints = []
-    for _ in range(n):
-        kind = draw(st.sampled_from(["near", "near", "near", "random", "null"]))
-        if kind == "null" or (kind == "near" and not centres):
-            fingerprints.append(None if kind == "null" else draw(st.integers(0, MAX)))
-        elif kind == "random":
-            fingerprints.append(draw(st.integers(0, MAX)))
-        else:
-            centre = draw(st.sampled_from(centres))
-            bits = draw(st.lists(st.integers(0, 63), max_size=k + 2, unique=True))
-            fingerprints.append(flip(centre, bits))
-    ids = draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=n, max_size=n, unique=True))
-    blocks = draw(st.one_of(st.none(), st.integers(k + 1, min(k + 5, 32))))
-    return list(zip(ids, fingerprints)), k, blocks
 
 
 @settings(max_examples=300, deadline=None)
@@ -183,12 +140,6 @@ def test_defaults_and_nulls(shared_db) -> None:
     for args in ((None, 3), (query, None)):
         assert shared_db.execute("SELECT count(*) FROM simhash_find_all(%s::text, %s)", args).fetchone() == (0,)
     assert shared_db.execute("SELECT count(*) FROM simhash_clusters(%s, 3, NULL, NULL)", (query,)).fetchone() == (0,)
-
-
-def error_of(conn, sql: str, params=()) -> psycopg.Error:
-    with pytest.raises(psycopg.Error) as info:
-        conn.execute(sql, params).fetchall()
-    return info.value
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_find_all import brute_force_pairs, clustered_rows, components, error_of
+from toolbox import brute_force_pairs, components, error_of
+from toolbox.data import clustered_rows
 
 
 def load(conn: psycopg.Connection, rows: list[tuple[int, int | None]], table: str = "pg_temp.docs") -> None:

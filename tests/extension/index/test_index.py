@@ -17,11 +17,11 @@ import psycopg
 import pytest
 
 from pysimhash_sql.throwaway import ThrowawayServer
-from toolbox import flip_random
+from toolbox import brute_force_within, flip_random
+from toolbox.data import planted_fingerprints, random_queries
+from toolbox.workers import run_together
 
-MAX = 2**64 - 1
 N_RANDOM = 12_000
-MAX_PLANTED_DISTANCE = 6
 
 # One row per query: how many rows matched and a digest of their sorted ids.
 BATCH_SQL = """
@@ -36,35 +36,6 @@ OPERATOR_FORM = "fp <@ hamming_ball(q.center, q.k)"
 
 INDEX_ONLY = "SET enable_seqscan = off; SET enable_indexscan = on; SET enable_bitmapscan = on"
 SEQSCAN_ONLY = "SET enable_seqscan = on; SET enable_indexscan = off; SET enable_bitmapscan = off"
-
-
-def planted_fingerprints(rng: random.Random, n_random: int) -> list[int | None]:
-    """Random fingerprints, clusters of near-duplicates, edge values, NULLs."""
-    fps: list[int | None] = [rng.getrandbits(64) for _ in range(n_random)]
-    for _ in range(n_random // 50):
-        centre = rng.getrandbits(64)
-        fps.append(centre)
-        fps += [flip_random(centre, rng.randint(0, MAX_PLANTED_DISTANCE), rng) for _ in range(rng.randint(1, 8))]
-    fps += [0, MAX, 1, 1 << 63, None, None]
-    rng.shuffle(fps)
-    return fps
-
-
-def random_queries(rng: random.Random, fps: list[int | None], count: int) -> list[tuple[int, int]]:
-    """(centre, k) pairs: mostly near stored rows and small k, some of every k up to 64."""
-    stored = [fp for fp in fps if fp is not None]
-    queries = []
-    for _ in range(count):
-        centre = rng.choice([rng.getrandbits(64), flip_random(rng.choice(stored), rng.randint(0, 5), rng)])
-        roll = rng.random()
-        if roll < 0.85:
-            k = rng.randint(0, 7)
-        elif roll < 0.97:
-            k = rng.randint(8, 24)
-        else:
-            k = rng.randint(25, 64)
-        queries.append((centre, k))
-    return queries
 
 
 def copy_rows(conn: psycopg.Connection, sql: str, rows) -> None:
@@ -109,12 +80,6 @@ def assert_index_matches_seqscan(conn: psycopg.Connection, condition: str = FUNC
     assert batch(conn, INDEX_ONLY, condition) == expected
 
 
-def brute_force(fps: list[int | None], centre: int, k: int) -> list[int]:
-    ids = np.array([i for i, fp in enumerate(fps) if fp is not None])
-    values = np.array([fp for fp in fps if fp is not None], dtype=np.uint64)
-    return sorted(ids[np.bitwise_count(values ^ np.uint64(centre)) <= k].tolist())
-
-
 @pytest.fixture(scope="module", params=list(INDEX_KINDS))
 def planted(postgresql_proc, request):
     """A database with the planted data under each kind of index (its default
@@ -145,7 +110,7 @@ def test_operator_form_matches_the_sequential_scan(planted) -> None:
     assert batch(conn, INDEX_ONLY, OPERATOR_FORM) == expected
 
 
-def test_index_results_equal_brute_force(planted) -> None:
+def test_index_results_equal_brute_force_within(planted) -> None:
     conn, fps, queries, _ = planted
     conn.execute(INDEX_ONLY)
     for centre, k in queries[:150]:
@@ -153,7 +118,7 @@ def test_index_results_equal_brute_force(planted) -> None:
             "SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id",
             (str(centre), k),
         ).fetchall()
-        assert [r[0] for r in got] == brute_force(fps, centre, k), (centre, k)
+        assert [r[0] for r in got] == brute_force_within(fps, centre, k), (centre, k)
     conn.execute("RESET ALL")
 
 
@@ -170,7 +135,7 @@ def test_generic_plan_with_the_radius_as_a_parameter_is_exact(planted) -> None:
     assert "Bitmap Index Scan on docs_fp" in plan and "$2" in plan, plan
     for centre, k in queries[:150]:
         got = conn.execute(f"EXECUTE within('{centre}', {k})").fetchall()  # ints: safe literals
-        assert [r[0] for r in got] == brute_force(fps, centre, k), (centre, k)
+        assert [r[0] for r in got] == brute_force_within(fps, centre, k), (centre, k)
     conn.execute("DEALLOCATE within")
     conn.execute("RESET ALL")
 
@@ -246,7 +211,7 @@ def clustered_around_queries(rng: random.Random, n_random: int, n_queries: int) 
 
 @pytest.mark.parametrize("max_probes", [1, 5, 40, 512, 8192])
 @pytest.mark.parametrize("blocks", [2, 3, 4, 5, 6, 8])
-def test_probes_at_every_radius_equal_brute_force(db: psycopg.Connection, blocks: int, max_probes: int) -> None:
+def test_probes_at_every_radius_equal_brute_force_within(db: psycopg.Connection, blocks: int, max_probes: int) -> None:
     """Single-block layouts answer every radius by probing near values of each
     block (as many probes as simhash.index_max_probes allows, else a whole-index
     scan): the index returns exactly the brute-force matches."""
@@ -258,7 +223,7 @@ def test_probes_at_every_radius_equal_brute_force(db: psycopg.Connection, blocks
     rows = batch(db, INDEX_ONLY)
     db.execute("RESET ALL")
     for (qid, count, _), (centre, k) in zip(rows, queries):
-        expected = brute_force(fps, centre, k)
+        expected = brute_force_within(fps, centre, k)
         got = [r[0] for r in db.execute(
             "SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id",
             (str(centre), k))]
@@ -266,7 +231,7 @@ def test_probes_at_every_radius_equal_brute_force(db: psycopg.Connection, blocks
 
 
 @pytest.mark.parametrize("runs", [1, 2, 3, 4, 5, 8])
-def test_mih_runs_at_every_radius_equal_brute_force(db: psycopg.Connection, runs: int) -> None:
+def test_mih_runs_at_every_radius_equal_brute_force_within(db: psycopg.Connection, runs: int) -> None:
     """simhash_mih with 1 to 8 runs answers every radius by probes (or, past
     the probe limit, by reading a run whole): exactly the brute-force matches."""
     rng = random.Random(runs)
@@ -276,7 +241,7 @@ def test_mih_runs_at_every_radius_equal_brute_force(db: psycopg.Connection, runs
     load_queries(db, queries)
     rows = batch(db, INDEX_ONLY)
     for (qid, count, _), (centre, k) in zip(rows, queries):
-        assert count == len(brute_force(fps, centre, k)), (qid, centre, k)
+        assert count == len(brute_force_within(fps, centre, k)), (qid, centre, k)
     assert_index_matches_seqscan(db)
 
 
@@ -298,42 +263,32 @@ def test_default_index_is_offered_for_radii_its_probes_reach(db: psycopg.Connect
     db.execute("RESET ALL")
 
 
-def random_writes(conninfo: str, seed: int, n_ops: int, stop: threading.Event, errors: list) -> None:
+def random_writes(conninfo: str, seed: int, n_ops: int) -> None:
     """Inserts, updates and deletes in small transactions, some rolled back."""
     rng = random.Random(seed)
-    try:
-        with psycopg.connect(conninfo) as conn:
-            for i in range(n_ops):
-                if stop.is_set():
-                    return
-                with conn.transaction(force_rollback=rng.random() < 0.1):
-                    op = rng.random()
-                    target = rng.randrange(3000)
-                    fp = str(rng.getrandbits(64))
-                    if op < 0.5:
-                        conn.execute(
-                            "INSERT INTO docs VALUES (%s, %s::text::simhash64)", (100_000 * (seed + 1) + i, fp)
-                        )
-                    elif op < 0.8:
-                        conn.execute("UPDATE docs SET fp = %s::text::simhash64 WHERE id = %s", (fp, target))
-                    else:
-                        conn.execute("DELETE FROM docs WHERE id = %s", (target,))
-    except Exception as exc:  # noqa: BLE001 - reported by the test
-        errors.append(exc)
+    with psycopg.connect(conninfo) as conn:
+        for i in range(n_ops):
+            with conn.transaction(force_rollback=rng.random() < 0.1):
+                op = rng.random()
+                target = rng.randrange(3000)
+                fp = str(rng.getrandbits(64))
+                if op < 0.5:
+                    conn.execute("INSERT INTO docs VALUES (%s, %s::text::simhash64)", (100_000 * (seed + 1) + i, fp))
+                elif op < 0.8:
+                    conn.execute("UPDATE docs SET fp = %s::text::simhash64 WHERE id = %s", (fp, target))
+                else:
+                    conn.execute("DELETE FROM docs WHERE id = %s", (target,))
 
 
-def concurrent_queries(conninfo: str, stop: threading.Event, errors: list) -> None:
+def concurrent_queries(conninfo: str, stop: threading.Event) -> None:
     rng = random.Random(7)
-    try:
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            conn.execute(INDEX_ONLY)
-            while not stop.is_set():
-                conn.execute(
-                    "SELECT count(*) FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s)",
-                    (str(rng.getrandbits(64)), rng.randint(0, 5)),
-                ).fetchone()
-    except Exception as exc:  # noqa: BLE001 - reported by the test
-        errors.append(exc)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(INDEX_ONLY)
+        while not stop.is_set():
+            conn.execute(
+                "SELECT count(*) FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s)",
+                (str(rng.getrandbits(64)), rng.randint(0, 5)),
+            ).fetchone()
 
 
 # (kind, index settings, what each writer's session sets): GIN with and without
@@ -346,14 +301,11 @@ WRITE_SETUPS = {
 }
 
 
-def vacuum_until_stopped(conninfo: str, stop: threading.Event, errors: list) -> None:
-    try:
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            while not stop.is_set():
-                conn.execute("VACUUM docs")
-                time.sleep(0.05)
-    except Exception as exc:  # noqa: BLE001 - reported by the test
-        errors.append(exc)
+def vacuum_until_stopped(conninfo: str, stop: threading.Event) -> None:
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        while not stop.is_set():
+            conn.execute("VACUUM docs")
+            time.sleep(0.05)
 
 
 @pytest.mark.parametrize("setup", list(WRITE_SETUPS))
@@ -367,17 +319,9 @@ def test_exact_after_concurrent_writes_vacuum_and_reindex(db: psycopg.Connection
     info = db.info
     conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname} {session}"
 
-    stop, errors = threading.Event(), []
-    writers = [threading.Thread(target=random_writes, args=(conninfo, s, 300, stop, errors)) for s in range(4)]
-    reader = threading.Thread(target=concurrent_queries, args=(conninfo, stop, errors))
-    vacuum = threading.Thread(target=vacuum_until_stopped, args=(conninfo, stop, errors))
-    for t in [*writers, reader, vacuum]:
-        t.start()
-    for t in writers:
-        t.join()
-    stop.set()
-    reader.join()
-    vacuum.join()
+    writers = [lambda seed=seed: random_writes(conninfo, seed, 300) for seed in range(4)]
+    background = [lambda stop: concurrent_queries(conninfo, stop), lambda stop: vacuum_until_stopped(conninfo, stop)]
+    errors = run_together(writers, background)
     assert not errors
     db.execute("ANALYZE docs")
     assert_index_matches_seqscan(db)

@@ -5,13 +5,13 @@ and many concurrent writers running check-then-insert store no near-duplicates
 from __future__ import annotations
 
 import random
-import threading
 
 import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from toolbox import flip
+from toolbox.dedupe_writers import CLUSTERS, near_pairs, run_writers
 
 LOCKS_HELD = """
 SELECT array_agg((classid::bigint << 32 | objid::bigint) ORDER BY classid, objid)
@@ -65,56 +65,6 @@ def test_a_near_fingerprint_waits_an_unrelated_one_does_not(db: psycopg.Connecti
         holder.commit()  # the transaction's end releases the locks
         other.execute("SELECT simhash_lock_near(%s::text::simhash64, 3, 'example.org')", (str(fp),))
         other.rollback()
-
-
-WRITERS = 8
-CLUSTERS = 12
-MAX_DISTANCE = 3
-
-
-def dedupe_writer(conninfo: str, seed: int, lock: bool, start: threading.Barrier, errors: list) -> None:
-    """Each writer stores its own near-copy (1 bit from the cluster's centre, so
-    any two copies are within 2 bits) of every cluster, unless it finds one."""
-    rng = random.Random(seed)
-    try:
-        with psycopg.connect(conninfo) as conn:
-            start.wait()
-            for cluster in range(CLUSTERS):
-                centre = random.Random(cluster).getrandbits(64)
-                fp = str(flip(centre, [rng.randrange(64)]))
-                domain = f"site{cluster % 3}.example"
-                with conn.transaction():
-                    if lock:
-                        conn.execute("SELECT simhash_lock_near(%s::text::simhash64, %s, %s)",
-                                     (fp, MAX_DISTANCE, domain))
-                    found = conn.execute(
-                        "SELECT id FROM pages WHERE domain = %s"
-                        " AND hamming_within(fingerprint, %s::text::simhash64, %s) LIMIT 1",
-                        (domain, fp, MAX_DISTANCE)).fetchone()
-                    conn.execute("SELECT pg_sleep(0.02)")  # a crawler's work between check and insert
-                    if found is None:
-                        conn.execute("INSERT INTO pages (domain, fingerprint) VALUES (%s, %s::text::simhash64)",
-                                     (domain, fp))
-    except Exception as error:  # reported by the test
-        errors.append(error)
-
-
-def near_pairs(conn: psycopg.Connection) -> int:
-    return conn.execute(
-        "SELECT count(*) FROM pages a JOIN pages b ON a.domain = b.domain AND a.id < b.id"
-        " AND hamming_within(a.fingerprint, b.fingerprint, %s)", (MAX_DISTANCE,)).fetchone()[0]
-
-
-def run_writers(conninfo: str, lock: bool) -> list:
-    """WRITERS dedupe_writer threads at once, started together; their errors."""
-    start, errors = threading.Barrier(WRITERS), []
-    threads = [threading.Thread(target=dedupe_writer, args=(conninfo, seed, lock, start, errors))
-               for seed in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return errors
 
 
 @pytest.mark.parametrize("lock", [True, False], ids=["locked", "unlocked"])
