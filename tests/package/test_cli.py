@@ -396,7 +396,7 @@ def test_readme_command_line_example(db: psycopg.Connection, tmp_path: Path) -> 
     (tmp_path / "examples").symlink_to(ROOT / "examples")  # the example runs from a checkout
     info = db.info
     env = {"PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
-    out = run_example(readme_blocks("Command line")[0], cwd=tmp_path, env=env, path=[]).splitlines()
+    out = run_example(readme_blocks("Command line", document="docs/cli.md")[0], cwd=tmp_path, env=env, path=[]).splitlines()
 
     arrays = [json.loads(line) for line in out if line.startswith("[")]
     assert arrays and all(len(a) >= 2 for a in arrays)
