@@ -259,6 +259,16 @@ def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycop
         ("documents_fingerprint_idx", True)]
 
 
+def test_ingest_makes_the_index_asked_for(db: psycopg.Connection) -> None:
+    run("ingest", "--dsn", db.info.dsn, "--table", "mih_docs", "--index", "simhash_mih", str(CORPUS))
+    (definition,) = db.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'mih_docs'"
+                               " AND indexname = 'mih_docs_fingerprint_idx'").fetchone()
+    assert definition.endswith("USING simhash_mih (fingerprint)")
+    db.execute("SET enable_seqscan = off")
+    near = db.execute("EXPLAIN SELECT id FROM mih_docs WHERE hamming_within(fingerprint, 0, 5)").fetchall()
+    assert "mih_docs_fingerprint_idx" in "\n".join(row[0] for row in near)
+
+
 def test_ingest_jsonl_from_stdin_with_pg_environment_variables(db: psycopg.Connection) -> None:
     info = db.info
     env = {**os.environ, "PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
