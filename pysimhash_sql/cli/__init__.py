@@ -6,6 +6,7 @@
     pysimhash-sql ingest         documents -> a table, fingerprinted in the server or locally
     pysimhash-sql dupes          near-duplicate pairs of a table's rows
     pysimhash-sql clusters       clusters of a table's rows
+    pysimhash-sql report         an HTML near-duplicate report of a table or of files, to choose a threshold
 
 Mistakes (a bad argument or connection string, a missing table) are reported
 in one line on stderr with exit status 1.  Inputs that cannot be read (a
@@ -48,9 +49,9 @@ def near(p: argparse.ArgumentParser, blocks_default: int | None = 6) -> None:
                    help=help_blocks % (blocks_default or "the server chooses"))
 
 
-def documents_in(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sources", nargs="+", metavar="SOURCE",
-                   help="a directory, a file, JSON Lines (*.jsonl, *.ndjson, '-' for stdin), or web pages: "
+def documents_in(p: argparse.ArgumentParser, nargs: str = "+") -> None:
+    p.add_argument("sources", nargs=nargs, metavar="SOURCE",
+                   help=("(instead of --table) " if nargs == "*" else "") + "a directory, a file, JSON Lines (*.jsonl, *.ndjson, '-' for stdin), or web pages: "
                         "HTML (*.html, *.htm) and WARC (*.warc, *.warc.gz) files, as their main-content text "
                         "with URL and fetch date (needs the [html] extra)")
     p.add_argument("--id-field", default="id", help="JSON Lines: the field naming a document (default id)")
@@ -120,6 +121,26 @@ def build_parser() -> argparse.ArgumentParser:
                        "clusters of a table's rows: cluster_id (its smallest id), id (simhash_clusters)",
                        options(database, table_rows, lambda p: near(p, None), records_out))
     clusters.add_argument("--singletons", action="store_true", help="also list rows with no near-duplicate")
+    report = command("report", "report:report_command",
+                     "write one self-contained HTML file showing how far documents are from their nearest "
+                     "near-duplicate, sample pairs at each distance with their differences, the clusters at a "
+                     "threshold and a suggested threshold (needs the [report] extra); from --table, or from files "
+                     "loaded into a temporary table",
+                     options(database, table_rows, lambda p: documents_in(p, "*")))
+    report.add_argument("-o", "--output", default="near-duplicates.html",
+                        help="the HTML file to write ('-': stdout; default near-duplicates.html)")
+    report.add_argument("--text-column", help="the column of each row's text, for the pair diffs (default: body, "
+                                              "when the table has one, as ingest makes it)")
+    report.add_argument("--scope", metavar="COLUMN",
+                        help="a column (e.g. domain): nearest neighbours are looked for within the same value, "
+                             "and the largest values get a chart of their own")
+    report.add_argument("-d", "--distance", type=int,
+                        help="the threshold the clusters are shown at (default: the suggested one)")
+    report.add_argument("--sample-size", type=int, default=2000,
+                        help="rows whose nearest neighbour is looked for: every row of a table up to this many, "
+                             "else a sample of this many (default 2000)")
+    report.add_argument("--max-distance", type=int, default=16,
+                        help="the farthest nearest neighbour looked for, in bits (default 16)")
     return parser
 
 

@@ -75,10 +75,10 @@ def require_table(conn: psycopg.Connection, table: str) -> None:
         raise UserError(f"table {table} does not exist")
 
 
-def require_function(conn: psycopg.Connection, signature: str) -> None:
+def require_function(conn: psycopg.Connection, signature: str, since: str = "1.0") -> None:
     if conn.execute("SELECT to_regprocedure(%s)", (signature,)).fetchone()[0] is None:
         raise UserError(
-            f"this database has no {signature}: it comes with the simhash extension 1.0 "
+            f"this database has no {signature}: it comes with the simhash extension {since} "
             "(CREATE EXTENSION simhash, or ALTER EXTENSION simhash UPDATE)"
         )
 
