@@ -10,8 +10,10 @@
 
 Mistakes (a bad argument or connection string, a missing table) are reported
 in one line on stderr with exit status 1.  Inputs that cannot be read (a
-binary file, a malformed JSON Lines record) are reported in one line each and
-skipped, the rest processed: exit status 3.  Ctrl-C exits with 130.
+binary file, a malformed JSON Lines record) are skipped, the rest processed,
+and counted by reason in one summary line on stderr (--verbose: one line each
+too): exit status 3.  Compressed files (.gz, .bz2, .xz, .zst) are read as
+what they hold.  Ctrl-C exits with 130.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ def documents_in(p: argparse.ArgumentParser, nargs: str = "+") -> None:
     p.add_argument("--hidden", action="store_true",
                    help="also read hidden files and directories below a directory (names starting with '.', "
                         "such as .git), left out by default")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="report each input skipped in a line of its own (default: one summary line of counts "
+                        "by reason)")
     p.add_argument("--encoding", default="auto",
                    help="the encoding of text files (default auto: UTF-8, else as detected); files that are not "
                         "text in it are reported and skipped. JSON Lines are always UTF-8")
@@ -86,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pysimhash-sql",
         description="Near-duplicate detection with 64-bit simhash fingerprints, locally or in PostgreSQL.",
         epilog="Exit status: 0 done, 1 a mistake in the input, arguments or database (one line on stderr), "
-        "2 bad usage, 3 done but some inputs were skipped (one line each on stderr), 130 interrupted. "
+        "2 bad usage, 3 done but some inputs were skipped (a summary line on stderr; --verbose: one line each), 130 interrupted. "
         "'pysimhash-sql COMMAND --help' describes a command.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('pysimhash-sql')}")
@@ -147,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module, function = args.run.split(":")
+    skipped.verbose = getattr(args, "verbose", False)
     try:
         getattr(import_module(f".{module}", __name__), function)(args)
     except UserError as e:
@@ -158,4 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader stopped early (`| head`): nothing is wrong, and nothing more can be written.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return EXIT_SKIPPED if skipped.count else 0
+    if skipped.count:
+        print(skipped.summary(), file=sys.stderr)
+        return EXIT_SKIPPED
+    return 0

@@ -146,7 +146,7 @@ def load_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Compos
     except (psycopg.errors.DataError, psycopg.errors.IntegrityError) as e:
         if len(batch) > 1:
             return sum(load_batch(conn, [doc], move, args) for doc in batch)
-        skipped(f"{batch[0].name}: {one_line(e.diag.message_primary or str(e))}; skipped")
+        skipped(f"{batch[0].name}: {one_line(e.diag.message_primary or str(e))}; skipped", "refused by the server")
         return 0
 
 
