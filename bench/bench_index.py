@@ -91,7 +91,7 @@ def build_index(conn: psycopg.Connection, options: str = "", using: str = "") ->
     return seconds, size / conn.execute("SELECT count(*) FROM docs").fetchone()[0]
 
 
-def prewarm(conn: psycopg.Connection) -> None:
+def prewarm(conn: psycopg.Connection, table: str = "docs", index: str = "docs_fp") -> None:
     """Load the table and the index into shared buffers: COPY and sequential
     scans go through small buffer rings, so they leave them cold."""
     try:
@@ -99,7 +99,7 @@ def prewarm(conn: psycopg.Connection) -> None:
     except psycopg.errors.UndefinedFile:
         print("(pg_prewarm is not installed: the first queries warm the cache)")
         return
-    conn.execute("SELECT pg_prewarm('docs'), pg_prewarm('docs_fp')")
+    conn.execute("SELECT pg_prewarm(%s), pg_prewarm(%s)", (table, index))
 
 
 def queries(rng: np.random.Generator, fps: np.ndarray, count: int) -> list[int]:

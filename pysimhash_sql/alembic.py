@@ -8,6 +8,8 @@ does, for render_item; migrations that use them import it too)::
                             blocks=6, max_distance=3)
     op.create_simhash_index("pages_domain_fingerprint_idx", "pages", "fingerprint",
                             scope=["domain"])          # two-column GIN (btree_gin)
+    op.create_simhash_index("documents_fingerprint_mih", "documents", "fingerprint",
+                            method="simhash_mih", runs=4)   # the access method
     op.drop_simhash_index("documents_fingerprint_idx", "documents", "fingerprint")
 
 Autogenerate, enabled by two additions to ``env.py``::
@@ -20,8 +22,8 @@ Autogenerate, enabled by two additions to ``env.py``::
 It then creates the extension first when the models use ``SimHash64`` and the
 database lacks it, renders ``SimHash64`` columns with their import, emits the
 operations above for ``simhash_index`` indexes, detects changed index
-parameters and scope columns (Alembic's own index comparison does not look at
-operator classes), and gives type changes between an integer column and
+parameters, scope columns and methods (Alembic's own index comparison does not
+look at operator classes or options), and gives type changes between an integer column and
 ``SimHash64`` the ``postgresql_using`` their downgrade needs.  It does not
 compare ``fastupdate``: an index made with GIN's default (on) keeps it until
 ``ALTER INDEX ... SET (fastupdate = off)``.
@@ -36,7 +38,9 @@ from alembic.operations import MigrateOperation, Operations, ops
 from alembic.util import PriorityDispatchResult
 from sqlalchemy import Column, Index, Integer, MetaData, Table, text
 
-from .sqlalchemy import OPCLASS, SimHash64, index_fastupdate, index_parameters, index_scope, simhash_index
+from .sqlalchemy import (
+    GIN, MIH, OPCLASS, SimHash64, index_fastupdate, index_method, index_parameters, index_scope, simhash_index,
+)
 
 __all__ = [
     "CreateSimhashExtensionOp",
@@ -101,6 +105,8 @@ class _SimhashIndexOp(MigrateOperation):
         *,
         scope: list[str] | None = None,
         fastupdate: bool = False,
+        method: str = GIN,
+        runs: int | None = None,
     ) -> None:
         self.index_name = index_name
         self.table_name = table_name
@@ -110,17 +116,21 @@ class _SimhashIndexOp(MigrateOperation):
         self.schema = schema
         self.scope = list(scope) if scope else None
         self.fastupdate = fastupdate
+        self.method = method
+        self.runs = runs
 
     @classmethod
     def from_index(cls, index: Index) -> _SimhashIndexOp:
         return cls(index.name, index.table.name, list(index.columns)[-1].name, schema=index.table.schema,
-                   scope=index_scope(index), fastupdate=index_fastupdate(index), **index_parameters(index))
+                   scope=index_scope(index), fastupdate=index_fastupdate(index), method=index_method(index),
+                   **index_parameters(index))
 
     def to_index(self) -> Index:
         scope = [Column(name) for name in self.scope or ()]
         table = Table(self.table_name, MetaData(), *scope, Column(self.column_name, SimHash64()), schema=self.schema)
         return simhash_index(self.index_name, table.c[self.column_name], self.blocks, self.max_distance,
-                             scope=[table.c[c.name] for c in scope], fastupdate=self.fastupdate)
+                             scope=[table.c[c.name] for c in scope], fastupdate=self.fastupdate,
+                             method=self.method, runs=self.runs)
 
     def _swapped(self, cls: type[_SimhashIndexOp]) -> _SimhashIndexOp:
         return cls(**vars(self))
@@ -132,20 +142,26 @@ class _SimhashIndexOp(MigrateOperation):
                 args.append(f"{name}={getattr(self, name)!r}")
         if self.fastupdate:
             args.append("fastupdate=True")
+        if self.method != GIN:
+            args.append(f"method={self.method!r}")
+        if self.runs is not None:
+            args.append(f"runs={self.runs!r}")
         return f"op.{verb}_simhash_index({', '.join(args)})"
 
 
 @Operations.register_operation("create_simhash_index")
 class CreateSimhashIndexOp(_SimhashIndexOp):
-    """CREATE INDEX ... USING gin ([scope columns,] column simhash64_ops (...)) WITH (fastupdate = off)."""
+    """CREATE INDEX ... USING gin ([scope columns,] column simhash64_ops (...)) WITH (fastupdate = off),
+    or with method="simhash_mih": USING simhash_mih (column) [WITH (runs = n)]."""
 
     @classmethod
     def create_simhash_index(cls, operations: Operations, index_name: str, table_name: str,
                              column_name: str, blocks: int | None = None,
                              max_distance: int | None = None, schema: str | None = None, *,
-                             scope: list[str] | None = None, fastupdate: bool = False) -> Any:
+                             scope: list[str] | None = None, fastupdate: bool = False,
+                             method: str = GIN, runs: int | None = None) -> Any:
         return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema,
-                                     scope=scope, fastupdate=fastupdate))
+                                     scope=scope, fastupdate=fastupdate, method=method, runs=runs))
 
     def reverse(self) -> DropSimhashIndexOp:
         return self._swapped(DropSimhashIndexOp)
@@ -162,9 +178,10 @@ class DropSimhashIndexOp(_SimhashIndexOp):
     def drop_simhash_index(cls, operations: Operations, index_name: str, table_name: str,
                            column_name: str, blocks: int | None = None,
                            max_distance: int | None = None, schema: str | None = None, *,
-                           scope: list[str] | None = None, fastupdate: bool = False) -> Any:
+                           scope: list[str] | None = None, fastupdate: bool = False,
+                           method: str = GIN, runs: int | None = None) -> Any:
         return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema,
-                                     scope=scope, fastupdate=fastupdate))
+                                     scope=scope, fastupdate=fastupdate, method=method, runs=runs))
 
     def reverse(self) -> CreateSimhashIndexOp:
         return self._swapped(CreateSimhashIndexOp)
@@ -270,31 +287,34 @@ def compare_extension(autogen_context, upgrade_ops: ops.UpgradeOps) -> PriorityD
 
 _REFLECT_INDEXES = text(
     """
-    SELECT i.relname AS index_name,
+    SELECT i.relname AS index_name, am.amname AS method,
            array(SELECT a.attname FROM unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, position)
                  JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
                  ORDER BY k.position) AS columns,
-           coalesce(ia.attoptions, '{}') AS options
+           CASE am.amname WHEN :gin THEN coalesce(ia.attoptions, '{}') ELSE coalesce(i.reloptions, '{}') END
+               AS options
     FROM pg_index x
     JOIN pg_class i ON i.oid = x.indexrelid
+    JOIN pg_am am ON am.oid = i.relam
     JOIN pg_class t ON t.oid = x.indrelid
     JOIN pg_opclass oc ON oc.oid = x.indclass[x.indnatts - 1]
     JOIN pg_attribute ia ON ia.attrelid = i.oid AND ia.attnum = x.indnatts
     JOIN pg_namespace n ON n.oid = t.relnamespace
     WHERE t.relname = :table AND n.nspname = coalesce(:schema, current_schema())
-      AND oc.opcname = :opclass
+      AND ((am.amname = :gin AND oc.opcname = :opclass) OR am.amname = :mih)
     """
 )
 
 
-def _database_indexes(autogen_context, schema: str | None, table: str) -> dict[str, tuple[list[str], dict]]:
-    """name -> (columns, parameters) of the table's simhash64_ops indexes (the
-    fingerprint last, after the scope columns)."""
+def _database_indexes(autogen_context, schema: str | None, table: str) -> dict[str, tuple[list[str], dict, str]]:
+    """name -> (columns, parameters, method) of the table's simhash indexes:
+    GIN simhash64_ops ones (the fingerprint last, after the scope columns) and
+    simhash_mih ones."""
     rows = autogen_context.connection.execute(
-        _REFLECT_INDEXES, {"table": table, "schema": schema, "opclass": OPCLASS}
+        _REFLECT_INDEXES, {"table": table, "schema": schema, "opclass": OPCLASS, "gin": GIN, "mih": MIH}
     )
     return {
-        row.index_name: (row.columns, dict(_option(o) for o in row.options)) for row in rows
+        row.index_name: (row.columns, dict(_option(o) for o in row.options), row.method) for row in rows
     }
 
 
@@ -317,8 +337,8 @@ def compare_indexes(
     existing = _database_indexes(autogen_context, schema, tname) if conn_table is not None else {}
 
     def existing_op(cls, name):
-        columns, params = existing[name]
-        return cls(name, tname, columns[-1], schema=schema, scope=columns[:-1], **params)
+        columns, params, method = existing[name]
+        return cls(name, tname, columns[-1], schema=schema, scope=columns[:-1], method=method, **params)
 
     touched = set()
     for position, operation in enumerate(modify_ops.ops):
@@ -330,8 +350,9 @@ def compare_indexes(
             touched.add(operation.index_name)
 
     for name in sorted((wanted.keys() & existing.keys()) - touched):
-        columns, params = existing[name]
-        if index_parameters(wanted[name]) != params or index_scope(wanted[name]) != columns[:-1]:
+        columns, params, method = existing[name]
+        if (index_parameters(wanted[name]) != params or index_scope(wanted[name]) != columns[:-1]
+                or index_method(wanted[name]) != method):
             modify_ops.ops.append(existing_op(DropSimhashIndexOp, name))
             modify_ops.ops.append(CreateSimhashIndexOp.from_index(wanted[name]))
     return PriorityDispatchResult.CONTINUE

@@ -91,7 +91,7 @@ TEST_DATABASE = "tests"
 
 
 @pytest.fixture(scope="session")
-def simhash_postgresql_proc(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def simhash_postgresql_proc(request: pytest.FixtureRequest):
     """The server (a pysimhash_sql.throwaway.ThrowawayServer: ``host``,
     ``port``, ``user``, ``dsn(dbname)``, ...), with a template database that
     has the extension."""
@@ -99,9 +99,11 @@ def simhash_postgresql_proc(request: pytest.FixtureRequest, tmp_path_factory: py
     from .throwaway import ThrowawayServer
 
     user = _server_user(request.config)
-    # As root, a directory outside pytest's private temporary root.
-    directory = Path(tempfile.mkdtemp(prefix="pysimhash-sql-postgresql-")) if user else \
-        tmp_path_factory.mktemp("simhash-postgresql")
+    # A short private directory of its own, not one below pytest's temporary
+    # root: the server user (as root) cannot enter that root, and the Unix
+    # socket's path there (runpytest-0/.../.s.PGSQL.port) can outgrow the
+    # 107 bytes a socket path may have.
+    directory = Path(tempfile.mkdtemp(prefix="pysimhash-sql-postgresql-"))
     try:
         with ThrowawayServer(_bindir(), directory, user=user) as server:
             with psycopg.connect(server.dsn(), autocommit=True) as admin:
@@ -112,8 +114,7 @@ def simhash_postgresql_proc(request: pytest.FixtureRequest, tmp_path_factory: py
     except ValueError as error:  # an unknown server user
         pytest.fail(str(error), pytrace=False)
     finally:
-        if user:
-            shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
 """Near-duplicate queries as SQLAlchemy constructs (a Session or Connection
 executes them, and they compose like any ``select``).
 
-``near_duplicates`` and ``nearest`` look up one fingerprint; ``find_all`` and
+``near_duplicates`` and ``nearest`` look up one fingerprint;
+``has_near_duplicate`` and ``near_duplicate_matches`` check a batch of new
+rows against the stored ones, one index lookup per new row; ``find_all`` and
 ``clusters`` run the SQL functions ``simhash_find_all`` / ``simhash_clusters``
 over the rows of a ``select`` of (id, fingerprint).  Those functions take the
 query as SQL text: it is compiled here with every value rendered as a literal
@@ -13,13 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Integer, Select, Text, cast, column, func, literal, select
+from sqlalchemy import BigInteger, Boolean, Exists, Integer, Select, Text, cast, column, exists, func, literal, select
 from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
 from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
 
-__all__ = ["clusters", "find_all", "near_duplicates", "nearest", "query_sql"]
+__all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest", "query_sql"]
 
 
 def _owner(fingerprint_column: Any) -> Any:
@@ -54,6 +56,30 @@ def nearest(fingerprint_column: Any, q: int, n: int) -> Select:
     without extra conditions is what you need."""
     distance = fingerprint_column.hamming_distance(q).label("distance")
     return select(_owner(fingerprint_column), distance).order_by(distance).limit(n)
+
+
+def has_near_duplicate(new_fingerprint: Any, stored_fingerprint_column: Any, max_distance: int) -> Exists:
+    """``EXISTS`` a stored row whose fingerprint is within ``max_distance``
+    bits of ``new_fingerprint`` (a column of the new rows' select): the batch
+    check of new rows against stored ones (docs/find_all.md, "New rows against
+    stored rows").  ``select(Fresh).where(~has_near_duplicate(Fresh.fp,
+    Page.fp, 3))`` keeps the new rows nothing stored resembles.  Each new row
+    is one index lookup in the stored table, and the new rows' side runs in
+    parallel workers where the planner gives it some."""
+    return exists().where(func.hamming_within(stored_fingerprint_column, new_fingerprint, max_distance))
+
+
+def near_duplicate_matches(new_fingerprint: Any, stored_fingerprint_column: Any, max_distance: int) -> Select:
+    """Every (new row, stored row, distance) within ``max_distance`` bits: the
+    new rows' entity (or table) and the stored one's, joined by an index
+    lookup per new row.  For new rows in the stored table itself, alias one
+    side (``aliased(Page)``)."""
+    distance = stored_fingerprint_column.hamming_distance(new_fingerprint).label("distance")
+    return (
+        select(_owner(new_fingerprint), _owner(stored_fingerprint_column), distance)
+        .join_from(_owner(new_fingerprint), _owner(stored_fingerprint_column),
+                   func.hamming_within(stored_fingerprint_column, new_fingerprint, max_distance))
+    )
 
 
 class _InlineLiteralCompiler(PGCompiler):

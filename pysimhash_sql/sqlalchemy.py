@@ -22,11 +22,15 @@ from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import UserDefinedType
 
 from .fingerprint import check_fingerprint, to_sql_literal
+from .index_kinds import GIN, INDEX_METHODS, MIH, OPCLASS
 
 __all__ = [
     "OPCLASS",
     "SimHash64",
+    "GIN",
+    "MIH",
     "index_fastupdate",
+    "index_method",
     "index_parameters",
     "index_scope",
     "opclass_clause",
@@ -34,9 +38,8 @@ __all__ = [
     "simhash_index",
 ]
 
-OPCLASS = "simhash64_ops"
-INDEX_METHOD = "gin"
 _INDEX_INFO_KEY = "simhash64_ops"
+_INDEX_METHOD_KEY = "simhash_index_method"
 
 
 def as_fingerprint(value: Any) -> ClauseElement:
@@ -111,8 +114,7 @@ def _define_typed_functions() -> None:
 _define_typed_functions()
 
 
-def _index_params(blocks: int | None, max_distance: int | None) -> dict[str, int]:
-    params = {"blocks": blocks, "max_distance": max_distance}
+def _index_params(**params: int | None) -> dict[str, int]:
     for name, value in params.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ValueError(f"simhash index parameter {name} must be a non-negative int, not {value!r}")
@@ -134,12 +136,18 @@ def simhash_index(
     *,
     scope: Sequence[Any] = (),
     fastupdate: bool = False,
+    method: str = GIN,
+    runs: int | None = None,
     **kw: Any,
 ) -> Index:
-    """A GIN index with the ``simhash64_ops`` operator class, for ``within()``.
+    """A near-duplicate index on a fingerprint column, for ``within()``:
+    ``method="gin"`` (the ``simhash64_ops`` operator class) or
+    ``method="simhash_mih"`` (the extension's access method, fast at every
+    radius up to 8; docs/index.md says which to pick).
 
     ``column`` is a column name (as in ``__table_args__``) or a column.
-    Parameters left as None take the operator class's defaults.
+    Parameters left as None take the index's defaults: ``blocks`` and
+    ``max_distance`` are GIN's, ``runs`` is simhash_mih's.
 
     ``fastupdate`` is GIN's pending list of not-yet-merged entries, off here
     (PostgreSQL's default is on): with it, every lookup also scans the pending
@@ -152,23 +160,43 @@ def simhash_index(
     needs ``CREATE EXTENSION btree_gin``.  Usually a plain index on the
     fingerprint is as fast (the scope is checked on the few candidate rows);
     docs/crawling.md has the measurements of when the two-column index pays.
+    simhash_mih indexes the fingerprint alone.
     """
-    params = _index_params(blocks, max_distance)
     key = column if isinstance(column, str) else column.key
+    if method == GIN:
+        if runs is not None:
+            raise ValueError("runs is an option of simhash_mih indexes, not of GIN ones")
+        params = _index_params(blocks=blocks, max_distance=max_distance)
+        options = {"postgresql_ops": {key: opclass_clause(params)},
+                   "postgresql_with": {"fastupdate": "on" if fastupdate else "off"}}
+    elif method == MIH:
+        if blocks is not None or max_distance is not None or fastupdate:
+            raise ValueError("blocks, max_distance and fastupdate are options of GIN indexes, not of simhash_mih ones")
+        if scope:
+            raise ValueError("a simhash_mih index has the fingerprint alone: for a scope, use method='gin'")
+        params = _index_params(runs=runs)
+        options = {"postgresql_with": {"runs": str(runs)}} if runs is not None else {}
+    else:
+        raise ValueError(f"simhash index method must be one of {', '.join(INDEX_METHODS)}, not {method!r}")
     return Index(
         name,
         *scope,
         column,
-        postgresql_using=INDEX_METHOD,
-        postgresql_ops={key: opclass_clause(params)},
-        postgresql_with={"fastupdate": "on" if fastupdate else "off"},
-        info={_INDEX_INFO_KEY: params},
+        postgresql_using=method,
+        info={_INDEX_INFO_KEY: params, _INDEX_METHOD_KEY: method},
+        **options,
         **kw,
     )
 
 
+def index_method(index: Index) -> str:
+    """The access method of an index made by ``simhash_index``: GIN or MIH."""
+    return index.info.get(_INDEX_METHOD_KEY, GIN)
+
+
 def index_parameters(index: Index) -> dict[str, int] | None:
-    """The operator class parameters of an index made by ``simhash_index``, else None."""
+    """The parameters given to ``simhash_index`` for an index it made (GIN's
+    blocks and max_distance, or simhash_mih's runs), else None."""
     return index.info.get(_INDEX_INFO_KEY)
 
 
@@ -180,7 +208,7 @@ def index_scope(index: Index) -> list[str]:
 
 def index_fastupdate(index: Index) -> bool:
     """Whether an index made by ``simhash_index`` has GIN's fastupdate on."""
-    return index.dialect_options["postgresql"]["with"].get("fastupdate", "on") == "on"
+    return index_method(index) == GIN and index.dialect_options["postgresql"]["with"].get("fastupdate", "on") == "on"
 
 
 # How each driver SQLAlchemy may use registers the adapters on a new DBAPI

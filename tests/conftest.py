@@ -22,9 +22,9 @@ from toolbox import ROOT
 
 def pytest_configure(config: pytest.Config) -> None:
     """Give each user and checkout its own temporary root: sessions running at
-    once in several checkouts would otherwise share /tmp/pytest-of-USER, and
-    each prunes the others' directories (servers then die mid-test); the uid
-    keeps two users' runs of one checkout path apart."""
+    once in several checkouts would otherwise share pytest-of-USER in the
+    temporary directory, and each prunes the others' directories (servers
+    then die mid-test); the uid keeps two users' runs of one checkout apart."""
     if config.option.basetemp is None:
         checkout = hashlib.md5(str(ROOT).encode()).hexdigest()[:12]
         config.option.basetemp = Path(tempfile.gettempdir()) / f"pysimhash-sql-pytest-{os.getuid()}-{checkout}"

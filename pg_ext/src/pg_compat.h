@@ -45,4 +45,14 @@
 #define simhash_vacuum_delay_point() vacuum_delay_point()
 #endif
 
+/*
+ * Whether a role owns a table: PostgreSQL 16 made the ownership checks one
+ * function for every catalog (utils/acl.h, catalog/pg_class.h).
+ */
+#if PG_VERSION_NUM >= 160000
+#define simhash_owns_table(relid, roleid) object_ownercheck(RelationRelationId, (relid), (roleid))
+#else
+#define simhash_owns_table(relid, roleid) pg_class_ownercheck((relid), (roleid))
+#endif
+
 #endif							/* SIMHASH_PG_COMPAT_H */

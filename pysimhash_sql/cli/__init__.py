@@ -24,6 +24,7 @@ import sys
 from importlib import import_module
 from importlib.metadata import version
 
+from ..index_kinds import GIN, INDEX_METHODS
 from .errors import UserError
 from .output import FORMATS, skipped
 
@@ -120,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",
                         help="compute fingerprints in the server (simhash(text)) or here (default server)")
     ingest.add_argument("--batch-size", type=int, default=1000, help="documents per COPY and commit (default 1000)")
+    ingest.add_argument("--index", choices=INDEX_METHODS, default=GIN,
+                        help="the near-duplicate index made on the fingerprint column if it has none "
+                             "(docs/index.md, 'Which index'; default gin)")
     command("dupes", "database:dupes_command", "near-duplicate pairs of a table's rows: id1, id2, distance (simhash_find_all)",
             options(database, table_rows, lambda p: near(p, None), records_out))
     clusters = command("clusters", "database:clusters_command",

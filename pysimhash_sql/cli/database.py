@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from itertools import islice
 
 from .. import hashing
+from ..index_kinds import GIN, MIH
 from .documents import Document, Reading, has_pages, read_documents
 from .errors import UserError
 from .output import open_output, progress, skipped, started, write_records
@@ -100,9 +101,10 @@ CREATE TABLE IF NOT EXISTS {table} (
 # loaded rows is much faster than growing it row by row) and kept up to date
 # by later ingests; fastupdate off, as for every index a crawler writes while
 # it reads (docs/crawling.md).
-CREATE_INDEX = """
-CREATE INDEX IF NOT EXISTS {index} ON {table} USING gin (fingerprint) WITH (fastupdate = off)
-"""
+CREATE_INDEX = {
+    GIN: "CREATE INDEX IF NOT EXISTS {index} ON {table} USING gin (fingerprint) WITH (fastupdate = off)",
+    MIH: "CREATE INDEX IF NOT EXISTS {index} ON {table} USING simhash_mih (fingerprint)",
+}
 # Web pages (HTML and WARC files) bring their URL and fetch date: a table made
 # before those columns existed gets them.
 ADD_PAGE_COLUMNS = "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS url text, ADD COLUMN IF NOT EXISTS fetched_at timestamptz"
@@ -176,7 +178,7 @@ def ingest_command(args) -> None:
                   "run the same command again to load the rest", file=sys.stderr)
             raise
         index = sql.Identifier(f"{args.table.split('.')[-1]}_fingerprint_idx")
-        conn.execute(sql.SQL(CREATE_INDEX).format(index=index, table=table))
+        conn.execute(sql.SQL(CREATE_INDEX[args.index]).format(index=index, table=table))
     if sys.stderr.isatty():
         print(f"{read} documents read, {added} new in {args.table}", file=sys.stderr)
 

@@ -2,7 +2,8 @@
 
 Each older supported major is upgraded to the newest with pg_upgrade, on a
 database holding every kind of object users build on simhash64 (columns and
-arrays, the GIN index with default and explicit options, btree and hash
+arrays, the GIN index with default and explicit options, a simhash_mih index
+(which simhash_mih_check must pass afterwards), btree and hash
 indexes, a hash-partitioned table, a view and a materialized view, aggregate
 results); afterwards the rows are identical, every index is valid and passes
 amcheck where the newest major has a checker, and index lookups equal a
@@ -39,6 +40,7 @@ CREATE EXTENSION simhash;
 CREATE TABLE pages (id int PRIMARY KEY, fp simhash64, history simhash64[], body text);
 CREATE INDEX pages_fp ON pages USING gin (fp);
 CREATE INDEX pages_fp_43 ON pages USING gin (fp simhash64_ops (blocks = 4, max_distance = 3));
+CREATE INDEX pages_fp_mih ON pages USING simhash_mih (fp);
 CREATE INDEX pages_fp_btree ON pages (fp);
 CREATE INDEX pages_fp_hash ON pages USING hash (fp);
 CREATE TABLE parts (id int, fp simhash64) PARTITION BY HASH (fp);
@@ -95,14 +97,15 @@ def content(conn: psycopg.Connection) -> dict[str, list[tuple]]:
 
 
 GIN_INDEXES = ("pages_fp", "pages_fp_43")
+NEAR_INDEXES = (*GIN_INDEXES, "pages_fp_mih")
 
 
 def lookups(conn: psycopg.Connection, index: str, queries: list[tuple[int, int]]) -> list[list[int]]:
     """The ids within k of each query centre through ``index`` alone (checked in
-    the plan): the other GIN index is dropped in a transaction rolled back after."""
+    the plan): the other near-duplicate indexes are dropped in a transaction rolled back after."""
     with conn.transaction(force_rollback=True):
         conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
-        conn.execute(f"DROP INDEX {' '.join(set(GIN_INDEXES) - {index})}")
+        conn.execute(f"DROP INDEX {', '.join(set(NEAR_INDEXES) - {index})}")
         sql = "SELECT id FROM pages WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, (str(queries[0][0]), 3)))
         assert f"Bitmap Index Scan on {index}" in plan, plan
@@ -120,8 +123,11 @@ def assert_indexes_sound(conn: psycopg.Connection, fps: list[int | None], querie
     if conn.execute("SELECT to_regproc('gin_index_check') IS NOT NULL").fetchone()[0]:  # amcheck 1.5, PostgreSQL 18
         for index in GIN_INDEXES:
             conn.execute("SELECT gin_index_check(%s::regclass)", (index,))
+    if conn.execute("SELECT to_regproc('simhash_mih_check') IS NOT NULL").fetchone()[0]:  # SQL 1.2 on
+        conn.execute("SELECT simhash_mih_check('pages_fp_mih')")
     expected = [brute_force_within(fps, c, k) for c, k in queries]
     assert lookups(conn, "pages_fp", queries) == expected
+    assert lookups(conn, "pages_fp_mih", queries) == expected
     small = [i for i, (_, k) in enumerate(queries) if k <= 3]   # within pages_fp_43's max_distance
     assert lookups(conn, "pages_fp_43", [queries[i] for i in small]) == [expected[i] for i in small]
 

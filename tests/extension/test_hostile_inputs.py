@@ -312,6 +312,11 @@ relations = typed(
     "regclass",
 )
 column_names = typed(names, "name")
+index_relations = typed(
+    st.one_of(st.none(), st.sampled_from(["pg_temp.hostile_mih_fp_idx", "pg_temp.hostile_docs_fp_idx", DOCS,
+                                          "pg_class", "pg_class_oid_index", "pg_temp.no_such_index"])),
+    "regclass",
+)
 id_column_names = typed(st.one_of(st.just("id"), names), "name")
 # (id, id) edges for simhash_components, and the hostile queries
 edge_queries = typed(
@@ -414,6 +419,7 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
             lambda qk: Sql("SELECT count(*) FROM pg_temp.hostile_mih WHERE hamming_within(fp, ") + join(qk) + Sql(")")),
         table_fingerprints.map(lambda fp: Sql("INSERT INTO pg_temp.hostile_mih (fp) VALUES (") + fp + Sql(")")),
     ),
+    "function simhash_mih_check(regclass,boolean)": function("simhash_mih_check", index_relations, bools),
     # concurrent dedupe: advisory locks (texts include NULL, the scope-less case)
     "function simhash_lock_near(simhash64,integer,text)": function("simhash_lock_near", fingerprints, int4s, texts),
     "function simhash_lock_near_batch(simhash64[],integer,text)":

@@ -261,6 +261,16 @@ def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycop
         ("documents_fingerprint_idx", True)]
 
 
+def test_ingest_makes_the_index_asked_for(db: psycopg.Connection) -> None:
+    run("ingest", "--dsn", db.info.dsn, "--table", "mih_docs", "--index", "simhash_mih", str(CORPUS))
+    (definition,) = db.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'mih_docs'"
+                               " AND indexname = 'mih_docs_fingerprint_idx'").fetchone()
+    assert definition.endswith("USING simhash_mih (fingerprint)")
+    db.execute("SET enable_seqscan = off")
+    near = db.execute("EXPLAIN SELECT id FROM mih_docs WHERE hamming_within(fingerprint, 0, 5)").fetchall()
+    assert "mih_docs_fingerprint_idx" in "\n".join(row[0] for row in near)
+
+
 def test_ingest_jsonl_from_stdin_with_pg_environment_variables(db: psycopg.Connection) -> None:
     info = db.info
     env = {**os.environ, "PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
@@ -398,7 +408,7 @@ def test_readme_command_line_example(db: psycopg.Connection, tmp_path: Path) -> 
     (tmp_path / "examples").symlink_to(ROOT / "examples")  # the example runs from a checkout
     info = db.info
     env = {"PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
-    out = run_example(readme_blocks("Command line")[0], cwd=tmp_path, env=env, path=[]).splitlines()
+    out = run_example(readme_blocks("Command line", document="docs/cli.md")[0], cwd=tmp_path, env=env, path=[]).splitlines()
 
     arrays = [json.loads(line) for line in out if line.startswith("[")]
     assert arrays and all(len(a) >= 2 for a in arrays)

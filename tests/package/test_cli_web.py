@@ -159,7 +159,7 @@ def test_readme_web_pages_example(db: psycopg.Connection, tmp_path: Path) -> Non
         (tmp_path / "saved" / f"{key}.html").write_text(article_page(key, 9)[1])
     info = db.info
     env = {"PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
-    out = run_example(readme_blocks("Web pages: HTML and WARC")[0], cwd=tmp_path, env=env, path=[Path(CLI).parent])
+    out = run_example(readme_blocks("Web pages: HTML and WARC", document="docs/cli.md")[0], cwd=tmp_path, env=env, path=[Path(CLI).parent])
     pairs = [line.split(",") for line in out.splitlines()[1:]]
     # every saved page is a near-duplicate of the fetches of its article in the crawl
     assert len(pairs) == len(ARTICLES) * FETCHES + len(ARTICLES) * (FETCHES * (FETCHES - 1) // 2)

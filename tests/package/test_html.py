@@ -19,7 +19,7 @@ SPEC = ROOT / "docs" / "fingerprint-spec.md"
 
 
 def test_readme_example() -> None:
-    result = subprocess.run([sys.executable, "-c", readme_blocks("Web pages: HTML and WARC", "python")[0]],
+    result = subprocess.run([sys.executable, "-c", readme_blocks("Web pages: HTML and WARC", "python", "docs/cli.md")[0]],
                             capture_output=True, text=True, check=True)
     text, fingerprint = result.stdout.splitlines()
     assert text.startswith("The harbour board has published") and "Home" not in text and "09:41" not in text

@@ -13,7 +13,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, aliased
 
-from pysimhash_sql.queries import clusters, find_all, near_duplicates, nearest, query_sql
+from pysimhash_sql.queries import (
+    clusters, find_all, has_near_duplicate, near_duplicate_matches, near_duplicates, nearest, query_sql,
+)
 from toolbox import brute_force_clusters, brute_force_pairs, distance, near_copies
 from toolbox.pages_model import Base, Page
 
@@ -63,6 +65,25 @@ def test_near_duplicates_compose_and_accept_core_columns(simhash_engine, pages) 
         assert {p.id for p, _ in session.execute(near_duplicates(other.fp, q, 0))} == {
             i for i, v in pages.items() if v == q
         }
+
+
+def test_new_rows_against_stored_rows_equal_brute_force(simhash_engine, pages) -> None:
+    """The batch check: odd rows are new, even ones stored (one table, so one
+    side is aliased); the radius is a bound parameter."""
+    new = aliased(Page)
+    k = 3
+    is_new, is_stored = new.id % 2 == 1, Page.id % 2 == 0
+    expected = sorted((i, j, distance(a, b)) for i, a in pages.items() if i % 2
+                      for j, b in pages.items() if j % 2 == 0 and distance(a, b) <= k)
+    with Session(simhash_engine) as session:
+        matches = session.execute(near_duplicate_matches(new.fp, Page.fp, k).where(is_new, is_stored)).all()
+        seen = session.scalars(select(new.id).where(is_new, has_near_duplicate(new.fp, Page.fp, k).where(is_stored)))
+        unseen = session.scalars(select(new.id).where(is_new, ~has_near_duplicate(new.fp, Page.fp, k).where(is_stored)))
+        seen, unseen = set(seen), set(unseen)
+    assert sorted((n.id, s.id, d) for n, s, d in matches) == expected
+    assert expected, "the data has near-duplicates across the two sides"
+    assert seen == {i for i, _, _ in expected}
+    assert unseen == set(range(1, len(pages), 2)) - seen
 
 
 def test_nearest_is_exact_top_n(simhash_engine, pages) -> None:

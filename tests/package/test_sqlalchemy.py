@@ -147,9 +147,19 @@ def test_index_ddl() -> None:
     assert sql(CreateIndex(scoped)) == (
         "CREATE INDEX ix ON pages USING gin (domain, fp simhash64_ops) WITH (fastupdate = on)"
     )
+    mih = simhash_index("ix", other.c.fp, method="simhash_mih")
+    assert sql(CreateIndex(mih)) == "CREATE INDEX ix ON pages USING simhash_mih (fp)"
+    assert sql(CreateIndex(simhash_index("ix", other.c.fp, method="simhash_mih", runs=4))) == (
+        "CREATE INDEX ix ON pages USING simhash_mih (fp) WITH (runs = 4)"
+    )
 
 
-@pytest.mark.parametrize("bad", [{"blocks": -1}, {"max_distance": "3); DROP TABLE x; --"}, {"blocks": True}])
+@pytest.mark.parametrize("bad", [
+    {"blocks": -1}, {"max_distance": "3); DROP TABLE x; --"}, {"blocks": True},
+    {"runs": 3}, {"method": "btree"}, {"method": "simhash_mih", "runs": "3) WITH (x = 1"},
+    {"method": "simhash_mih", "blocks": 5}, {"method": "simhash_mih", "fastupdate": True},
+    {"method": "simhash_mih", "scope": ["domain"]},
+])
 def test_index_parameters_are_validated(bad) -> None:
     with pytest.raises(ValueError):
         simhash_index("ix", "fp", **bad)

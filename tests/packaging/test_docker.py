@@ -171,9 +171,9 @@ def test_init_script_creates_the_extension_as_the_entrypoint_runs_it(tmp_path: P
 
 
 def test_readme_docker_examples_agree_with_the_docker_files(shared_db: psycopg.Connection) -> None:
-    """No Docker engine here: the README's commands are checked against the files
+    """No Docker engine here: docs/install.md's commands are checked against the files
     they name, and the SQL they run is run on the test server."""
-    text = "\n".join(readme_blocks("Docker"))
+    text = "\n".join(readme_blocks("Docker", document="docs/install.md"))
     for path in re.findall(r" -f (\S+)", text):
         assert (ROOT / path).is_file(), path
     dockerfile = (DOCKER / "Dockerfile").read_text()

@@ -1,6 +1,6 @@
 """The PGXN distribution: META.json, `make dist`, and `pgxn install` of the zip.
 
-pgxnclient comes from PyPI with the test dependencies.  The README's PGXN
+pgxnclient comes from PyPI with the test dependencies.  docs/install.md's PGXN
 example runs as written: `pgxn install` builds and installs with the system
 pg_config, but DESTDIR (which make reads from the environment) puts the files
 in a scratch copy of the private installation, so the system PostgreSQL is
@@ -121,7 +121,7 @@ def test_readme_pgxn_example_installs_the_zip_and_creates_the_extension(tmp_path
         # original directories, which DESTDIR moves into the copy.  (A
         # relocatable installation's copied pg_config would name the copy's.)
         original_bindir = Path(shutil.which(PG_CONFIG)).parent
-        run_example(readme_blocks("PGXN")[0], cwd=ROOT, env=env, path=[original_bindir])
+        run_example(readme_blocks("PGXN", document="docs/install.md")[0], cwd=ROOT, env=env, path=[original_bindir])
         assert (install.extension_dir / "simhash.control").is_file()
         with server.connect("fresh") as conn:
             version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simhash'").fetchone()

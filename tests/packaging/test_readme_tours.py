@@ -67,7 +67,7 @@ def test_python_drivers_example_runs(db: psycopg.Connection) -> None:
     info = db.info
     uri = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
     result = subprocess.run(
-        [sys.executable, "-c", readme_blocks("Python drivers", "python")[0]],
+        [sys.executable, "-c", readme_blocks("Python drivers", "python", "docs/python.md")[0]],
         capture_output=True, text=True, env={**os.environ, "SIMHASH_DSN": uri},
     )
     assert result.returncode == 0, result.stderr

@@ -25,6 +25,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 MAX_FINGERPRINT = 2**64 - 1
 
+# The index kinds the tests run on, as `CREATE INDEX ... USING` text on a column
+# fp: the GIN operator class and the access method.
+GIN = "gin (fp simhash64_ops {options})"
+MIH = "simhash_mih (fp) {options}"
+INDEX_KINDS = {"gin": GIN, "simhash_mih": MIH}
+
 
 def distance(a: int, b: int) -> int:
     """Bits in which two 64-bit values differ."""
@@ -76,6 +82,13 @@ def error_of(conn: psycopg.Connection, sql: str, params=()) -> psycopg.Error:
     with pytest.raises(psycopg.Error) as info:
         conn.execute(sql, params).fetchall()
     return info.value
+
+
+def copy_rows(conn: psycopg.Connection, sql: str, rows: Iterable[tuple]) -> None:
+    """COPY rows in through `sql` (COPY ... FROM STDIN), values as text, None as NULL."""
+    with conn.cursor().copy(sql) as copy:
+        for row in rows:
+            copy.write_row(tuple(None if v is None else str(v) for v in row))
 
 
 def brute_force_hash_pairs(hashes: Iterable[int], k: int) -> list[tuple[int, int]]:

@@ -1,4 +1,5 @@
-"""The README's examples, for the tests that run them (doc examples must not rot)."""
+"""The examples of the README and of docs/, for the tests that run them (doc
+examples must not rot)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from toolbox import ROOT
 
 VENV_BIN = Path(sys.executable).parent  # pysimhash-sql and pgxn
-EXAMPLE_MARKER = "<!-- readme-example -->"  # before the README's model-to-query example
+EXAMPLE_MARKER = "<!-- readme-example -->"  # before the model-to-query example (docs/python.md)
 
 
 def readme_section(heading: str, document: str = "README.md") -> str:
@@ -27,11 +28,11 @@ def readme_blocks(heading: str, language: str = "sh", document: str = "README.md
     return re.findall(rf"^```{language}\n(.*?)^```", readme_section(heading, document), re.S | re.M)
 
 
-def readme_example() -> str:
-    """The README's model-to-query example: the ```python block after EXAMPLE_MARKER."""
-    text = (ROOT / "README.md").read_text()
+def readme_example(document: str = "docs/python.md") -> str:
+    """The model-to-query example: the ```python block after EXAMPLE_MARKER."""
+    text = (ROOT / document).read_text()
     match = re.search(re.escape(EXAMPLE_MARKER) + r"\s*```python\n(.*?)```", text, re.S)
-    assert match, f"README.md lost its {EXAMPLE_MARKER} block"
+    assert match, f"{document} lost its {EXAMPLE_MARKER} block"
     return match.group(1)
 
 

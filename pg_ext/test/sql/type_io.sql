@@ -37,13 +37,13 @@ SELECT 'abc'::simhash64;
 SELECT '18446744073709551616'::simhash64;
 \set VERBOSITY default
 
--- COPY in binary form round-trips through send and receive; the file's path is
--- relative, so it lands in the server's own data directory (never a path that
--- another run or another user on the machine could share)
+-- COPY in binary form round-trips through send and receive; the file lives in
+-- the server's own data directory (never a path that another run or another
+-- user on the machine could share)
 CREATE TEMP TABLE io (v simhash64);
 INSERT INTO io VALUES ('0'), ('1'), ('18446744073709551615'), ('0x8000000000000000'), (NULL);
-COPY io TO 'simhash_regress_io.bin' (FORMAT binary);
+DO $$ BEGIN EXECUTE format('COPY io TO %L (FORMAT binary)', current_setting('data_directory') || '/simhash_regress_io.bin'); END $$;
 CREATE TEMP TABLE io2 (v simhash64);
-COPY io2 FROM 'simhash_regress_io.bin' (FORMAT binary);
+DO $$ BEGIN EXECUTE format('COPY io2 FROM %L (FORMAT binary)', current_setting('data_directory') || '/simhash_regress_io.bin'); END $$;
 SELECT v FROM io2 ORDER BY v;
 SELECT count(*) AS identical FROM io JOIN io2 USING (v);

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from pysimhash_sql.throwaway import ThrowawayServer
-from toolbox import brute_force_within, flip_random
+from toolbox import GIN, INDEX_KINDS, MIH, brute_force_within, copy_rows, flip_random
 from toolbox.data import planted_fingerprints, random_queries
 from toolbox.workers import run_together
 
@@ -36,18 +36,6 @@ OPERATOR_FORM = "fp <@ hamming_ball(q.center, q.k)"
 
 INDEX_ONLY = "SET enable_seqscan = off; SET enable_indexscan = on; SET enable_bitmapscan = on"
 SEQSCAN_ONLY = "SET enable_seqscan = on; SET enable_indexscan = off; SET enable_bitmapscan = off"
-
-
-def copy_rows(conn: psycopg.Connection, sql: str, rows) -> None:
-    with conn.cursor().copy(sql) as copy:
-        for row in rows:
-            copy.write_row(tuple(None if v is None else str(v) for v in row))
-
-
-# The index kinds the tests run on: the GIN operator class and the access method.
-GIN = "gin (fp simhash64_ops {options})"
-MIH = "simhash_mih (fp) {options}"
-INDEX_KINDS = {"gin": GIN, "simhash_mih": MIH}
 
 
 def load_docs(conn: psycopg.Connection, fps: list[int | None], index_options: str = "", kind: str = GIN) -> None:

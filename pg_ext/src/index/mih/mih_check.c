@@ -1,0 +1,340 @@
+/*
+ * mih_check.c — simhash_mih_check(index, heapallindexed): what amcheck is for
+ * btree and GIN, for simhash_mih.  It reads every page the metapage reaches
+ * and verifies the invariants the scans rely on; with heapallindexed it also
+ * verifies that every heap row the index should hold is in every run (a
+ * query may find a row through any of them).
+ *
+ * The pages are untrusted input here: every count is checked against its
+ * page's capacity before it is used, every block number against the
+ * relation's size, and every page may be reached once only, so a corrupted
+ * index gives an ERROR naming the block (SQLSTATE XX002, index_corrupted),
+ * never a crash or an endless loop.
+ *
+ * Only the table's owner (or a superuser) may run it, and PUBLIC has no
+ * EXECUTE right until granted, as for amcheck: it blocks the table's writers.
+ *
+ * heapallindexed follows amcheck: the index's (fingerprint, TID) entries of
+ * each run go into a Bloom filter (lib/bloomfilter.h) sized by
+ * maintenance_work_mem, and a scan of the heap (as CREATE INDEX reads it,
+ * under ShareLock) looks each row up in every run's filter.  A missing entry
+ * is found with a probability the filter's size sets (over 99.9 % at its
+ * sizing); a reported one is always missing.
+ */
+#include "index/mih/mih.h"
+
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "lib/bloomfilter.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+
+PG_FUNCTION_INFO_V1(simhash_mih_check);
+
+typedef struct MihChecker
+{
+	Relation	index;
+	BlockNumber nblocks;
+	bool	   *reached;		/* per block: already reached from the metapage */
+	BufferAccessStrategy strategy;
+	PGAlignedBlock copy;		/* the page being checked, copied out of its buffer */
+	SimhashBlocks blocks;
+	int			ntables;
+	bloom_filter *runs[MIH_MAX_TABLES]; /* heapallindexed: each run's entries */
+} MihChecker;
+
+/* The key of a Bloom filter element: a fingerprint and a TID. */
+typedef struct MihCheckEntry
+{
+	uint64		fp;
+	BlockNumber block;
+	OffsetNumber offset;
+} MihCheckEntry;
+
+
+static void
+corrupt_page(MihChecker *c, BlockNumber blkno, const char *what)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_INDEX_CORRUPTED),
+			errmsg("simhash_mih index \"%s\" is corrupted: block %u: %s",
+				   RelationGetRelationName(c->index), blkno, what));
+}
+
+/*
+ * Copies block blkno into c->copy, after checking that it exists, is not the
+ * metapage, and is reached for the first time.
+ */
+static Page
+read_page(MihChecker *c, BlockNumber blkno, const char *reached_as)
+{
+	Buffer		buffer;
+
+	CHECK_FOR_INTERRUPTS();
+	if (blkno == 0 || blkno >= c->nblocks)
+		ereport(ERROR,
+				errcode(ERRCODE_INDEX_CORRUPTED),
+				errmsg("simhash_mih index \"%s\" is corrupted: %s points to block %u, outside blocks 1 to %u",
+					   RelationGetRelationName(c->index), reached_as, blkno, c->nblocks - 1));
+	if (c->reached[blkno])
+		corrupt_page(c, blkno, psprintf("reached twice (again as %s)", reached_as));
+	c->reached[blkno] = true;
+	buffer = ReadBufferExtended(c->index, MAIN_FORKNUM, blkno, RBM_NORMAL, c->strategy);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	memcpy(c->copy.data, BufferGetPage(buffer), BLCKSZ);
+	UnlockReleaseBuffer(buffer);
+	if (PageIsNew((Page) c->copy.data))
+		corrupt_page(c, blkno, psprintf("an uninitialized page, reached as %s", reached_as));
+	return (Page) c->copy.data;
+}
+
+static void
+add_entry(MihChecker *c, int t, uint64 fp, ItemPointer tid)
+{
+	MihCheckEntry entry;
+
+	if (c->runs[t] == NULL)
+		return;
+	memset(&entry, 0, sizeof(entry));
+	entry.fp = fp;
+	entry.block = ItemPointerGetBlockNumberNoCheck(tid);
+	entry.offset = ItemPointerGetOffsetNumberNoCheck(tid);
+	bloom_add_element(c->runs[t], (unsigned char *) &entry, sizeof(entry));
+}
+
+/*
+ * The entries of a run page or pending page: a count within the page, valid
+ * TIDs, and (for runs, sorted) keys no smaller than *floor, which becomes the
+ * page's last key.  mask: the run's leading block, 0 for pending pages.
+ * Returns the number of entries.
+ */
+static uint32
+check_entries(MihChecker *c, BlockNumber blkno, int t, uint64 mask, uint64 *floor)
+{
+	MihRunPage *page = mih_run_of((Page) c->copy.data);
+	uint32		n = page->n;
+
+	if (n == MIH_DELETED)
+		corrupt_page(c, blkno, "a recycled page still in use");
+	if (n > MIH_PAGE_CAP)
+		corrupt_page(c, blkno, psprintf("holds %u entries, more than the %zu a page has room for",
+										n, (size_t) MIH_PAGE_CAP));
+	for (uint32 j = 0; j < n; j++)
+	{
+		ItemPointer tid = &page->tids[j];
+
+		if (!ItemPointerIsValid(tid) || ItemPointerGetOffsetNumberNoCheck(tid) == InvalidOffsetNumber)
+			corrupt_page(c, blkno, psprintf("entry %u has an invalid heap TID", j));
+		if (mask != 0)
+		{
+			if (page->keys[j] < *floor)
+				corrupt_page(c, blkno, psprintf("entry %u is out of order in run %d", j, t));
+			*floor = page->keys[j];
+			add_entry(c, t, unlead(page->keys[j], mask), tid);
+		}
+		else
+			for (int r = 0; r < c->ntables; r++)
+				add_entry(c, r, page->keys[j], tid);
+	}
+	return n;
+}
+
+/*
+ * Run t of a run set: its directory chain, the first keys it records (in
+ * order, each a lower bound of its page), its pages and their entries.
+ */
+static void
+check_run(MihChecker *c, const MihRunSet *set, int s, int t)
+{
+	const char *where = psprintf("the directory of run %d of run set %d", t, s);
+	BlockNumber dir_blkno = set->dir_head[t];
+	BlockNumber pages = 0;
+	int64		entries = 0;
+	uint64		floor = 0;
+
+	while (dir_blkno != InvalidBlockNumber)
+	{
+		MihDirPage *dir = mih_dir_of(read_page(c, dir_blkno, where));
+		BlockNumber here = dir_blkno;
+		uint32		n = dir->n;
+		uint64	   *first_key;
+		BlockNumber *blkno;
+
+		if (n > MIH_DIR_CAP)
+			corrupt_page(c, here, psprintf("directory page holds %u pages, more than the %zu it has room for",
+										   n, (size_t) MIH_DIR_CAP));
+		first_key = palloc(Max(n, 1) * sizeof(uint64));
+		blkno = palloc(Max(n, 1) * sizeof(BlockNumber));
+		memcpy(first_key, dir->first_key, n * sizeof(uint64));
+		memcpy(blkno, dir->blkno, n * sizeof(BlockNumber));
+		dir_blkno = dir->next;
+		for (uint32 j = 0; j < n; j++)
+		{
+			if (first_key[j] < floor)
+				corrupt_page(c, here, psprintf("directory entry %u is below the keys before it", j));
+			floor = first_key[j];
+			read_page(c, blkno[j], psprintf("page %u of run %d of run set %d", pages, t, s));
+			entries += check_entries(c, blkno[j], t, c->blocks.mask[t], &floor);
+			pages++;
+		}
+		pfree(first_key);
+		pfree(blkno);
+	}
+	if (pages != set->npages[t])
+		ereport(ERROR,
+				errcode(ERRCODE_INDEX_CORRUPTED),
+				errmsg("simhash_mih index \"%s\" is corrupted: run %d of run set %d has %u pages, the metapage says %u",
+					   RelationGetRelationName(c->index), t, s, pages, set->npages[t]));
+	if (entries > set->nentries)
+		ereport(ERROR,
+				errcode(ERRCODE_INDEX_CORRUPTED),
+				errmsg("simhash_mih index \"%s\" is corrupted: run %d of run set %d holds " INT64_FORMAT " entries, more than the set's " INT64_FORMAT,
+					   RelationGetRelationName(c->index), t, s, entries, set->nentries));
+}
+
+/* The pending list: a chain ending at the metapage's tail, within its count. */
+static void
+check_pending(MihChecker *c, const MihMeta *meta)
+{
+	BlockNumber blkno = meta->pending_head;
+	BlockNumber last = InvalidBlockNumber;
+	int64		entries = 0;
+	uint64		unused = 0;
+
+	while (blkno != InvalidBlockNumber)
+	{
+		MihRunPage *page = mih_run_of(read_page(c, blkno, "the pending list"));
+		BlockNumber next = page->next;
+
+		entries += check_entries(c, blkno, 0, 0, &unused);
+		last = blkno;
+		blkno = next;
+	}
+	if (last != meta->pending_tail || entries > meta->pending_count)
+		ereport(ERROR,
+				errcode(ERRCODE_INDEX_CORRUPTED),
+				errmsg("simhash_mih index \"%s\" is corrupted: its pending list ends at block %u with " INT64_FORMAT " entries, the metapage says block %u and at most " INT64_FORMAT,
+					   RelationGetRelationName(c->index), last, entries, meta->pending_tail,
+					   meta->pending_count));
+}
+
+static void
+check_meta_counts(MihChecker *c, const MihMeta *meta)
+{
+	if (meta->ntables < 1 || meta->ntables > MIH_MAX_TABLES || meta->nsets < 0 ||
+		meta->nsets > MIH_MAX_SETS || meta->nretired < 0 || meta->nretired > MIH_MAX_RETIRED ||
+		meta->pending_count < 0)
+		corrupt_page(c, 0, psprintf("the metapage's counts are out of range (%d runs, %d run sets, %d retired)",
+									meta->ntables, meta->nsets, meta->nretired));
+	for (int s = 0; s < meta->nsets; s++)
+		if (meta->sets[s].nentries < 0)
+			corrupt_page(c, 0, psprintf("run set %d has a negative entry count", s));
+}
+
+/* table_index_build_scan's callback: a heap row the index must hold. */
+static void
+check_heap_row(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool tupleIsAlive, void *arg)
+{
+	MihChecker *c = (MihChecker *) arg;
+	MihCheckEntry entry;
+
+	if (isnull[0])
+		return;
+	memset(&entry, 0, sizeof(entry));
+	entry.fp = DatumGetSimhash64(values[0]);
+	entry.block = ItemPointerGetBlockNumber(tid);
+	entry.offset = ItemPointerGetOffsetNumber(tid);
+	for (int t = 0; t < c->ntables; t++)
+		if (bloom_lacks_element(c->runs[t], (unsigned char *) &entry, sizeof(entry)))
+			ereport(ERROR,
+					errcode(ERRCODE_INDEX_CORRUPTED),
+					errmsg("simhash_mih index \"%s\" is corrupted: run %d lacks heap row (%u,%u) with fingerprint " UINT64_FORMAT,
+						   RelationGetRelationName(c->index), t, entry.block, entry.offset, entry.fp));
+}
+
+static void
+check_index(MihChecker *c, Relation heap, bool heapallindexed)
+{
+	Buffer		buffer;
+	MihMeta		meta;
+
+	c->nblocks = RelationGetNumberOfBlocks(c->index);
+	if (c->nblocks == 0)
+		corrupt_page(c, 0, "the index has no metapage");
+	c->reached = MemoryContextAllocHuge(CurrentMemoryContext, c->nblocks * sizeof(bool));
+	memset(c->reached, 0, c->nblocks * sizeof(bool));
+	c->reached[0] = true;
+	c->strategy = GetAccessStrategy(BAS_BULKREAD);
+
+	buffer = ReadBufferExtended(c->index, MAIN_FORKNUM, 0, RBM_NORMAL, c->strategy);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	memcpy(c->copy.data, BufferGetPage(buffer), BLCKSZ);
+	UnlockReleaseBuffer(buffer);
+	if (PageIsNew((Page) c->copy.data))
+		corrupt_page(c, 0, "the metapage is uninitialized");
+	meta = *mih_meta_of((Page) c->copy.data);
+	mih_check_meta(c->index, &meta);
+	check_meta_counts(c, &meta);
+	c->ntables = meta.ntables;
+	simhash_blocks_init(&c->blocks, meta.ntables);
+
+	if (heapallindexed)
+	{
+		int64		total = meta.pending_count;
+
+		for (int s = 0; s < meta.nsets; s++)
+			total += meta.sets[s].nentries;
+		for (int t = 0; t < c->ntables; t++)
+			c->runs[t] = bloom_create(Max(total, 1), Max(maintenance_work_mem / c->ntables, 1024),
+									  RelationGetRelid(c->index));
+	}
+	check_pending(c, &meta);
+	for (int s = 0; s < meta.nsets; s++)
+		for (int t = 0; t < c->ntables; t++)
+			check_run(c, &meta.sets[s], s, t);
+	if (heapallindexed)
+	{
+		IndexInfo  *info = BuildIndexInfo(c->index);
+
+		table_index_build_scan(heap, c->index, info, true, false, check_heap_row, c, NULL);
+		for (int t = 0; t < c->ntables; t++)
+			bloom_free(c->runs[t]);
+	}
+}
+
+Datum
+simhash_mih_check(PG_FUNCTION_ARGS)
+{
+	Oid			index_oid = PG_GETARG_OID(0);
+	bool		heapallindexed = PG_GETARG_BOOL(1);
+	Oid			heap_oid = IndexGetRelation(index_oid, true);
+	Relation	heap;
+	Relation	index;
+	MihChecker	c;
+
+	if (!OidIsValid(heap_oid))
+		ereport(ERROR,
+				errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				errmsg("simhash_mih_check: \"%s\" is not an index",
+					   get_rel_name(index_oid) ? get_rel_name(index_oid) : psprintf("%u", index_oid)));
+	/* Only the table's owner, before any lock: a check blocks the table's writers. */
+	if (!simhash_owns_table(heap_oid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(heap_oid));
+	/* ShareLock, as CREATE INDEX takes: no row can come or go meanwhile. */
+	heap = table_open(heap_oid, ShareLock);
+	index = index_open(index_oid, ShareLock);
+	if (index->rd_indam->ambuild != mih_build)
+		ereport(ERROR,
+				errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				errmsg("simhash_mih_check: index \"%s\" is not a simhash_mih index",
+					   RelationGetRelationName(index)));
+	memset(&c, 0, sizeof(c));
+	c.index = index;
+	check_index(&c, heap, heapallindexed);
+	index_close(index, ShareLock);
+	table_close(heap, ShareLock);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,97 @@
+"""On a streaming hot standby, radius queries through either index kind give
+the primary's answers (and brute force's), after a build, inserts, flushes of
+simhash_mih's pending list into run sets, deletes, VACUUM's merges and page
+recycling, and REINDEX: every page change reaches the standby through WAL."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import psycopg
+import pytest
+
+from pysimhash_sql.throwaway import ThrowawayServer
+from toolbox import INDEX_KINDS, brute_force_within, copy_rows, flip_random
+from toolbox.data import planted_fingerprints
+
+QUERY = "SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """A primary and a hot standby streaming from it.  The standby's
+    primary_conninfo is written here rather than by pg_basebackup -R, whose
+    newest options the server's walreceiver may not know (it loads the
+    machine's libpq)."""
+    bindir = os.environ["SIMHASH_PG_BINDIR"]
+    primary = ThrowawayServer(bindir, tmp_path_factory.mktemp("primary")).initdb().start()
+    conninfo = f"host={primary.host} port={primary.port} user=postgres"
+    standby = ThrowawayServer(bindir, tmp_path_factory.mktemp("standby"),
+                              postgres_options=f"-c primary_conninfo='{conninfo}'")
+    try:
+        standby.run("pg_basebackup", "-D", standby.datadir, "-X", "stream", "--checkpoint=fast",
+                    "-h", primary.host, "-p", str(primary.port), "-U", "postgres")
+        standby.run("/usr/bin/touch", standby.datadir / "standby.signal")
+        standby.start()
+        yield primary, standby
+    finally:
+        for server in (standby, primary):
+            if server.running():
+                server.stop("immediate")
+
+
+def caught_up(primary: psycopg.Connection, standby: psycopg.Connection) -> None:
+    lsn = primary.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+    deadline = time.monotonic() + 60
+    while not standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]:
+        assert time.monotonic() < deadline, "the standby did not catch up in 60 s"
+        time.sleep(0.05)
+
+
+def answers(conn: psycopg.Connection, queries: list[tuple[int, int]], index: str) -> list[list[int]]:
+    conn.execute("SET enable_seqscan = off")
+    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + QUERY, (str(queries[0][0]), 3)))
+    assert f"Bitmap Index Scan on {index}" in plan, plan
+    return [[r[0] for r in conn.execute(QUERY, (str(c), k))] for c, k in queries]
+
+
+@pytest.mark.parametrize("kind", list(INDEX_KINDS))
+def test_standby_answers_as_the_primary_does(pair, kind: str) -> None:
+    primary, standby = pair
+    rng = random.Random(kind)
+    fps = planted_fingerprints(rng, 4000)
+    with primary.connect() as p, primary.connect() as writer, standby.connect() as s:
+        if p.execute("SELECT count(*) FROM pg_extension WHERE extname = 'simhash'").fetchone()[0] == 0:
+            p.execute("CREATE EXTENSION simhash")
+        p.execute("DROP TABLE IF EXISTS docs")
+        p.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64)")
+        copy_rows(p, "COPY docs FROM STDIN", enumerate(fps))
+        p.execute(f"CREATE INDEX docs_fp ON docs USING {INDEX_KINDS[kind].format(options='')}")
+        writer.execute("SET simhash.mih_pending_limit = 64")
+        stored = [fp for fp in fps if fp is not None]
+
+        def compare() -> None:
+            rows = dict(p.execute("SELECT id, fp::text FROM docs").fetchall())
+            current = [None if rows.get(i) is None else int(rows[i]) for i in range(max(rows) + 1)]
+            queries = [(flip_random(rng.choice(stored), rng.randint(0, 3), rng), rng.randint(0, 8))
+                       for _ in range(150)]
+            caught_up(p, s)
+            expected = [brute_force_within(current, c, k) for c, k in queries]
+            assert answers(p, queries, "docs_fp") == expected
+            assert answers(s, queries, "docs_fp") == expected
+
+        compare()
+        for i in range(300):  # single-row inserts: simhash_mih flushes every 64
+            writer.execute("INSERT INTO docs VALUES (%s, %s::text::simhash64)",
+                           (10_000 + i, str(flip_random(rng.choice(stored), rng.randint(0, 3), rng))))
+        compare()
+        p.execute("DELETE FROM docs WHERE id % 4 = 0")
+        p.execute("VACUUM docs")  # merges the run sets; a second VACUUM recycles the retired pages
+        p.execute("VACUUM docs")
+        for i in range(100):
+            writer.execute("INSERT INTO docs VALUES (%s, %s::text::simhash64)", (20_000 + i, str(rng.getrandbits(64))))
+        compare()
+        p.execute("REINDEX INDEX docs_fp")
+        compare()
