@@ -8,6 +8,7 @@
 #                  pg_upgrade and dump/restore from older majors to the newest
 #   make install   install the extension into the PostgreSQL that pg_config
 #                  names, and the Python package into $(PYTHON)'s environment
+#   make report    the near-duplicate report of examples/corpus: near-duplicates.html
 #   make bench     benchmarks (a printed table; not tests)
 #   make dist      the PGXN distribution zip (build/dist/simhash-<version>.zip)
 #
@@ -25,7 +26,7 @@ ifeq ($(origin PG_MAJOR),command line)
 export SIMHASH_PG_MAJOR := $(PG_MAJOR)
 endif
 
-.PHONY: all deps extension install test test-all regress pytest demo bench dist clean
+.PHONY: all deps extension install test test-all regress pytest demo report bench dist clean
 
 all: extension
 
@@ -53,6 +54,9 @@ pytest: deps
 
 demo: deps
 	scripts/demo.sh
+
+report: deps
+	scripts/report-demo.sh
 
 bench:
 	@scripts/install-deps.sh --bench

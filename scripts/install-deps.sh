@@ -36,7 +36,20 @@ install_bench_corpus() {
     apt-get install -y -qq --no-install-recommends "${absent[@]}" >/dev/null
 }
 
+# Headless Chromium (Debian's package), which tests/package/test_report_browser.py
+# opens the near-duplicate report in; installed where apt-get can (Debian as
+# root); elsewhere that test is skipped and says why.
+install_browser() {
+    is_root && command -v apt-get >/dev/null || return 0
+    command -v chromium >/dev/null && return 0
+    echo "Installing chromium with apt-get (the report's browser test)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+}
+
 if [ "${1:-}" = --bench ]; then install_bench_corpus; fi
+install_browser
 major=${SIMHASH_PG_MAJOR:-$(installed_major)}
 if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
     wanted=(libxxhash-dev)

@@ -13,3 +13,82 @@ CREATE FUNCTION simhash_mih_check(index regclass, heapallindexed boolean DEFAULT
     AS 'MODULE_PATHNAME', 'simhash_mih_check'
     LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 REVOKE ALL ON FUNCTION simhash_mih_check(regclass, boolean) FROM PUBLIC;
+
+---------------------------------------------------------------------------
+-- Nearest-neighbour distances: how far is each document from its nearest
+-- other one?  (issue 22: choosing the threshold by looking; docs/report.md)
+---------------------------------------------------------------------------
+
+-- For a sample of a table's rows (every row when the table has at most
+-- sample_size of them; otherwise the sample_size rows first in the order of
+-- hashint8(id), the same rows at every call), the nearest other row within
+-- max_distance bits (optionally: with the same scope value) and its distance;
+-- NULLs when there is none.  Each sampled row asks the index two radius
+-- queries (hamming_within at radius min(8, max_distance), then, only when
+-- nothing is that near, at max_distance): with a simhash_mih (or GIN) index on
+-- the column each costs milliseconds at a million rows; without one each is a
+-- sequential scan.  Work: sample_size index queries, whatever the table's size.
+CREATE FUNCTION simhash_nearest_distances(relation regclass, id_column name, fingerprint_column name,
+                                          scope_column name DEFAULT NULL, sample_size integer DEFAULT 2000,
+                                          max_distance integer DEFAULT 16)
+RETURNS TABLE (id bigint, nearest_id bigint, distance integer, scope text)
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED AS $fn$
+DECLARE
+    scope_expr text := CASE WHEN scope_column IS NULL THEN 'NULL::text' ELSE format('%I::text', scope_column) END;
+    same_scope text := CASE WHEN scope_column IS NULL THEN '' ELSE format(' AND %I::text IS NOT DISTINCT FROM $3', scope_column) END;
+    near_radius integer;
+    probe text;
+    fp simhash64;
+BEGIN
+    IF relation IS NULL OR id_column IS NULL OR fingerprint_column IS NULL THEN
+        RAISE EXCEPTION 'simhash_nearest_distances: relation, id_column and fingerprint_column must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF sample_size IS NULL OR sample_size < 1 THEN
+        RAISE EXCEPTION 'simhash_nearest_distances: sample_size must be at least 1, got %', sample_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_distance IS NULL OR max_distance < 0 OR max_distance > 64 THEN
+        RAISE EXCEPTION 'simhash_nearest_distances: max_distance must be 0..64, got %', max_distance
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    near_radius := least(8, max_distance);
+    -- $1 the sampled fingerprint, $2 its id, $3 its scope; %s the radius
+    probe := format('SELECT %1$I::bigint, hamming_distance(%2$I::simhash64, $1) FROM %3$s '
+                    'WHERE hamming_within(%2$I::simhash64, $1, %%s) AND %1$I::bigint <> $2%4$s '
+                    'ORDER BY 2, 1 LIMIT 1', id_column, fingerprint_column, relation, same_scope);
+    FOR id, fp, scope IN EXECUTE format(
+            'SELECT %1$I::bigint, %2$I::simhash64, %3$s FROM %4$s WHERE %1$I IS NOT NULL AND %2$I IS NOT NULL '
+            'ORDER BY hashint8(%1$I::bigint), %1$I LIMIT %5$s',
+            id_column, fingerprint_column, scope_expr, relation, sample_size) LOOP
+        nearest_id := NULL;
+        distance := NULL;
+        EXECUTE format(probe, near_radius) INTO nearest_id, distance USING fp, id, scope;
+        IF nearest_id IS NULL AND max_distance > near_radius THEN
+            EXECUTE format(probe, max_distance) INTO nearest_id, distance USING fp, id, scope;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$fn$;
+
+-- The same numbers as a histogram: for each distance 0..max_distance, how many
+-- sampled rows have their nearest other row at that distance (every distance
+-- is listed, 0 included), then one row with distance NULL: the sampled rows
+-- with no other row within max_distance bits.
+CREATE FUNCTION simhash_nn_histogram(relation regclass, id_column name, fingerprint_column name,
+                                     scope_column name DEFAULT NULL, sample_size integer DEFAULT 2000,
+                                     max_distance integer DEFAULT 16)
+RETURNS TABLE (distance integer, documents bigint)
+LANGUAGE sql VOLATILE PARALLEL RESTRICTED AS $fn$
+    WITH nearest AS (
+        SELECT n.distance FROM simhash_nearest_distances(relation, id_column, fingerprint_column,
+                                                         scope_column, sample_size, max_distance) n
+    )
+    SELECT d.distance, count(n.distance)
+    FROM generate_series(0, max_distance) AS d(distance) LEFT JOIN nearest n ON n.distance = d.distance
+    GROUP BY d.distance
+    UNION ALL
+    SELECT NULL, count(*) FILTER (WHERE n.distance IS NULL) FROM nearest n
+    ORDER BY 1 NULLS LAST
+$fn$;

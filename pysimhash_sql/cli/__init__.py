@@ -6,11 +6,14 @@
     pysimhash-sql ingest         documents -> a table, fingerprinted in the server or locally
     pysimhash-sql dupes          near-duplicate pairs of a table's rows
     pysimhash-sql clusters       clusters of a table's rows
+    pysimhash-sql report         an HTML near-duplicate report of a table or of files, to choose a threshold
 
 Mistakes (a bad argument or connection string, a missing table) are reported
 in one line on stderr with exit status 1.  Inputs that cannot be read (a
-binary file, a malformed JSON Lines record) are reported in one line each and
-skipped, the rest processed: exit status 3.  Ctrl-C exits with 130.
+binary file, a malformed JSON Lines record) are skipped, the rest processed,
+and counted by reason in one summary line on stderr (--verbose: one line each
+too): exit status 3.  Compressed files (.gz, .bz2, .xz, .zst) are read as
+what they hold.  Ctrl-C exits with 130.
 """
 
 from __future__ import annotations
@@ -49,9 +52,9 @@ def near(p: argparse.ArgumentParser, blocks_default: int | None = 6) -> None:
                    help=help_blocks % (blocks_default or "the server chooses"))
 
 
-def documents_in(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sources", nargs="+", metavar="SOURCE",
-                   help="a directory, a file, JSON Lines (*.jsonl, *.ndjson, '-' for stdin), or web pages: "
+def documents_in(p: argparse.ArgumentParser, nargs: str = "+") -> None:
+    p.add_argument("sources", nargs=nargs, metavar="SOURCE",
+                   help=("(instead of --table) " if nargs == "*" else "") + "a directory, a file, JSON Lines (*.jsonl, *.ndjson, '-' for stdin), or web pages: "
                         "HTML (*.html, *.htm) and WARC (*.warc, *.warc.gz) files, as their main-content text "
                         "with URL and fetch date (needs the [html] extra)")
     p.add_argument("--id-field", default="id", help="JSON Lines: the field naming a document (default id)")
@@ -60,6 +63,9 @@ def documents_in(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", action="store_true",
                    help="also read hidden files and directories below a directory (names starting with '.', "
                         "such as .git), left out by default")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="report each input skipped in a line of its own (default: one summary line of counts "
+                        "by reason)")
     p.add_argument("--encoding", default="auto",
                    help="the encoding of text files (default auto: UTF-8, else as detected); files that are not "
                         "text in it are reported and skipped. JSON Lines are always UTF-8")
@@ -86,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pysimhash-sql",
         description="Near-duplicate detection with 64-bit simhash fingerprints, locally or in PostgreSQL.",
         epilog="Exit status: 0 done, 1 a mistake in the input, arguments or database (one line on stderr), "
-        "2 bad usage, 3 done but some inputs were skipped (one line each on stderr), 130 interrupted. "
+        "2 bad usage, 3 done but some inputs were skipped (a summary line on stderr; --verbose: one line each), 130 interrupted. "
         "'pysimhash-sql COMMAND --help' describes a command.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('pysimhash-sql')}")
@@ -124,12 +130,33 @@ def build_parser() -> argparse.ArgumentParser:
                        "clusters of a table's rows: cluster_id (its smallest id), id (simhash_clusters)",
                        options(database, table_rows, lambda p: near(p, None), records_out))
     clusters.add_argument("--singletons", action="store_true", help="also list rows with no near-duplicate")
+    report = command("report", "report:report_command",
+                     "write one self-contained HTML file showing how far documents are from their nearest "
+                     "near-duplicate, sample pairs at each distance with their differences, the clusters at a "
+                     "threshold and a suggested threshold (needs the [report] extra); from --table, or from files "
+                     "loaded into a temporary table",
+                     options(database, table_rows, lambda p: documents_in(p, "*")))
+    report.add_argument("-o", "--output", default="near-duplicates.html",
+                        help="the HTML file to write ('-': stdout; default near-duplicates.html)")
+    report.add_argument("--text-column", help="the column of each row's text, for the pair diffs (default: body, "
+                                              "when the table has one, as ingest makes it)")
+    report.add_argument("--scope", metavar="COLUMN",
+                        help="a column (e.g. domain): nearest neighbours are looked for within the same value, "
+                             "and the largest values get a chart of their own")
+    report.add_argument("-d", "--distance", type=int,
+                        help="the threshold the clusters are shown at (default: the suggested one)")
+    report.add_argument("--sample-size", type=int, default=2000,
+                        help="rows whose nearest neighbour is looked for: every row of a table up to this many, "
+                             "else a sample of this many (default 2000)")
+    report.add_argument("--max-distance", type=int, default=16,
+                        help="the farthest nearest neighbour looked for, in bits (default 16)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     module, function = args.run.split(":")
+    skipped.verbose = getattr(args, "verbose", False)
     try:
         getattr(import_module(f".{module}", __name__), function)(args)
     except UserError as e:
@@ -141,4 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader stopped early (`| head`): nothing is wrong, and nothing more can be written.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return EXIT_SKIPPED if skipped.count else 0
+    if skipped.count:
+        print(skipped.summary(), file=sys.stderr)
+        return EXIT_SKIPPED
+    return 0

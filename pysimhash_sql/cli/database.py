@@ -76,10 +76,10 @@ def require_table(conn: psycopg.Connection, table: str) -> None:
         raise UserError(f"table {table} does not exist")
 
 
-def require_function(conn: psycopg.Connection, signature: str) -> None:
+def require_function(conn: psycopg.Connection, signature: str, since: str = "1.0") -> None:
     if conn.execute("SELECT to_regprocedure(%s)", (signature,)).fetchone()[0] is None:
         raise UserError(
-            f"this database has no {signature}: it comes with the simhash extension 1.0 "
+            f"this database has no {signature}: it comes with the simhash extension {since} "
             "(CREATE EXTENSION simhash, or ALTER EXTENSION simhash UPDATE)"
         )
 
@@ -148,7 +148,7 @@ def load_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Compos
     except (psycopg.errors.DataError, psycopg.errors.IntegrityError) as e:
         if len(batch) > 1:
             return sum(load_batch(conn, [doc], move, args) for doc in batch)
-        skipped(f"{batch[0].name}: {one_line(e.diag.message_primary or str(e))}; skipped")
+        skipped(f"{batch[0].name}: {one_line(e.diag.message_primary or str(e))}; skipped", "refused by the server")
         return 0
 
 

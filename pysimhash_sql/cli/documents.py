@@ -8,10 +8,12 @@ any other file (one document, named by the path as given).
 
 Below a directory, hidden files and directories (names starting with ".",
 such as .git) are left out unless asked for.  A file is read as UTF-8, else
-in the encoding charset-normalizer detects (or the one given); a file that is
+in the encoding charset-normalizer detects (or the one given), after
+decompressing it if it is compressed (.gz, .bz2, .xz, .zst); a file that is
 not text (binary: it has NUL bytes, which PostgreSQL's text cannot hold; or
 undecodable) or cannot be read, and a JSON Lines record that is malformed,
-are reported on stderr and skipped, and the rest is read (output.skipped).
+are skipped and counted (a summary line on stderr; --verbose: a line each),
+and the rest is read (output.skipped).
 JSON Lines are UTF-8, as JSON is.
 """
 
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .compression import CorruptData, read_bytes
 from .errors import UserError
 from .output import skipped
 from .pages import is_page_source, is_warc, page_documents
@@ -87,7 +90,12 @@ def files_of(source: str, hidden: bool = False) -> list[tuple[str, Path]]:
 
 
 class NotText(Exception):
-    """A file that cannot be read as text: why, for the report."""
+    """A file that cannot be read as text: why, for the report, and the reason
+    the summary counts it under."""
+
+    def __init__(self, message: str, reason: str = "not text") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def decode(data: bytes, encoding: str) -> str:
@@ -95,12 +103,12 @@ def decode(data: bytes, encoding: str) -> str:
     are UTF-8, else as charset-normalizer reads them (detected_text); NotText
     if it is binary or does not decode."""
     if b"\x00" in data:
-        raise NotText("binary, not text (it has NUL bytes)")
+        raise NotText("binary, not text (it has NUL bytes)", "binary")
     if encoding != "auto":
         try:
             return data.decode(encoding)
         except UnicodeDecodeError as e:
-            raise NotText(f"not {encoding} text (invalid byte at offset {e.start})") from None
+            raise NotText(f"not {encoding} text (invalid byte at offset {e.start})", f"not {encoding}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -127,10 +135,13 @@ def detected_text(data: bytes) -> str:
 
 
 def read_text(path: Path, encoding: str = "auto") -> str:
+    """A file's text; a compressed one's (.gz, .bz2, .xz, .zst: compression.py) decompressed."""
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as e:
-        raise NotText(f"cannot read: {e.strerror}") from None
+        raise NotText(f"cannot read: {e.strerror}", "unreadable") from None
+    except CorruptData as e:
+        raise NotText(str(e), "corrupt compressed data") from None
     return decode(data, encoding)
 
 
@@ -141,7 +152,7 @@ def text_documents(files: list[tuple[str, Path]], encoding: str) -> Iterator[Doc
         try:
             yield Document(name, read_text(path, encoding))
         except NotText as e:
-            skipped(f"{path}: {e}; skipped")
+            skipped(f"{path}: {e}; skipped", e.reason)
 
 
 def jsonl_documents(source: str, id_field: str, text_field: str) -> Iterator[Document]:
@@ -150,14 +161,14 @@ def jsonl_documents(source: str, id_field: str, text_field: str) -> Iterator[Doc
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")
     except OSError as e:
-        skipped(f"{where}: cannot read: {e.strerror}; skipped")
+        skipped(f"{where}: cannot read: {e.strerror}; skipped", "unreadable")
         return
     with stream:
         for number, line in enumerate(stream, 1):
             try:
                 document = jsonl_record(line, id_field, text_field)
             except NotText as e:
-                skipped(f"{where}, line {number}: {e}; skipped")
+                skipped(f"{where}, line {number}: {e}; skipped", "malformed JSON Lines records")
                 continue
             if document is not None:
                 yield document

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain, islice
@@ -75,15 +76,30 @@ def progress(items: Iterable[T], unit: str, total: int | None = None) -> Iterabl
 
 
 class Skipped:
-    """Inputs left out, each reported in one line on stderr as it happens (the
-    rest is processed); the exit status then says that some were."""
+    """Inputs left out (the rest is processed): counted by reason and summed up
+    in one line at the end (summary()); each reported in a line of its own as it
+    happens with --verbose (verbose).  The exit status then says that some were."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.verbose = False
+        self.reasons: Counter[str] = Counter()
 
-    def __call__(self, message: str) -> None:
-        self.count += 1
-        tqdm.write(f"pysimhash-sql: {message}", file=sys.stderr)  # clear of a progress bar
+    def __call__(self, message: str, reason: str | None = None, count: int = 1) -> None:
+        """message: the line --verbose prints; reason: what the summary counts it as
+        (default: the message's last clause before "; skipped")."""
+        self.count += count
+        self.reasons[reason or message.split(": ")[-1].removesuffix("; skipped")] += count
+        if self.verbose:
+            tqdm.write(f"pysimhash-sql: {message}", file=sys.stderr)  # clear of a progress bar
+
+    def summary(self) -> str | None:
+        """One line: how many inputs were skipped, by reason, most common first (ties alphabetically)."""
+        if not self.count:
+            return None
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(self.reasons.items(), key=lambda rn: (-rn[1], rn[0])))
+        more = "" if self.verbose else " (--verbose lists each)"
+        return f"pysimhash-sql: skipped {self.count}: {reasons}{more}"
 
 
 skipped = Skipped()  # one command runs per process

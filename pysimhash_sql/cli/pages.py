@@ -44,10 +44,11 @@ def page_documents(name: str, path: Path) -> Iterator[tuple[str, str, str | None
         try:
             pages = [(name, path.read_bytes(), None, None, None)]
         except OSError as e:
-            skipped(f"cannot read {path}: {e.strerror}; skipped")
+            skipped(f"cannot read {path}: {e.strerror}; skipped", "unreadable")
             return
     else:
-        pages = ((r.record_id, r.body, r.charset, r.url, r.date) for r in warc.html_responses(path, skipped))
+        pages = ((r.record_id, r.body, r.charset, r.url, r.date)
+                 for r in warc.html_responses(path, lambda message: skipped(message, "unreadable WARC data")))
     without_text = 0
     for page_name, body, charset, url, date in pages:
         text = html.extract_text(html.decode_html(body, charset), url)
@@ -57,5 +58,5 @@ def page_documents(name: str, path: Path) -> Iterator[tuple[str, str, str | None
             yield page_name, text, url, date
     if without_text:
         skipped(f"{name}: {without_text} page{'s' * (without_text > 1)} without text to fingerprint "
-               f"(fewer than {html.MIN_TOKENS} tokens of main content) skipped")
+                f"(fewer than {html.MIN_TOKENS} tokens of main content) skipped", "pages without text", without_text)
 

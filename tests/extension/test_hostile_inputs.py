@@ -437,6 +437,14 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
     "function simhash_clusters_distributed(regclass,name,name,integer,boolean)":
         function("simhash_clusters_distributed", relations, id_column_names, column_names, int4s, bools,
                  set_returning=True),
+    # nearest-neighbour distances and their histogram (the near-duplicate report);
+    # scope columns include NULL (no scope), a missing one and injection attempts
+    "function simhash_nearest_distances(regclass,name,name,name,integer,integer)":
+        function("simhash_nearest_distances", relations, id_column_names, column_names,
+                 st.one_of(st.just(Sql("NULL")), id_column_names), int4s, int4s, set_returning=True),
+    "function simhash_nn_histogram(regclass,name,name,name,integer,integer)":
+        function("simhash_nn_histogram", relations, id_column_names, column_names,
+                 st.one_of(st.just(Sql("NULL")), id_column_names), int4s, int4s, set_returning=True),
     "function hamming_nearest(anyelement,name,simhash64,integer,integer)":
         st.tuples(rows_of, names, fingerprints, int4s, int4s).map(
             lambda a: Sql(f"SELECT count(*) FROM hamming_nearest({a[0]}, %s::name, ", (a[1],)) + join(a[2:]) + Sql(")")

@@ -147,9 +147,11 @@ def test_fingerprint_input_mistakes(tmp_path: Path) -> None:
 
 
 def assert_skipped(result: subprocess.CompletedProcess, *reports: str) -> None:
-    """Exit status 3: done, with one line on stderr for each input skipped."""
+    """Exit status 3: done, with one line on stderr for each input skipped (the
+    command ran with --verbose), then the summary line counting them."""
     assert result.returncode == 3, result.stderr
-    lines = result.stderr.splitlines()
+    *lines, summary = result.stderr.splitlines()
+    assert summary.startswith(f"pysimhash-sql: skipped {len(reports)}: "), summary
     assert len(lines) == len(reports) and all(line.startswith("pysimhash-sql: ") for line in lines), lines
     for line, fragments in zip(lines, reports):
         assert all(fragment in line for fragment in fragments.split("|")), (line, fragments)
@@ -180,14 +182,14 @@ def mixed_directory(root: Path) -> Path:
 def test_binary_files_are_reported_and_skipped_latin1_is_read(tmp_path: Path) -> None:
     from pysimhash_sql import hashing
 
-    result = run("fingerprint", str(mixed_directory(tmp_path)), ok=False)
+    result = run("fingerprint", "--verbose", str(mixed_directory(tmp_path)), ok=False)
     assert_skipped(result, "image.png|binary|skipped")
     assert fingerprints_of(result) == {
         "empty.txt": hashing.simhash(""),
         "latin1.txt": hashing.simhash(LATIN1_TEXT),  # detected: the same text as UTF-8 would give
         "utf8.txt": hashing.simhash("the quick brown fox jumps over the lazy dog"),
     }
-    hidden = run("fingerprint", "--hidden", str(tmp_path / "docs"), ok=False)
+    hidden = run("fingerprint", "--verbose", "--hidden", str(tmp_path / "docs"), ok=False)
     assert_skipped(hidden, "image.png|binary")
     assert {".cache/note.txt", ".secret"} < fingerprints_of(hidden).keys()
     assert run("fingerprint", str(tmp_path / "docs" / ".secret")).stdout.startswith("id,fingerprint\n")  # named: read
@@ -200,7 +202,7 @@ def test_encoding_option(tmp_path: Path) -> None:
     text = "Съешь же ещё этих мягких французских булок, да выпей чаю"
     path.write_bytes(text.encode("koi8_r"))
     assert fingerprints_of(run("fingerprint", "--encoding", "koi8-r", str(path))) == {str(path): hashing.simhash(text)}
-    assert_skipped(run("fingerprint", "--encoding", "utf-8", str(path), ok=False), "cyrillic.txt|not utf-8 text")
+    assert_skipped(run("fingerprint", "--verbose", "--encoding", "utf-8", str(path), ok=False), "cyrillic.txt|not utf-8 text")
 
 
 def git_checkout(root: Path) -> Path:
@@ -217,7 +219,7 @@ def git_checkout(root: Path) -> Path:
 def test_a_git_checkout(tmp_path: Path) -> None:
     repo = git_checkout(tmp_path)
     assert fingerprints_of(run("fingerprint", str(repo))).keys() == {"empty.txt", "latin1.txt", "utf8.txt"}
-    everything = run("fingerprint", "--hidden", str(repo), ok=False)  # .git too: its binary files are skipped
+    everything = run("fingerprint", "--verbose", "--hidden", str(repo), ok=False)  # .git too: its binary files are skipped
     assert everything.returncode == 3 and "pysimhash-sql: " + str(repo / ".git" / "index") in everything.stderr
     assert "Traceback" not in everything.stderr
     names = fingerprints_of(everything).keys()
@@ -228,7 +230,7 @@ def test_jsonl_records_that_are_malformed_are_skipped(tmp_path: Path) -> None:
     lines = [b'{"id": 1, "text": "a b c"}', b'{"id": 2, "text": "b"', b'{"id": 3}', b'["list"]',
              '{"id": 4, "text": "caf\xe9"}'.encode("latin-1"), b"", b'{"id": 5, "text": "d e f"}']
     (tmp_path / "docs.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    result = run("fingerprint", str(tmp_path / "docs.jsonl"), ok=False)
+    result = run("fingerprint", "--verbose", str(tmp_path / "docs.jsonl"), ok=False)
     assert_skipped(result, "docs.jsonl, line 2|not JSON", "line 3|need an object", "line 4|need an object",
                    "line 5|not UTF-8")
     assert fingerprints_of(result).keys() == {"1", "5"}
@@ -291,7 +293,7 @@ def test_database_mistakes_are_one_line(db: psycopg.Connection, tmp_path: Path) 
 
 def test_ingest_of_a_directory_with_a_binary_file_loads_the_rest(db: psycopg.Connection, tmp_path: Path) -> None:
     docs = mixed_directory(tmp_path)
-    assert_skipped(run("ingest", "--dsn", db.info.dsn, str(docs), ok=False), "image.png|binary")
+    assert_skipped(run("ingest", "--verbose", "--dsn", db.info.dsn, str(docs), ok=False), "image.png|binary")
     assert [name for name, _, _ in documents(db)] == ["empty.txt", "latin1.txt", "utf8.txt"]
     assert db.execute("SELECT body FROM documents WHERE name = 'latin1.txt'").fetchone() == (LATIN1_TEXT,)
 
@@ -315,7 +317,7 @@ def test_documents_the_server_refuses_leave_the_rest_of_their_batch(db: psycopg.
     lines = "".join(json.dumps(r) + "\n" for r in records)
     for fingerprints in ("server", "local"):
         latin1.execute("DROP TABLE IF EXISTS documents")
-        result = run("ingest", "--dsn", latin1.info.dsn, "--batch-size", "100", "--fingerprints", fingerprints, "-",
+        result = run("ingest", "--verbose", "--dsn", latin1.info.dsn, "--batch-size", "100", "--fingerprints", fingerprints, "-",
                      input=lines, ok=False)
         assert_skipped(result, "d3|0x00", "d5|")
         assert [name for name, _, _ in documents(latin1)] == [f"d{i}" for i in (0, 1, 2, 4, 6, 8, 9)]

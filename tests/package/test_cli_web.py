@@ -58,12 +58,13 @@ def crawl(request, tmp_path: Path) -> tuple[Path, list[tuple[str, str, str]]]:
 
 def test_fingerprint_a_warc_file_skips_and_reports_what_is_not_a_page(crawl) -> None:
     path, pages = crawl
-    result = run("fingerprint", str(path), skips=True)
+    result = run("fingerprint", "--verbose", str(path), skips=True)
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert [(r["url"], r["fetched_at"]) for r in rows] == [(url, date) for url, date, _ in pages]
     assert [int(r["fingerprint"]) for r in rows] == [simhash_html(html, url) for url, _, html in pages]
     assert len({r["id"] for r in rows}) == len(rows) and all(r["id"].startswith("<urn:uuid:") for r in rows)
-    messages = result.stderr.splitlines()
+    *messages, summary = result.stderr.splitlines()
+    assert summary == "pysimhash-sql: skipped 2: 1 pages without text, 1 unreadable WARC data"
     assert len(messages) == 2 and all(m.startswith(f"pysimhash-sql: {path}: ") for m in messages)
     assert "unreadable WARC record" in messages[0] and "resuming at byte" in messages[0]
     assert "1 page without text to fingerprint" in messages[1]  # the JavaScript shell
@@ -89,7 +90,7 @@ def test_fingerprint_html_files_in_a_directory(tmp_path: Path) -> None:
                                           .replace('charset="utf-8"', 'charset="iso-8859-1"').encode("latin-1"))
     (tmp_path / "sport.html").write_text(nav_only_page("sport"))
     (tmp_path / "notes.txt").write_text("plain text files are still documents of their own")
-    result = run("fingerprint", str(tmp_path), skips=True)
+    result = run("fingerprint", "--verbose", str(tmp_path), skips=True)
     rows = list(csv.reader(io.StringIO(result.stdout)))
     assert rows[0] == ["id", "fingerprint", "url", "fetched_at"]
     fingerprints = {name: int(fp) for name, fp, *_ in rows[1:]}
@@ -100,7 +101,8 @@ def test_fingerprint_html_files_in_a_directory(tmp_path: Path) -> None:
     assert fingerprints["notes.txt"] == hashing.simhash((tmp_path / "notes.txt").read_text())
     assert all(row[2:] == ["", ""] for row in rows[1:])  # files have no URL or fetch date
     assert result.stderr == "pysimhash-sql: sport.html: 1 page without text to fingerprint " \
-                            "(fewer than 20 tokens of main content) skipped\n"
+                            "(fewer than 20 tokens of main content) skipped\n" \
+                            "pysimhash-sql: skipped 1: 1 pages without text\n"
 
 
 def test_plain_sources_keep_two_columns() -> None:
@@ -187,5 +189,5 @@ def test_files_that_are_no_warc_are_reported_and_skipped(tmp_path: Path) -> None
     assert messages[0] == f"cannot read {tmp_path / 'missing.warc'}: No such file or directory; skipped"
     assert all("unreadable WARC record after byte 0" in m and m.endswith("nothing readable follows")
                for m in messages[1:]) and len(messages) == 3
-    result = run("fingerprint", str(tmp_path), skips=True)  # the directory: both reported and skipped, no pages
+    result = run("fingerprint", "--verbose", str(tmp_path), skips=True)  # the directory: both reported and skipped, no pages
     assert result.stdout == "id,fingerprint,url,fetched_at\n" and result.stderr.count("unreadable WARC record") == 2
