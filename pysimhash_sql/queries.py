@@ -117,10 +117,23 @@ def _arguments(query: Select, max_distance: int, blocks: int | None) -> list:
     return [cast(literal(query_sql(query)), Text), max_distance, cast(literal(blocks), Integer)]
 
 
-def find_all(query: Select, max_distance: int = 3, blocks: int | None = None) -> Select:
+def _workers(workers: int | None) -> list:
+    # Passed only when given, so that a database at extension 1.1 (no workers
+    # parameter) runs the call too; NULL would mean the server's default anyway.
+    if workers is None:
+        return []
+    if workers < 0:
+        raise ValueError(f"workers must be 0 or more, got {workers}")
+    return [cast(literal(workers), Integer)]
+
+
+def find_all(query: Select, max_distance: int = 3, blocks: int | None = None, workers: int | None = None) -> Select:
     """Every pair of rows of ``query`` within ``max_distance`` bits: rows of
-    (id1, id2, distance) with id1 < id2, from ``simhash_find_all``."""
-    pairs = func.simhash_find_all(*_arguments(query, max_distance, blocks)).table_valued(
+    (id1, id2, distance) with id1 < id2, from ``simhash_find_all``.  ``workers``:
+    parallel workers besides the backend (default: the server's
+    max_parallel_maintenance_workers; extension 1.2).  For a progress bar, run
+    it inside ``pysimhash_sql.progress.track_progress``."""
+    pairs = func.simhash_find_all(*_arguments(query, max_distance, blocks), *_workers(workers)).table_valued(
         column("id1", BigInteger), column("id2", BigInteger), column("distance", Integer)
     )
     return select(pairs.c.id1, pairs.c.id2, pairs.c.distance)
@@ -131,10 +144,12 @@ def clusters(
     max_distance: int = 3,
     blocks: int | None = None,
     include_singletons: bool = False,
+    workers: int | None = None,
 ) -> Select:
     """Connected components of the within-``max_distance`` graph over the rows
-    of ``query``: rows of (id, cluster_id), from ``simhash_clusters``."""
+    of ``query``: rows of (id, cluster_id), from ``simhash_clusters``
+    (``workers`` as for ``find_all``)."""
     members = func.simhash_clusters(
-        *_arguments(query, max_distance, blocks), cast(literal(include_singletons), Boolean)
+        *_arguments(query, max_distance, blocks), cast(literal(include_singletons), Boolean), *_workers(workers)
     ).table_valued(column("id", BigInteger), column("cluster_id", BigInteger))
     return select(members.c.id, members.c.cluster_id)

@@ -92,3 +92,58 @@ LANGUAGE sql VOLATILE PARALLEL RESTRICTED AS $fn$
     SELECT NULL, count(*) FILTER (WHERE n.distance IS NULL) FROM nearest n
     ORDER BY 1 NULLS LAST
 $fn$;
+
+---------------------------------------------------------------------------
+-- find_all and clusters on several cores (issue 20; src/find_all/find_all_parallel.c,
+-- docs/find_all.md): the query variants take workers, the number of parallel
+-- workers besides the backend (NULL: max_parallel_maintenance_workers, as
+-- CREATE INDEX; 0: none).  A parameter cannot be added to a function in
+-- place, and a second declaration beside the old one would make every call
+-- that leaves out the defaults ambiguous: the old ones are replaced.  A view
+-- or other object that depends on them would go with them, so the update
+-- stops first and names it; the library keeps the old C entry points, which
+-- run with max_parallel_maintenance_workers.
+---------------------------------------------------------------------------
+
+DO $update$
+DECLARE
+    dependents text;
+BEGIN
+    SELECT string_agg(DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid), ', ')
+      INTO dependents
+      FROM pg_depend d
+     WHERE d.refclassid = 'pg_proc'::regclass
+       AND d.refobjid IN ('simhash_find_all(text, integer, integer)'::regprocedure,
+                          'simhash_clusters(text, integer, integer, boolean)'::regprocedure)
+       AND d.deptype = 'n';
+    IF dependents IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash 1.2 replaces simhash_find_all(text, ...) and simhash_clusters(text, ...), which % use',
+            dependents
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Drop them, run ALTER EXTENSION simhash UPDATE, then create them again.';
+    END IF;
+END
+$update$;
+
+DROP FUNCTION simhash_find_all(text, integer, integer);
+DROP FUNCTION simhash_clusters(text, integer, integer, boolean);
+
+-- The query variants run arbitrary SQL with the caller's privileges, hence
+-- VOLATILE and PARALLEL UNSAFE.  Not STRICT: blocks or workers NULL means "choose".
+CREATE FUNCTION simhash_find_all(sql text, max_distance integer DEFAULT 3,
+                                 blocks integer DEFAULT NULL, workers integer DEFAULT NULL)
+    RETURNS TABLE(id1 bigint, id2 bigint, distance integer)
+    AS 'MODULE_PATHNAME', 'simhash_find_all_query'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
+COMMENT ON FUNCTION simhash_find_all(text, integer, integer, integer) IS
+    'every pair of rows (id, simhash64) of the query within max_distance bits, once, id1 < id2';
+
+CREATE FUNCTION simhash_clusters(sql text, max_distance integer DEFAULT 3,
+                                 blocks integer DEFAULT NULL,
+                                 include_singletons boolean DEFAULT false,
+                                 workers integer DEFAULT NULL)
+    RETURNS TABLE(id bigint, cluster_id bigint)
+    AS 'MODULE_PATHNAME', 'simhash_clusters_query'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
+COMMENT ON FUNCTION simhash_clusters(text, integer, integer, boolean, integer) IS
+    'connected components of the pairs simhash_find_all finds; cluster_id is the smallest id of the cluster';

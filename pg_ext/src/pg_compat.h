@@ -55,4 +55,43 @@
 #define simhash_owns_table(relid, roleid) pg_class_ownercheck((relid), (roleid))
 #endif
 
+/*
+ * Reading a temporary file (storage/buffile.h): PostgreSQL 16 added
+ * BufFileReadExact, which raises the ERROR on a short read itself.
+ */
+#if PG_VERSION_NUM >= 160000
+#define simhash_buffile_read(file, ptr, size) BufFileReadExact((file), (ptr), (size))
+#else
+#define simhash_buffile_read(file, ptr, size) \
+	do { \
+		if (BufFileRead((file), (ptr), (size)) != (size)) \
+			ereport(ERROR, \
+					errcode_for_file_access(), \
+					errmsg("could not read from a temporary file: %m")); \
+	} while (0)
+#endif
+
+/* The next datum of a sort, forward (PostgreSQL 16 added "copy"). */
+#if PG_VERSION_NUM >= 160000
+#define simhash_tuplesort_getdatum(state, value, isnull) \
+	tuplesort_getdatum((state), true, false, (value), (isnull), NULL)
+#else
+#define simhash_tuplesort_getdatum(state, value, isnull) \
+	tuplesort_getdatum((state), true, (value), (isnull), NULL)
+#endif
+
+/*
+ * Temporary files shared by a parallel run's processes (storage/buffile.h):
+ * PostgreSQL 15 moved them from a SharedFileSet to the FileSet inside it.
+ */
+#if PG_VERSION_NUM >= 150000
+#define simhash_shared_file_create(sfs, name) BufFileCreateFileSet(&(sfs)->fs, (name))
+#define simhash_shared_file_export(file) BufFileExportFileSet(file)
+#define simhash_shared_file_open(sfs, name) BufFileOpenFileSet(&(sfs)->fs, (name), O_RDONLY, false)
+#else
+#define simhash_shared_file_create(sfs, name) BufFileCreateShared((sfs), (name))
+#define simhash_shared_file_export(file) BufFileExportShared(file)
+#define simhash_shared_file_open(sfs, name) BufFileOpenShared((sfs), (name), O_RDONLY)
+#endif
+
 #endif							/* SIMHASH_PG_COMPAT_H */

@@ -4,6 +4,9 @@
  */
 #include "postgres.h"
 
+#include "find_all/find_all_parallel.h"
+#include "find_all/find_all_spill.h"
+#include "find_all/progress.h"
 #include "fingerprint/vote.h"
 #include "index/mih/mih.h"
 #include "index/probe_plan.h"
@@ -18,4 +21,7 @@ _PG_init(void)
 	simhash_fingerprint_init();
 	simhash_probe_plan_define_setting();
 	simhash_mih_init();
+	simhash_find_all_parallel_init();
+	simhash_progress_init();
+	simhash_spill_init();
 }

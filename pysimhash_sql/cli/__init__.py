@@ -76,6 +76,12 @@ def records_out(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="csv", help="CSV with a header, or JSON Lines (default csv)")
 
 
+def parallel(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int,
+                   help="parallel workers of the server besides its backend (default: the server's "
+                        "max_parallel_maintenance_workers; needs the extension at 1.2)")
+
+
 def database(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", help="libpq connection string or URI (default: the PG* environment variables)")
     p.add_argument("--table", default="documents", help="table name, optionally schema-qualified (default documents)")
@@ -125,10 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the near-duplicate index made on the fingerprint column if it has none "
                              "(docs/index.md, 'Which index'; default gin)")
     command("dupes", "database:dupes_command", "near-duplicate pairs of a table's rows: id1, id2, distance (simhash_find_all)",
-            options(database, table_rows, lambda p: near(p, None), records_out))
+            options(database, table_rows, lambda p: near(p, None), parallel, records_out))
     clusters = command("clusters", "database:clusters_command",
                        "clusters of a table's rows: cluster_id (its smallest id), id (simhash_clusters)",
-                       options(database, table_rows, lambda p: near(p, None), records_out))
+                       options(database, table_rows, lambda p: near(p, None), parallel, records_out))
     clusters.add_argument("--singletons", action="store_true", help="also list rows with no near-duplicate")
     report = command("report", "report:report_command",
                      "write one self-contained HTML file showing how far documents are from their nearest "

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from itertools import islice
 
 from .. import hashing
 from ..index_kinds import GIN, MIH
+from ..progress import track_progress
 from .documents import Document, Reading, has_pages, read_documents
 from .errors import UserError
 from .output import open_output, progress, skipped, started, write_records
@@ -76,8 +77,12 @@ def require_table(conn: psycopg.Connection, table: str) -> None:
         raise UserError(f"table {table} does not exist")
 
 
+def has_function(conn: psycopg.Connection, signature: str) -> bool:
+    return conn.execute("SELECT to_regprocedure(%s)", (signature,)).fetchone()[0] is not None
+
+
 def require_function(conn: psycopg.Connection, signature: str, since: str = "1.0") -> None:
-    if conn.execute("SELECT to_regprocedure(%s)", (signature,)).fetchone()[0] is None:
+    if not has_function(conn, signature):
         raise UserError(
             f"this database has no {signature}: it comes with the simhash extension {since} "
             "(CREATE EXTENSION simhash, or ALTER EXTENSION simhash UPDATE)"
@@ -215,11 +220,14 @@ def labelled(query: str, args, id_columns: list[str]) -> tuple[sql.Composable, l
 
 def stream_rows(conn: psycopg.Connection, query: sql.Composable, params: tuple, fields: list[str], args) -> None:
     """Runs the query with a server-side cursor and writes its rows as they
-    come; a query that fails at once writes nothing, not even a header."""
+    come; a query that fails at once writes nothing, not even a header.  On a
+    terminal, the server's progress is a bar while it searches."""
+    tracking = track_progress(conn) if sys.stderr.isatty() else nullcontext()
     with conn.transaction():
         cursor = conn.cursor(name="simhash_results")
-        cursor.execute(query, params)
-        rows = started(progress(cursor, "row"))
+        with tracking:
+            cursor.execute(query, params)
+            rows = started(progress(cursor, "row"))
         with open_output(args.output) as out:
             write_records(out, fields, rows, args.format)
 
@@ -233,23 +241,32 @@ def check_near(args) -> None:
                         f"{args.distance} (without --blocks the server chooses)")
 
 
-def report(args, signature: str, call: str, id_columns: list[str], fields: list[str], *params) -> None:
+def report(args, function: str, arguments: list[str], id_columns: list[str], fields: list[str], *params) -> None:
     """Runs simhash_find_all or simhash_clusters over the table and writes the
-    result ordered by fields, with --label's values for id_columns if asked."""
+    result ordered by fields, with --label's values for id_columns if asked.
+    arguments: the SQL types after the query's text; with --workers, one more."""
     check_near(args)
+    if args.workers is not None and args.workers < 0:
+        raise UserError(f"--workers must be 0 or more, got {args.workers}")
+    types = ["text", *arguments] + (["integer"] if args.workers is not None else [])
     with connect(args.dsn) as conn:
         rows = rows_query(conn, args)
-        require_function(conn, signature)
+        # 1.2 declares a workers parameter (with a default); 1.0 and 1.1 do not.
+        if args.workers is not None or not has_function(conn, f"{function}({','.join(types)})"):
+            require_function(conn, f"{function}({','.join([*types[:len(arguments) + 1], 'integer'])})",
+                             since="1.2")
+        call = f"{function}({', '.join(['%s'] * len(types))})"
         query, label_fields = labelled(f"SELECT {', '.join(fields)} FROM {call}", args, id_columns)
         ordered = sql.SQL("{} ORDER BY {}").format(query, sql.SQL(", ").join(map(sql.Identifier, fields)))
-        stream_rows(conn, ordered, (rows, args.distance, args.blocks, *params), [*fields, *label_fields], args)
+        workers = () if args.workers is None else (args.workers,)
+        stream_rows(conn, ordered, (rows, args.distance, args.blocks, *params, *workers),
+                    [*fields, *label_fields], args)
 
 
 def dupes_command(args) -> None:
-    report(args, "simhash_find_all(text,integer,integer)", "simhash_find_all(%s, %s, %s)",
-           ["id1", "id2"], ["id1", "id2", "distance"])
+    report(args, "simhash_find_all", ["integer", "integer"], ["id1", "id2"], ["id1", "id2", "distance"])
 
 
 def clusters_command(args) -> None:
-    report(args, "simhash_clusters(text,integer,integer,boolean)", "simhash_clusters(%s, %s, %s, %s)",
-           ["id"], ["cluster_id", "id"], args.singletons)
+    report(args, "simhash_clusters", ["integer", "integer", "boolean"], ["id"], ["cluster_id", "id"],
+           args.singletons)

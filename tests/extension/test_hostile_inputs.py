@@ -384,12 +384,12 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
        ["transfn(internal,bigint,double precision)", "combinefn(internal,internal)", "serialfn(internal)",
         "deserialfn(bytea,internal)", "finalfn(internal)"]},
     # find_all and clusters
-    "function simhash_find_all(text,integer,integer)":
-        function("simhash_find_all", queries, int4s, int4s, set_returning=True),
+    "function simhash_find_all(text,integer,integer,integer)":
+        function("simhash_find_all", queries, int4s, int4s, int4s, set_returning=True),
     "function simhash_find_all(simhash64[],integer,integer)":
         function("simhash_find_all", st.one_of(fingerprint_arrays, near_arrays), int4s, int4s, set_returning=True),
-    "function simhash_clusters(text,integer,integer,boolean)":
-        function("simhash_clusters", queries, int4s, int4s, bools, set_returning=True),
+    "function simhash_clusters(text,integer,integer,boolean,integer)":
+        function("simhash_clusters", queries, int4s, int4s, bools, int4s, set_returning=True),
     "function simhash_clusters(simhash64[],integer,integer,boolean)":
         function("simhash_clusters", st.one_of(fingerprint_arrays, near_arrays), int4s, int4s, bools, set_returning=True),
     # the index and the planner

@@ -150,6 +150,22 @@ def test_find_all_equals_brute_force(simhash_engine, pages) -> None:
             assert got == set(brute_force_pairs(selected.items(), k))
 
 
+def test_find_all_and_clusters_with_parallel_workers(simhash_engine, pages) -> None:
+    """workers is passed to the server (which launches them on any input here)
+    and changes nothing in the result; a negative count never reaches it."""
+    query = select(Page.id, Page.fp)
+    with Session(simhash_engine) as session:
+        session.execute(text("SET simhash.find_all_parallel_min_rows = 0"))
+        for workers in (0, 2):
+            got = set(map(tuple, session.execute(find_all(query, 3, workers=workers))))
+            assert got == set(brute_force_pairs(pages.items(), 3))
+            members = dict(map(tuple, session.execute(clusters(query, 3, workers=workers))))
+            assert members == brute_force_clusters(pages, 3)
+    with pytest.raises(ValueError, match="workers must be 0 or more"):
+        find_all(query, 3, workers=-1)
+    assert "simhash_find_all(CAST(" in str(find_all(query, 3).compile(dialect=postgresql.dialect()))
+
+
 def test_clusters_equal_brute_force(simhash_engine, pages) -> None:
     query = select(Page.id, Page.fp)
     values = {i: v for i, v in pages.items()}

@@ -62,3 +62,26 @@ def clustered_rows(draw, max_k: int = 5):
     ids = draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=n, max_size=n, unique=True))
     blocks = draw(st.one_of(st.none(), st.integers(k + 1, min(k + 5, 32))))
     return list(zip(ids, fingerprints)), k, blocks
+
+
+def rows_query(rows: list[tuple[int, int | None]], id_type: str = "bigint") -> str:
+    """SQL text whose rows are `rows` (no table needed, so read-only databases do)."""
+    if not rows:
+        return f"SELECT NULL::{id_type}, NULL::simhash64 WHERE false"
+    values = ", ".join(
+        f"('{i}'::{id_type}, {'NULL' if h is None else repr(str(h))}::simhash64)" for i, h in rows
+    )
+    return f"SELECT * FROM (VALUES {values}) AS v(id, fp)"
+
+
+def planted_pairs_query(base: int, planted: int, duplicates: int = 0, order: str = "i") -> str:
+    """SQL text of rows (i, fingerprint): `base` random fingerprints (i = 1..base), then
+    `planted` copies of the first ones with one bit flipped (row base + j pairs with
+    row j at distance 1), then `duplicates` rows equal to rows 0..4999 of the base
+    (i % 5000): groups of exact duplicates.  Too big for brute force, exact all the same."""
+    return (
+        "SELECT i, CASE WHEN i <= {b} THEN hashint8extended(i, 0)"
+        " WHEN i <= {b} + {p} THEN hashint8extended(i - {b}, 0) # (1::bigint << (i % 64)::int)"
+        " ELSE hashint8extended(i % 5000, 0) END::simhash64"
+        " FROM generate_series(1, {n}) i ORDER BY {order}"
+    ).format(b=base, p=planted, n=base + planted + duplicates, order=order)

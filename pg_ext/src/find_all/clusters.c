@@ -14,14 +14,8 @@
 #include "find_all/clusters.h"
 
 #include "find_all/find_all.h"
+#include "find_all/progress.h"
 #include "utils/memutils.h"
-
-/* For joining pairs of distinct fingerprints: the row of each. */
-typedef struct DistinctRows
-{
-	SimhashClusters *clusters;
-	const uint32 *rows;
-} DistinctRows;
 
 uint32
 simhash_find_root(uint32 *parent, uint32 row)
@@ -47,50 +41,77 @@ simhash_union(uint32 *parent, uint32 row1, uint32 row2)
 }
 
 void
-simhash_resolve_roots(uint32 *parent, uint32 n)
+simhash_resolve_roots(uint32 *parent, Size n)
 {
 	/* parent[i] < i for every non-root, so its root is already resolved. */
-	for (uint32 i = 0; i < n; i++)
+	for (Size i = 0; i < n; i++)
 		parent[i] = parent[parent[i]];
 }
 
-static void
-join_rows(void *arg, uint32 row1, uint32 row2, int distance)
+void
+simhash_clusters_init(SimhashClusters *clusters, Size n)
 {
-	SimhashClusters *clusters = arg;
-
-	clusters->has_pair[row1] = clusters->has_pair[row2] = true;
-	simhash_union(clusters->leader, row1, row2);
-}
-
-static void
-join_distinct(void *arg, uint32 distinct1, uint32 distinct2, int distance)
-{
-	DistinctRows *distinct = arg;
-
-	join_rows(distinct->clusters, distinct->rows[distinct1], distinct->rows[distinct2], distance);
+	if (n > SIMHASH_CLUSTERS_MAX_ROWS)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("simhash_clusters: more than %zu rows", SIMHASH_CLUSTERS_MAX_ROWS));
+	clusters->n = n;
+	clusters->nclusters = 0;
+	clusters->leader = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * Max(n, 1));
+	clusters->has_pair = MemoryContextAllocHuge(CurrentMemoryContext, n / 8 + 1);
+	memset(clusters->has_pair, 0, n / 8 + 1);
+	for (Size i = 0; i < n; i++)
+		clusters->leader[i] = (uint32) i;
 }
 
 void
-simhash_find_clusters(const uint64 *hashes, uint32 n, int k, int blocks,
+simhash_clusters_join(void *arg, uint64 key1, uint64 key2, int distance)
+{
+	SimhashClusters *clusters = arg;
+	uint32		row1 = (uint32) key1;
+	uint32		row2 = (uint32) key2;
+
+	clusters->has_pair[row1 / 8] |= 1 << (row1 % 8);
+	clusters->has_pair[row2 / 8] |= 1 << (row2 % 8);
+	simhash_union(clusters->leader, row1, row2);
+}
+
+void
+simhash_clusters_rank(SimhashClusters *clusters)
+{
+	uint32	   *leader = clusters->leader;
+
+	simhash_resolve_roots(leader, clusters->n);
+	/*
+	 * Ascending, so a member's root (a lower row) already holds its
+	 * cluster's number; a row is a root iff it is its own parent, which a
+	 * member (parent < row) never is.
+	 */
+	for (Size row = 0; row < clusters->n; row++)
+	{
+		uint32		root = leader[row];
+
+		if (root != row)
+			leader[row] = leader[root];
+		else if (simhash_clusters_has_pair(clusters, row))
+			leader[row] = clusters->nclusters++;
+		else
+			leader[row] = SIMHASH_CLUSTER_NONE;
+	}
+}
+
+void
+simhash_find_clusters(SimhashEntry *entries, Size n, int k, int blocks, SimhashParallelRun *run,
 					  SimhashClusters *clusters)
 {
-	Size		slots = Max(n, 1);
-	uint64	   *distinct_hashes = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint64) * slots);
-	uint32	   *distinct_rows = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * slots);
-	DistinctRows distinct = {.clusters = clusters, .rows = distinct_rows};
-	uint32		ndistinct;
+	Size		ndistinct;
 
-	clusters->leader = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * slots);
-	clusters->has_pair = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(bool) * slots);
-	for (uint32 i = 0; i < n; i++)
-	{
-		clusters->leader[i] = i;
-		clusters->has_pair[i] = false;
-	}
-	ndistinct = simhash_distinct(hashes, n, distinct_hashes, distinct_rows, join_rows, clusters);
-	simhash_find_pairs(distinct_hashes, ndistinct, k, blocks, join_distinct, &distinct);
-	pfree(distinct_hashes);
-	pfree(distinct_rows);
-	simhash_resolve_roots(clusters->leader, n);
+	simhash_clusters_init(clusters, n);
+	ndistinct = simhash_distinct(entries, n, simhash_clusters_join, clusters);
+	simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
+	if (run != NULL)
+		simhash_parallel_find_pairs(run, ndistinct, k, blocks, simhash_clusters_join, clusters);
+	else
+		simhash_find_pairs(entries, ndistinct, k, blocks, simhash_clusters_join, clusters);
+	simhash_clusters_rank(clusters);
 }

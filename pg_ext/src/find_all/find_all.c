@@ -1,94 +1,68 @@
 /*
  * find_all.c — every pair of fingerprints within k bits (see find_all.h).
  *
- * Manku's scheme, as simhash-cpp does it: for each table (a choice of
- * blocks - k of the blocks, permute.h) bring together the fingerprints that
- * agree on the table's blocks, and compare only those.  Where simhash-cpp
- * permutes and comparison-sorts all fingerprints per table and keeps a set of
- * the pairs found, this file
- *   - sorts by a hash of the table's key with an LSD radix sort (two passes
- *     up to 2M rows, three beyond), so equal keys land in the same short
- *     bucket, in O(n) per table;
- *   - moves 12-byte (fingerprint, row) entries, so the scan of a bucket reads
- *     memory sequentially;
- *   - reports a pair only from the first table both fingerprints agree on
- *     (simhash_first_table), so each pair comes out once with no set of pairs.
- * simhash_distinct(), for clusters, uses the same bucket sort with the whole
- * fingerprint as the key.
+ * Manku's scheme, as simhash-cpp does it, with three differences:
+ *   - entries are grouped by a table's blocks with radix partitions
+ *     (entry_sort.c), not permuted and comparison-sorted;
+ *   - tables are searched pass by pass, stripe and unit (find_all.h): the
+ *     whole array is moved once per pass, a stripe at a time through a
+ *     buffer of a stripe's size, and each table then scatters unit after
+ *     unit inside the caches;
+ *   - a pair is reported only from the first table both fingerprints agree
+ *     on (simhash_first_table), so each pair comes out once with no set of
+ *     pairs, whichever unit, pass or process finds it.
+ * simhash_distinct(), for clusters, sorts by the whole fingerprint.
+ *
+ * Memory: the entries (16 bytes per row), and per process a stripe's
+ * buffer (stripes are an eighth of the array per process: 2 bytes per row
+ * in all), a unit's buffer and the bucket counts (about 2 MB).
  */
 #include "find_all/find_all.h"
 
 #include <math.h>
 
 #include "miscadmin.h"
-#include "blocks/permute.h"
+#include "utils/memutils.h"
 
-/* Odd multiplier of Fibonacci hashing: spreads any set of keys over buckets. */
-#define GOLDEN_RATIO_64 UINT64CONST(0x9E3779B97F4A7C15)
+#include "find_all/progress.h"
 
 /*
- * Radix digits of up to 11 bits; bucket numbers of up to 24 bits (16M
- * buckets, enough for 8M rows to rarely share one, and beyond that buckets
- * just hold more rows), so at most 3 passes.  On 1M and 4M rows, digits of
- * 7, 8 and 11 bits measured the same, staging the scatter's writes per digit
- * (software write-combining) was 20% slower, and an MSD variant scanning
- * each high-digit range while in cache was no faster: this is the simplest.
+ * Units of about this many entries: enough that a unit's scatter is not
+ * dominated by its bucket counts, few enough that it stays in L2.  At most
+ * 2^UNIT_MAX_BITS units: beyond 2^31 rows units grow instead.
  */
-#define RADIX_DIGIT_MAX_BITS 11
-#define BUCKET_MAX_BITS 24
-#define RADIX_MAX_PASSES ((BUCKET_MAX_BITS + RADIX_DIGIT_MAX_BITS - 1) / RADIX_DIGIT_MAX_BITS)
+#define UNIT_ROWS 16384
+#define UNIT_MAX_BITS 16
+
+/* Stripes per process: each one's buffer is then 1/8 of the array. */
+#define STRIPES_PER_PARTICIPANT 8
+
+/* Below this many rows one stripe: the array itself fits in the caches. */
+#define STRIPES_MIN_ROWS 65536
 
 /*
- * A bucket bigger than this that holds several keys is sorted by key before
- * its pairs are compared, so that colliding keys cannot make the scan
- * quadratic.
+ * A unit's buffer holds at least this many entries and four times the
+ * average unit; a bigger unit (skewed input) is partitioned in place.
+ */
+#define SCRATCH_MIN_ROWS 8192
+
+/* Buckets of an oversized unit's pieces, partitioned in place. */
+#define IN_PLACE_BUCKET_BITS 12
+
+/*
+ * A bucket of a unit with more entries than this and several keys is sorted
+ * before its pairs are compared.
  */
 #define SMALL_BUCKET 64
 
 /*
  * The cost model of simhash_choose_blocks(), in nanoseconds of backend CPU
- * time measured with bench/bench_find_all.py's table (1M rows, distance 3):
- * radix-sorting and scanning one row for one table (about 22 ms per table),
- * and comparing one pair of rows that share a key (4 blocks, whose 16-bit
- * keys give 7.6M such pairs per table, cost 40 ms per table more).
+ * time measured with bench/bench_find_all.py's table (10M rows, distance 3):
+ * scattering and scanning one row for one table, and comparing one pair of
+ * rows that share a key.
  */
 #define COST_ROW_PER_TABLE 22.0
 #define COST_PAIR 5.0
-
-/* A fingerprint split in halves so that entries pack into 12 bytes. */
-typedef struct TableEntry
-{
-	uint32		hash_lo;
-	uint32		hash_hi;
-	uint32		row;
-} TableEntry;
-
-/* One table's pass: what its key is and where the pairs go. */
-typedef struct TableScan
-{
-	const SimhashBlocks *layout;
-	uint32		table;			/* block bitmap, as simhash_tables() gives it */
-	uint64		mask;			/* the table's key bits */
-	int			k;
-	int			bucket_bits;
-	SimhashPairFn emit;
-	void	   *arg;
-} TableScan;
-
-StaticAssertDecl(sizeof(TableEntry) * 2 == SIMHASH_FIND_PAIRS_BYTES_PER_ROW,
-				 "SIMHASH_FIND_PAIRS_BYTES_PER_ROW must match the sort buffers");
-
-static inline uint64
-entry_hash(const TableEntry *entry)
-{
-	return ((uint64) entry->hash_hi << 32) | entry->hash_lo;
-}
-
-static inline uint32
-bucket_of(const TableScan *scan, uint64 hash)
-{
-	return (uint32) (((hash & scan->mask) * GOLDEN_RATIO_64) >> (64 - scan->bucket_bits));
-}
 
 void
 simhash_check_distance(int k)
@@ -115,13 +89,13 @@ simhash_check_blocks(int k, int blocks)
 }
 
 int
-simhash_choose_blocks(int k, uint32 n)
+simhash_choose_blocks(int k, Size n)
 {
 	return simhash_choose_blocks_within(k, n, SIMHASH64_BITS, 0);
 }
 
 int
-simhash_choose_blocks_within(int k, uint32 n, int free_bits, int required_bits)
+simhash_choose_blocks_within(int k, Size n, int free_bits, int required_bits)
 {
 	int			best = k + 1;
 	double		best_cost = INFINITY;
@@ -147,285 +121,526 @@ simhash_choose_blocks_within(int k, uint32 n, int free_bits, int required_bits)
 	return best;
 }
 
-/* Bits of bucket number: about two buckets per row, so few share one. */
 static int
-bucket_bits_for(uint32 n)
+unit_bits_for(Size n)
 {
-	return Min(pg_leftmost_one_pos32(Max(n, 1)) + 2, BUCKET_MAX_BITS);
+	int			bits = 0;
+
+	while (bits < UNIT_MAX_BITS && (n >> bits) > UNIT_ROWS)
+		bits++;
+	return bits;
+}
+
+static int
+stripes_for(Size n, int participants)
+{
+	Size		stripes = (Size) STRIPES_PER_PARTICIPANT * Max(participants, 1);
+
+	if (n < STRIPES_MIN_ROWS)
+		return 1;
+	return (int) Min(stripes, n / (STRIPES_MIN_ROWS / STRIPES_PER_PARTICIPANT));
+}
+
+Size
+simhash_stripes_piece_bytes(Size n, int participants)
+{
+	return sizeof(Size) * stripes_for(n, participants) * (((Size) 1 << unit_bits_for(n)) + 1);
+}
+
+void
+simhash_stripes_init(SimhashStripes *stripes, SimhashEntry *entries, Size n, int participants,
+					 Size *piece_start)
+{
+	stripes->entries = entries;
+	stripes->n = n;
+	stripes->nstripes = stripes_for(n, participants);
+	stripes->stripe_rows = (n + stripes->nstripes - 1) / stripes->nstripes;
+	stripes->unit_bits = unit_bits_for(n);
+	stripes->piece_start = piece_start != NULL ? piece_start :
+		MemoryContextAllocHuge(CurrentMemoryContext, simhash_stripes_piece_bytes(n, participants));
+}
+
+/* The scratch a unit needs: four times the average unit, and at least the minimum. */
+static Size
+scratch_rows_for(Size n)
+{
+	return Max(SCRATCH_MIN_ROWS, 4 * (n >> unit_bits_for(n)));
+}
+
+/* Bits of bucket number for a unit of n entries: about two buckets per entry. */
+static int
+bucket_bits_for(Size n, int max_bits)
+{
+	int			bits = 1;
+
+	while (bits < max_bits && ((Size) 1 << bits) < 2 * n)
+		bits++;
+	return bits;
 }
 
 /*
- * Puts the rows into one of the two buffers, ordered by bucket, and returns
- * it: an LSD radix sort, one pass per digit.  The profile puts most of the
- * time of a run here, in the scatter's cache and TLB misses.  (Not
- * radix_sort.c's sort of (key, value) arrays: see why there.)
+ * The bucket counts a search needs: for its scratch, an oversized unit's
+ * pieces, and a stripe's units.
  */
-static TableEntry *
-sort_by_bucket(const TableScan *scan, const uint64 *hashes, uint32 n,
-			   TableEntry *buffers[2])
+static int
+search_bucket_bits(Size n)
 {
-	int			passes = (scan->bucket_bits + RADIX_DIGIT_MAX_BITS - 1) / RADIX_DIGIT_MAX_BITS;
-	int			digit_bits = (scan->bucket_bits + passes - 1) / passes;
-	uint32		digit_mask = ((uint32) 1 << digit_bits) - 1;
-	uint32		next[RADIX_MAX_PASSES][1 << RADIX_DIGIT_MAX_BITS] = {{0}};
+	int			bits = Max(bucket_bits_for(scratch_rows_for(n), SIMHASH_PARTITION_MAX_BITS),
+						   IN_PLACE_BUCKET_BITS);
 
-	/* One read of the input counts the digits of every pass. */
-	for (uint32 i = 0; i < n; i++)
-	{
-		uint32		bucket = bucket_of(scan, hashes[i]);
-
-		for (int p = 0; p < passes; p++)
-			next[p][(bucket >> (p * digit_bits)) & digit_mask]++;
-	}
-	/* Counts to the position where each digit's next entry goes. */
-	for (int p = 0; p < passes; p++)
-	{
-		uint32		sum = 0;
-
-		for (uint32 d = 0; d <= digit_mask; d++)
-		{
-			uint32		count = next[p][d];
-
-			next[p][d] = sum;
-			sum += count;
-		}
-	}
-
-	for (uint32 i = 0; i < n; i++)
-	{
-		TableEntry *entry = &buffers[0][next[0][bucket_of(scan, hashes[i]) & digit_mask]++];
-
-		entry->hash_lo = (uint32) hashes[i];
-		entry->hash_hi = (uint32) (hashes[i] >> 32);
-		entry->row = i;
-		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
-	}
-	for (int p = 1; p < passes; p++)
-	{
-		const TableEntry *from = buffers[(p - 1) % 2];
-		TableEntry *to = buffers[p % 2];
-		int			shift = p * digit_bits;
-
-		for (uint32 i = 0; i < n; i++)
-		{
-			to[next[p][(bucket_of(scan, entry_hash(&from[i])) >> shift) & digit_mask]++] = from[i];
-			SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
-		}
-	}
-	return buffers[(passes - 1) % 2];
+	return Max(bits, unit_bits_for(n));
 }
 
-/* Reports a pair within k bits if this table is the first it collides in. */
-static void
-report_if_first(const TableScan *scan, const TableEntry *a, const TableEntry *b, int distance)
+Size
+simhash_search_fixed_bytes(Size n)
 {
-	uint64		hash_a = entry_hash(a);
-	uint64		hash_b = entry_hash(b);
-	uint32		agreeing = simhash_blocks_agreeing(scan->layout, hash_a, hash_b);
+	return sizeof(SimhashEntry) * scratch_rows_for(n) +
+		sizeof(Size) * (2 * ((Size) 1 << search_bucket_bits(n)) + 1);
+}
 
-	if (simhash_first_table(agreeing, scan->layout->nblocks, scan->k) != scan->table)
+
+void
+simhash_search_init(SimhashSearch *search, int k, const SimhashBlocks *layout, uint64 required,
+					const SimhashStripes *stripes, SimhashPairFn emit, void *arg)
+{
+	uint32	   *tables;
+	int			t = 0;
+	Size		buckets;
+
+	search->k = k;
+	search->layout = *layout;
+	search->required = required;
+	search->coarse_table = 0;
+	search->emit = emit;
+	search->arg = arg;
+	search->ntables = simhash_tables(layout->nblocks, k, &tables);
+	search->tables = palloc(sizeof(uint32) * search->ntables);
+	search->npasses = 0;
+	/* A table's pass is its lowest block; passes in block order. */
+	for (int block = 0; block < layout->nblocks; block++)
+	{
+		int			start = t;
+
+		for (int i = 0; i < search->ntables; i++)
+			if (pg_rightmost_one_pos32(tables[i]) == block)
+				search->tables[t++] = tables[i];
+		if (t == start)
+			continue;
+		search->pass_start[search->npasses] = start;
+		search->pass_mask[search->npasses] = layout->mask[block] | required;
+		search->npasses++;
+	}
+	search->pass_start[search->npasses] = t;
+	Assert(t == search->ntables);
+	pfree(tables);
+
+	search->bucket_bits = search_bucket_bits(stripes->n);
+	buckets = (Size) 1 << search->bucket_bits;
+	search->bucket_start = palloc(sizeof(Size) * (buckets + 1));
+	search->bucket_next = palloc(sizeof(Size) * buckets);
+	search->scratch_rows = scratch_rows_for(stripes->n);
+	search->scratch = MemoryContextAllocHuge(CurrentMemoryContext,
+											 sizeof(SimhashEntry) * search->scratch_rows);
+	search->stripe_scratch_rows = stripes->nstripes > 1 ? stripes->stripe_rows : 0;
+	search->stripe_scratch = search->stripe_scratch_rows == 0 ? NULL :
+		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * search->stripe_scratch_rows);
+}
+
+void
+simhash_search_filter(SimhashSearch *search, const SimhashBlocks *coarse, uint32 coarse_table)
+{
+	search->coarse = *coarse;
+	search->coarse_table = coarse_table;
+}
+
+void
+simhash_search_free(SimhashSearch *search)
+{
+	pfree(search->tables);
+	pfree(search->bucket_start);
+	pfree(search->bucket_next);
+	pfree(search->scratch);
+	if (search->stripe_scratch != NULL)
+		pfree(search->stripe_scratch);
+}
+
+/* Reports a pair within k bits if this table is the first it agrees on. */
+static inline void
+report_if_first(const SimhashSearch *search, uint32 table, const SimhashEntry *a,
+				const SimhashEntry *b, int distance)
+{
+	uint32		agreeing = simhash_blocks_agreeing(&search->layout, a->hash, b->hash);
+
+	if (simhash_first_table(agreeing, search->layout.nblocks, search->k) != table)
 		return;
-	scan->emit(scan->arg, Min(a->row, b->row), Max(a->row, b->row), distance);
+	if (search->coarse_table != 0)
+	{
+		agreeing = simhash_blocks_agreeing(&search->coarse, a->hash, b->hash);
+		if (simhash_first_table(agreeing, search->coarse.nblocks, search->k) != search->coarse_table)
+			return;
+	}
+	search->emit(search->arg, Min(a->key, b->key), Max(a->key, b->key), distance);
 }
 
-/* Compares every pair of entries with equal keys among entries[0..count). */
-static void
-compare_all(const TableScan *scan, const TableEntry *entries, uint32 count)
+void
+simhash_compare_across(const SimhashSearch *search, int table, const SimhashEntry *group, Size n,
+					   const SimhashEntry *others, Size m)
 {
-	for (uint32 i = 0; i + 1 < count; i++)
+	for (Size i = 0; i < m; i++)
 	{
-		uint64		hash_i = entry_hash(&entries[i]);
-
-		for (uint32 j = i + 1; j < count; j++)
+		for (Size j = 0; j < n; j++)
 		{
-			uint64		diff = hash_i ^ entry_hash(&entries[j]);
-			int			distance;
+			int			distance = pg_popcount64(others[i].hash ^ group[j].hash);
 
-			if ((diff & scan->mask) != 0)
-				continue;
-			distance = pg_popcount64(diff);
-			if (distance <= scan->k)
-				report_if_first(scan, &entries[i], &entries[j], distance);
+			if (distance <= search->k)
+				report_if_first(search, search->tables[table], &others[i], &group[j], distance);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Compares every pair of entries[0..count), which share the table's key. */
+static void
+compare_group(const SimhashSearch *search, uint32 table, const SimhashEntry *entries, Size count)
+{
+	for (Size i = 0; i + 1 < count; i++)
+	{
+		uint64		hash_i = entries[i].hash;
+
+		for (Size j = i + 1; j < count; j++)
+		{
+			int			distance = pg_popcount64(hash_i ^ entries[j].hash);
+
+			if (distance <= search->k)
+				report_if_first(search, table, &entries[i], &entries[j], distance);
 		}
 		/* Many equal keys make this loop quadratic: stay cancellable. */
 		CHECK_FOR_INTERRUPTS();
 	}
 }
 
-static int
-compare_keys(const void *a, const void *b, void *mask)
+/* Compares the pairs of a small bucket that share the table's key. */
+static void
+compare_small_bucket(const SimhashSearch *search, uint32 table, const SimhashSortBy *by,
+					 const SimhashEntry *entries, Size count)
 {
-	uint64		key_a = entry_hash(a) & *(const uint64 *) mask;
-	uint64		key_b = entry_hash(b) & *(const uint64 *) mask;
+	uint64		values[SMALL_BUCKET];
 
-	return (key_a > key_b) - (key_a < key_b);
-}
+	if (count == 2)
+	{
+		int			distance = pg_popcount64(entries[0].hash ^ entries[1].hash);
 
-static bool
-keys_all_equal(const TableScan *scan, const TableEntry *entries, uint32 count)
-{
-	uint64		key = entry_hash(&entries[0]) & scan->mask;
+		if (distance <= search->k &&
+			simhash_sort_value(by, &entries[0]) == simhash_sort_value(by, &entries[1]))
+			report_if_first(search, table, &entries[0], &entries[1], distance);
+		return;
+	}
+	for (Size i = 0; i < count; i++)
+		values[i] = simhash_sort_value(by, &entries[i]);
+	for (Size i = 0; i + 1 < count; i++)
+		for (Size j = i + 1; j < count; j++)
+		{
+			int			distance;
 
-	for (uint32 i = 1; i < count; i++)
-		if ((entry_hash(&entries[i]) & scan->mask) != key)
-			return false;
-	return true;
+			if (values[i] != values[j])
+				continue;
+			distance = pg_popcount64(entries[i].hash ^ entries[j].hash);
+			if (distance <= search->k)
+				report_if_first(search, table, &entries[i], &entries[j], distance);
+		}
 }
 
 /*
- * The pairs in one bucket.  A big bucket holding several keys (colliding
- * keys, or adversarial input) is sorted by key first and each run of one
- * key compared on its own.
+ * The pairs of one bucket of a unit.  A big bucket holding several keys
+ * (many entries of one key are a real group; several keys, colliding
+ * buckets or adversarial input) is sorted first and each key's run compared
+ * on its own, so that it cannot turn quadratic.
  */
 static void
-scan_bucket(const TableScan *scan, TableEntry *entries, uint32 count)
+scan_bucket(const SimhashSearch *search, uint32 table, const SimhashSortBy *by,
+			SimhashEntry *entries, Size count)
 {
-	uint64		mask = scan->mask;
-	uint32		start = 0;
+	uint64		value = simhash_sort_value(by, &entries[0]);
+	Size		start = 0;
+	bool		one_key = true;
 
-	if (count <= SMALL_BUCKET || keys_all_equal(scan, entries, count))
+	if (count <= SMALL_BUCKET)
 	{
-		compare_all(scan, entries, count);
+		compare_small_bucket(search, table, by, entries, count);
 		return;
 	}
-	qsort_arg(entries, count, sizeof(TableEntry), compare_keys, &mask);
-	for (uint32 i = 1; i <= count; i++)
+	for (Size i = 1; i < count && one_key; i++)
+		one_key = simhash_sort_value(by, &entries[i]) == value;
+	if (one_key)
 	{
-		if (i < count && compare_keys(&entries[start], &entries[i], &mask) == 0)
+		compare_group(search, table, entries, count);
+		return;
+	}
+	simhash_sort_entries(entries, count, by, SIMHASH64_BITS);
+	value = simhash_sort_value(by, &entries[0]);
+	for (Size i = 1; i <= count; i++)
+	{
+		uint64		next = i < count ? simhash_sort_value(by, &entries[i]) : ~value;
+
+		if (next == value)
 			continue;
-		compare_all(scan, entries + start, i - start);
+		if (i - start > 1)
+			compare_group(search, table, entries + start, i - start);
 		start = i;
+		value = next;
 	}
 }
 
-/* What to do with the entries of one bucket; state is the caller's. */
-typedef void (*BucketFn) (const TableScan *scan, TableEntry *entries, uint32 count, void *state);
-
-static void
-for_each_bucket(const TableScan *scan, TableEntry *sorted, uint32 n, BucketFn visit, void *state)
+SimhashSortBy
+simhash_pass_order(const SimhashSearch *search, int pass)
 {
-	uint32		start = 0;
+	SimhashSortBy by = {.mask = search->pass_mask[pass]};
 
-	while (start < n)
-	{
-		uint32		bucket = bucket_of(scan, entry_hash(&sorted[start]));
-		uint32		end = start + 1;
-
-		while (end < n && bucket_of(scan, entry_hash(&sorted[end])) == bucket)
-			end++;
-		visit(scan, sorted + start, end - start, state);
-		start = end;
-		CHECK_FOR_INTERRUPTS();
-	}
+	return by;
 }
 
-static void
-scan_bucket_pairs(const TableScan *scan, TableEntry *entries, uint32 count, void *state)
+SimhashSortBy
+simhash_table_order(const SimhashSearch *search, uint32 table)
 {
-	if (count > 1)
-		scan_bucket(scan, entries, count);
-}
+	SimhashSortBy by = {.mask = simhash_table_mask(&search->layout, table) | search->required};
 
-static TableEntry *
-alloc_entries(uint32 n)
-{
-	return MemoryContextAllocHuge(CurrentMemoryContext, sizeof(TableEntry) * (Size) n);
+	return by;
 }
 
 void
-simhash_find_pairs(const uint64 *hashes, uint32 n, int k, int blocks,
-				   SimhashPairFn emit, void *arg)
+simhash_partition_stripe(SimhashSearch *search, int pass, SimhashStripes *stripes, int stripe)
+{
+	Size		units = simhash_stripes_units(stripes);
+	Size	   *starts = stripes->piece_start + stripe * (units + 1);
+	Size		first = Min(stripes->n, stripe * stripes->stripe_rows);
+	Size		n = Min(stripes->n, first + stripes->stripe_rows) - first;
+	SimhashEntry *entries = stripes->entries + first;
+	SimhashSortBy by = simhash_pass_order(search, pass);
+
+	if (stripes->unit_bits == 0)
+	{
+		/* One unit: the stripe is its piece. */
+		starts[0] = first;
+		starts[1] = first + n;
+		return;
+	}
+	if (n <= search->stripe_scratch_rows)
+	{
+		/* Out of place and back: one sequential pass each way. */
+		simhash_scatter_entries(entries, n, &by, stripes->unit_bits, search->stripe_scratch,
+								starts, search->bucket_next);
+		memcpy(entries, search->stripe_scratch, sizeof(SimhashEntry) * n);
+	}
+	else
+		simhash_partition_entries(entries, n, &by, stripes->unit_bits, starts, search->bucket_next);
+	for (Size u = 0; u <= units; u++)
+		starts[u] += first;
+}
+
+/* The pieces of a unit: piece s is entries[start[s] .. end[s]). */
+static Size
+unit_pieces(const SimhashStripes *stripes, Size unit, Size *start, Size *end)
+{
+	Size		units = simhash_stripes_units(stripes);
+	Size		total = 0;
+
+	for (int s = 0; s < stripes->nstripes; s++)
+	{
+		const Size *starts = stripes->piece_start + s * (units + 1);
+
+		start[s] = starts[unit];
+		end[s] = starts[unit + 1];
+		total += end[s] - start[s];
+	}
+	return total;
+}
+
+/* A unit that fits the scratch: each table scatters it there by bucket. */
+static void
+search_scattered(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
+				 int npieces, const Size *start, const Size *end, Size n)
+{
+	int			bits = bucket_bits_for(n, search->bucket_bits);
+
+	for (int t = first_table; t < end_table; t++)
+	{
+		uint32		table = search->tables[t];
+		SimhashSortBy by = simhash_table_order(search, table);
+
+		/* Layouts of many tables spend long in one unit: stay cancellable. */
+		CHECK_FOR_INTERRUPTS();
+		simhash_scatter_pieces(entries, start, end, npieces, &by, bits,
+							   search->scratch, search->bucket_start, search->bucket_next);
+		for (Size d = 0; d < ((Size) 1 << bits); d++)
+		{
+			Size		count = search->bucket_start[d + 1] - search->bucket_start[d];
+
+			if (count > 1)
+				scan_bucket(search, table, &by, search->scratch + search->bucket_start[d], count);
+		}
+	}
+}
+
+/*
+ * A unit too big for the scratch (skewed input: many entries share the
+ * pass's block): each piece is partitioned in place, and each bucket, in
+ * pieces across the stripes, is brought together in the scratch (or, if
+ * bigger still, in memory of its own: its comparisons are quadratic anyway).
+ */
+static void
+search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
+				int npieces, const Size *start, const Size *end)
+{
+	int			bits = IN_PLACE_BUCKET_BITS;
+	Size		buckets = (Size) 1 << bits;
+	Size	   *piece_buckets = palloc(sizeof(Size) * npieces * (buckets + 1));
+
+	for (int t = first_table; t < end_table; t++)
+	{
+		uint32		table = search->tables[t];
+		SimhashSortBy by = simhash_table_order(search, table);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int s = 0; s < npieces; s++)
+		{
+			Size	   *starts = piece_buckets + s * (buckets + 1);
+
+			simhash_partition_entries(entries + start[s], end[s] - start[s], &by, bits,
+									  starts, search->bucket_next);
+			for (Size d = 0; d <= buckets; d++)
+				starts[d] += start[s];
+		}
+		for (Size d = 0; d < buckets; d++)
+		{
+			Size		count = 0;
+			SimhashEntry *group;
+
+			for (int s = 0; s < npieces; s++)
+				count += piece_buckets[s * (buckets + 1) + d + 1] - piece_buckets[s * (buckets + 1) + d];
+			if (count < 2)
+				continue;
+			group = count <= search->scratch_rows ? search->scratch :
+				MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * count);
+			count = 0;
+			for (int s = 0; s < npieces; s++)
+			{
+				Size		from = piece_buckets[s * (buckets + 1) + d];
+				Size		len = piece_buckets[s * (buckets + 1) + d + 1] - from;
+
+				memcpy(group + count, entries + from, sizeof(SimhashEntry) * len);
+				count += len;
+			}
+			scan_bucket(search, table, &by, group, count);
+			if (group != search->scratch)
+				pfree(group);
+		}
+	}
+	pfree(piece_buckets);
+}
+
+/* Tables [first_table, end_table) over the n entries of some pieces. */
+static void
+search_tables(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
+			  int npieces, const Size *start, const Size *end, Size n)
+{
+	if (n > search->scratch_rows)
+		search_in_place(search, first_table, end_table, entries, npieces, start, end);
+	else if (n > 1)
+		search_scattered(search, first_table, end_table, entries, npieces, start, end, n);
+}
+
+void
+simhash_search_unit(SimhashSearch *search, int pass, const SimhashStripes *stripes, Size unit)
+{
+	Size	   *start = palloc(sizeof(Size) * stripes->nstripes * 2);
+	Size	   *end = start + stripes->nstripes;
+	Size		n = unit_pieces(stripes, unit, start, end);
+
+	search_tables(search, search->pass_start[pass], search->pass_start[pass + 1], stripes->entries,
+				  stripes->nstripes, start, end, n);
+	pfree(start);
+}
+
+void
+simhash_compare_group(const SimhashSearch *search, int table, const SimhashEntry *entries, Size n)
+{
+	compare_group(search, search->tables[table], entries, n);
+}
+
+void
+simhash_search_table(SimhashSearch *search, int table, SimhashEntry *entries, Size n)
+{
+	Size		start = 0;
+
+	search_tables(search, table, table + 1, entries, 1, &start, &n, n);
+}
+
+uint64
+simhash_search_steps(const SimhashSearch *search, const SimhashStripes *stripes)
+{
+	return (uint64) search->npasses * (stripes->nstripes + simhash_stripes_units(stripes));
+}
+
+void
+simhash_search_pass(SimhashSearch *search, int pass, SimhashStripes *stripes, uint64 *done,
+					uint64 total)
+{
+	for (int s = 0; s < stripes->nstripes; s++)
+	{
+		simhash_partition_stripe(search, pass, stripes, s);
+		simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
+	}
+	for (Size u = 0; u < simhash_stripes_units(stripes); u++)
+	{
+		simhash_search_unit(search, pass, stripes, u);
+		simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
+	}
+}
+
+void
+simhash_search_all(SimhashSearch *search, SimhashStripes *stripes)
+{
+	uint64		total = simhash_search_steps(search, stripes);
+	uint64		done = 0;
+
+	for (int pass = 0; pass < search->npasses; pass++)
+		simhash_search_pass(search, pass, stripes, &done, total);
+}
+
+void
+simhash_find_pairs(SimhashEntry *entries, Size n, int k, int blocks, SimhashPairFn emit, void *arg)
 {
 	SimhashBlocks layout;
+	SimhashSearch search;
+	SimhashStripes stripes;
 
 	simhash_check_blocks(k, blocks);
 	simhash_blocks_init(&layout, blocks);
-	simhash_find_pairs_within(hashes, n, k, &layout, 0, emit, arg);
+	simhash_stripes_init(&stripes, entries, n, 1, NULL);
+	simhash_search_init(&search, k, &layout, 0, &stripes, emit, arg);
+	simhash_search_all(&search, &stripes);
+	simhash_search_free(&search);
+	pfree(stripes.piece_start);
 }
 
-void
-simhash_find_pairs_within(const uint64 *hashes, uint32 n, int k, const SimhashBlocks *layout,
-						  uint64 required, SimhashPairFn emit, void *arg)
+Size
+simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
 {
-	uint32	   *tables;
-	int			ntables;
-	TableEntry *buffers[2];
-	TableScan	scan = {.layout = layout, .k = k, .emit = emit, .arg = arg};
+	SimhashSortBy by = {.mask = ~UINT64CONST(0)};
+	Size		kept = 0;
 
-	ntables = simhash_tables(layout->nblocks, k, &tables);
-	if (n < 2)
-	{
-		pfree(tables);
-		return;
-	}
-	scan.bucket_bits = bucket_bits_for(n);
-	buffers[0] = alloc_entries(n);
-	buffers[1] = alloc_entries(n);
-
-	for (int t = 0; t < ntables; t++)
-	{
-		scan.table = tables[t];
-		scan.mask = simhash_table_mask(layout, tables[t]) | required;
-		for_each_bucket(&scan, sort_by_bucket(&scan, hashes, n, buffers), n,
-						scan_bucket_pairs, NULL);
-	}
-	pfree(buffers[0]);
-	pfree(buffers[1]);
-	pfree(tables);
-}
-
-/* Where simhash_distinct() puts one row of each fingerprint. */
-typedef struct DistinctOut
-{
-	uint64	   *hashes;
-	uint32	   *rows;
-	uint32		count;
-} DistinctOut;
-
-/*
- * Keeps the first entry of each fingerprint in a bucket and joins the others
- * to it.  A bucket holding several fingerprints is sorted first, so equal
- * ones are adjacent.
- */
-static void
-keep_distinct(const TableScan *scan, TableEntry *entries, uint32 count, void *state)
-{
-	DistinctOut *out = state;
-	uint64		mask = scan->mask;
-
-	if (count > 1 && !keys_all_equal(scan, entries, count))
-		qsort_arg(entries, count, sizeof(TableEntry), compare_keys, &mask);
-	for (uint32 i = 0; i < count; i++)
+	simhash_sort_entries(entries, n, &by, SIMHASH64_BITS);
+	for (Size i = 0; i < n; i++)
 	{
 		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
-		if (i > 0 && entry_hash(&entries[i]) == entry_hash(&entries[i - 1]))
+		if (kept > 0 && entries[kept - 1].hash == entries[i].hash)
 		{
-			/* The previous entry, or the one it was joined to, is kept. */
-			uint32		kept_row = out->rows[out->count - 1];
+			uint64		kept_key = entries[kept - 1].key;
 
-			scan->emit(scan->arg, Min(kept_row, entries[i].row), Max(kept_row, entries[i].row), 0);
+			join(arg, Min(kept_key, entries[i].key), Max(kept_key, entries[i].key), 0);
 			continue;
 		}
-		out->hashes[out->count] = entry_hash(&entries[i]);
-		out->rows[out->count++] = entries[i].row;
+		entries[kept++] = entries[i];
 	}
-}
-
-uint32
-simhash_distinct(const uint64 *hashes, uint32 n, uint64 *distinct_hashes,
-				 uint32 *distinct_rows, SimhashPairFn join, void *arg)
-{
-	TableEntry *buffers[2];
-	DistinctOut out = {.hashes = distinct_hashes, .rows = distinct_rows, .count = 0};
-	TableScan	scan = {.mask = ~UINT64CONST(0), .emit = join, .arg = arg};
-
-	if (n == 0)
-		return 0;
-	scan.bucket_bits = bucket_bits_for(n);
-	buffers[0] = alloc_entries(n);
-	buffers[1] = alloc_entries(n);
-	for_each_bucket(&scan, sort_by_bucket(&scan, hashes, n, buffers), n, keep_distinct, &out);
-	pfree(buffers[0]);
-	pfree(buffers[1]);
-	return out.count;
+	return kept;
 }

@@ -1,23 +1,78 @@
 /*
  * find_all.h — every pair of fingerprints within k bits, the engine behind
- * simhash_find_all() and simhash_clusters().  It works on a plain array of
- * fingerprints and knows nothing of SQL, so the query and array variants
- * share it.
+ * simhash_find_all() and simhash_clusters().  It works on arrays of entries
+ * (entry_sort.h) and knows nothing of SQL, of parallel workers or of files:
+ * serial runs call simhash_search_all(); find_all_parallel.c hands out the
+ * same steps (stripes, then units, pass after pass) to several processes.
+ *
+ * The search, after Manku et al.: for each table (a choice of m - k of the
+ * layout's m blocks), the entries that agree on the table's blocks are
+ * brought together and compared.  Tables are grouped into passes by their
+ * lowest block.  A pass first orders each stripe of the array (a fixed slice
+ * of it) by that block, which cuts the stripe into pieces, one per unit; a
+ * unit is then the pieces of all stripes with the same leading bits of the
+ * block, a few thousand entries, and every table of the pass is searched
+ * unit by unit inside the CPU's caches.  Two entries that agree on a
+ * table's blocks agree on its lowest block, so they are in the same unit.
  */
 #ifndef SIMHASH_FIND_ALL_H
 #define SIMHASH_FIND_ALL_H
 
 #include "blocks/permute.h"
+#include "find_all/entry_sort.h"
 #include "simhash.h"
 
-/* Called once per pair of rows within k bits; row1 < row2. */
-typedef void (*SimhashPairFn) (void *arg, uint32 row1, uint32 row2, int distance);
+/*
+ * Called once per pair of entries within k bits with their keys, key1 <
+ * key2.  Only keys: a parallel worker's pairs reach the backend through a
+ * file.
+ */
+typedef void (*SimhashPairFn) (void *arg, uint64 key1, uint64 key2, int distance);
 
 /*
- * Working memory simhash_find_pairs() allocates per row: two buffers of
- * 12-byte (fingerprint, row) entries for the radix sort.
+ * The array as a pass sees it: nstripes stripes of stripe_rows entries (the
+ * last one shorter), each cut into 2^unit_bits pieces.  Piece u of stripe s
+ * is entries[piece_start[s * (units + 1) + u] .. piece_start[s * (units + 1)
+ * + u + 1]).
  */
-#define SIMHASH_FIND_PAIRS_BYTES_PER_ROW 24
+typedef struct SimhashStripes
+{
+	SimhashEntry *entries;
+	Size		n;
+	int			nstripes;
+	Size		stripe_rows;
+	int			unit_bits;
+	Size	   *piece_start;
+} SimhashStripes;
+
+/*
+ * A search: its layout, its tables grouped by pass, where pairs go, and one
+ * process's working memory.
+ */
+typedef struct SimhashSearch
+{
+	int			k;
+	SimhashBlocks layout;
+	uint64		required;		/* bits every pair agrees on anyway (find_all_distributed.c) */
+	SimhashBlocks coarse;		/* with coarse_table: report only pairs whose */
+	uint32		coarse_table;	/* first table in coarse is this one (0: all) */
+	int			ntables;
+	uint32	   *tables;			/* block bitmaps, ordered by pass */
+	int			npasses;
+	int			pass_start[SIMHASH_MAX_BLOCKS + 1]; /* pass p: tables[pass_start[p] ..
+													 * pass_start[p + 1]) */
+	uint64		pass_mask[SIMHASH_MAX_BLOCKS];	/* the bits a pass orders by */
+	SimhashPairFn emit;
+	void	   *arg;
+	/* working memory */
+	Size	   *bucket_start;	/* buckets (simhash_scatter_entries) */
+	Size	   *bucket_next;
+	int			bucket_bits;	/* the widest partition the counts hold */
+	SimhashEntry *scratch;		/* a unit's entries by bucket */
+	Size		scratch_rows;
+	SimhashEntry *stripe_scratch;	/* a stripe by unit */
+	Size		stripe_scratch_rows;
+} SimhashSearch;
 
 /* ERROR unless pairs within k bits can be searched for (0 <= k < 32). */
 extern void simhash_check_distance(int k);
@@ -29,43 +84,114 @@ extern void simhash_check_distance(int k);
 extern void simhash_check_blocks(int k, int blocks);
 
 /* The number of blocks the cost model expects to be fastest for n rows. */
-extern int	simhash_choose_blocks(int k, uint32 n);
+extern int	simhash_choose_blocks(int k, Size n);
 
 /*
- * The same for simhash_find_pairs_within(): blocks cut from free_bits bits,
- * with required_bits more bits that every pair shares anyway.
+ * The same for a search of pairs that also agree on required_bits more bits:
+ * blocks cut from free_bits bits.
  */
-extern int	simhash_choose_blocks_within(int k, uint32 n, int free_bits, int required_bits);
+extern int	simhash_choose_blocks_within(int k, Size n, int free_bits, int required_bits);
 
 /*
- * Calls emit for every pair (row1, row2) of hashes[0..n) with
- * popcount(hashes[row1] ^ hashes[row2]) <= k, exactly once each, in no
- * particular order.  Allocates SIMHASH_FIND_PAIRS_BYTES_PER_ROW * n bytes in
- * CurrentMemoryContext (freed before returning).
+ * A search for pairs within k bits that also agree on every bit of required:
+ * each table's key is its blocks plus required, and a pair is reported from
+ * the first of the layout's tables it agrees on.  The layout must pass
+ * simhash_tables(layout->nblocks, k).  The working memory is sized for
+ * stripes (simhash_stripes_init) of n entries.  Allocates in
+ * CurrentMemoryContext.
  */
-extern void simhash_find_pairs(const uint64 *hashes, uint32 n, int k, int blocks,
+extern void simhash_search_init(SimhashSearch *search, int k, const SimhashBlocks *layout,
+								uint64 required, const SimhashStripes *stripes,
+								SimhashPairFn emit, void *arg);
+
+/*
+ * Reports only the pairs whose first table among coarse's blocks (k of
+ * them: simhash_first_table(agreeing, coarse->nblocks, k)) is coarse_table.
+ */
+extern void simhash_search_filter(SimhashSearch *search, const SimhashBlocks *coarse,
+								  uint32 coarse_table);
+
+/*
+ * A process's search buffers for n rows beyond their 18 bytes each (the
+ * entry, its share of the stripes' buffers): a unit's scratch and the
+ * bucket counts, from 400 kB up to a few MB.
+ */
+extern Size simhash_search_fixed_bytes(Size n);
+
+/* Frees what simhash_search_init() allocated. */
+extern void simhash_search_free(SimhashSearch *search);
+
+/*
+ * The stripes of entries[0..n) for a search by `participants` processes;
+ * piece_start is palloc'd unless given (a shared one, of
+ * simhash_stripes_piece_bytes()).  Writes nothing there: every process of a
+ * parallel run calls this; each pass's partition sets the pieces.
+ */
+extern void simhash_stripes_init(SimhashStripes *stripes, SimhashEntry *entries, Size n,
+								 int participants, Size *piece_start);
+extern Size simhash_stripes_piece_bytes(Size n, int participants);
+
+static inline Size
+simhash_stripes_units(const SimhashStripes *stripes)
+{
+	return (Size) 1 << stripes->unit_bits;
+}
+
+/* Orders one stripe into its pieces for a pass. */
+extern void simhash_partition_stripe(SimhashSearch *search, int pass, SimhashStripes *stripes,
+									 int stripe);
+
+/* The orders a pass cuts units by, and a table groups its key by. */
+extern SimhashSortBy simhash_pass_order(const SimhashSearch *search, int pass);
+extern SimhashSortBy simhash_table_order(const SimhashSearch *search, uint32 table);
+
+/*
+ * The pairs that table number `table` (an index into search->tables)
+ * reports among entries[0..n), which hold every entry of its key they
+ * share.
+ */
+extern void simhash_search_table(SimhashSearch *search, int table, SimhashEntry *entries, Size n);
+
+/*
+ * For a group of entries that all share a table's key (too many for memory
+ * at once, compared a part at a time): the pairs among group[0..n), and
+ * those between each of others[0..m) and the group.
+ */
+extern void simhash_compare_group(const SimhashSearch *search, int table, const SimhashEntry *group,
+								  Size n);
+extern void simhash_compare_across(const SimhashSearch *search, int table, const SimhashEntry *group,
+								   Size n, const SimhashEntry *others, Size m);
+
+/* Every pair of one unit that a table of the pass reports. */
+extern void simhash_search_unit(SimhashSearch *search, int pass, const SimhashStripes *stripes,
+								Size unit);
+
+/* The steps of a search, for progress: each pass's stripes and units. */
+extern uint64 simhash_search_steps(const SimhashSearch *search, const SimhashStripes *stripes);
+
+/*
+ * One pass over the stripes in this process (its stripes, then its units),
+ * counting its steps into *done of total for progress.
+ */
+extern void simhash_search_pass(SimhashSearch *search, int pass, SimhashStripes *stripes,
+								uint64 *done, uint64 total);
+
+/* Every pass over entries[0..n) in this process: each pair within k bits, exactly once. */
+extern void simhash_search_all(SimhashSearch *search, SimhashStripes *stripes);
+
+/*
+ * Calls emit for every pair of entries[0..n) within k bits, exactly once
+ * each, in no particular order (reordering the entries).
+ */
+extern void simhash_find_pairs(SimhashEntry *entries, Size n, int k, int blocks,
 							   SimhashPairFn emit, void *arg);
 
 /*
- * simhash_find_pairs() for pairs that also agree on every bit of required:
- * the layout's blocks may cover any bits (usually those outside required),
- * each table's key is its blocks plus required, and a pair is reported from
- * the first of the layout's tables it agrees on.  A pair within k bits that
- * agrees on required is within k bits on the layout's bits, so some table
- * finds it.  The layout must pass simhash_tables(layout->nblocks, k).
+ * Keeps one entry of each distinct fingerprint among entries[0..n), moved to
+ * the front; returns how many.  Every other entry is joined by join(arg,
+ * ..., 0) to the kept entry with its fingerprint: a spanning tree of each
+ * group of equal fingerprints, not all its pairs.
  */
-extern void simhash_find_pairs_within(const uint64 *hashes, uint32 n, int k,
-									  const SimhashBlocks *layout, uint64 required,
-									  SimhashPairFn emit, void *arg);
-
-/*
- * One row of each distinct fingerprint among hashes[0..n), in no particular
- * order, into distinct_hashes[] and distinct_rows[] (n entries each); returns
- * how many.  Every other row is joined by join(arg, row1, row2, 0) to a row
- * with the same fingerprint: a spanning tree of each group of equal
- * fingerprints, not all its pairs.  Allocates as simhash_find_pairs() does.
- */
-extern uint32 simhash_distinct(const uint64 *hashes, uint32 n, uint64 *distinct_hashes,
-							   uint32 *distinct_rows, SimhashPairFn join, void *arg);
+extern Size simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg);
 
 #endif							/* SIMHASH_FIND_ALL_H */

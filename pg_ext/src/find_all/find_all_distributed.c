@@ -26,20 +26,10 @@
 #include "find_all/find_all.h"
 #include "find_all/find_all_row_buffer.h"
 #include "find_all/find_all_sql.h"
+#include "find_all/progress.h"
 #include "blocks/permute.h"
 #include "blocks/radix_sort.h"
 
-#define SIGN_BIT (UINT64CONST(1) << 63)
-
-/* Which pairs of one partition to report, and where. */
-typedef struct PartFilter
-{
-	SimhashResultSink *sink;
-	const uint64 *hashes;
-	SimhashBlocks coarse;		/* the k + 1 blocks that route rows */
-	uint32		part_bit;		/* 1 << part: the coarse table of this partition */
-	int			k;
-} PartFilter;
 
 /* ERROR unless part names one of the k + 1 coarse blocks. */
 static void
@@ -101,15 +91,9 @@ blocks_over(SimhashBlocks *layout, int nblocks, uint64 bits)
 }
 
 static void
-put_if_first_part(void *arg, uint32 row1, uint32 row2, int distance)
+put_pair(void *arg, uint64 key1, uint64 key2, int distance)
 {
-	PartFilter *filter = arg;
-	uint32		agreeing = simhash_blocks_agreeing(&filter->coarse, filter->hashes[row1],
-												   filter->hashes[row2]);
-
-	if (simhash_first_table(agreeing, filter->k + 1, filter->k) != filter->part_bit)
-		return;
-	simhash_result_put(filter->sink, filter->sink->keys[row1], filter->sink->keys[row2], distance);
+	simhash_result_put(arg, SIMHASH_ID_OF_KEY(key1), SIMHASH_ID_OF_KEY(key2), distance);
 }
 
 /*
@@ -123,8 +107,11 @@ simhash_find_all_part(PG_FUNCTION_ARGS)
 {
 	SimhashResultSink sink;
 	SimhashRows rows;
-	PartFilter	filter = {.sink = &sink};
+	SimhashBlocks coarse;		/* the k + 1 blocks that route rows */
 	SimhashBlocks fine;
+	SimhashSearch search;
+	SimhashStripes stripes;
+	SimhashEntry *entries;
 	MemoryContext work;
 	MemoryContext old;
 	uint64		required;
@@ -138,22 +125,26 @@ simhash_find_all_part(PG_FUNCTION_ARGS)
 	k = PG_GETARG_INT32(1);
 	part = PG_GETARG_INT32(2);
 	check_part(k, part);
-	simhash_blocks_init(&filter.coarse, k + 1);
-	filter.k = k;
-	filter.part_bit = UINT32_C(1) << part;
-	required = filter.coarse.mask[part];
+	simhash_blocks_init(&coarse, k + 1);
+	required = coarse.mask[part];
 	free_bits = SIMHASH64_BITS - pg_popcount64(required);
 
 	work = AllocSetContextCreate(CurrentMemoryContext, "simhash find_all part", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(work);
-	simhash_rows_init(&rows, "simhash_find_all_distributed", true, 0);
+	sink.keys_are_ids = true;
+	simhash_progress_begin("simhash_find_all_distributed");
+	simhash_rows_init(&rows, "simhash_find_all_distributed", 0, false);
 	simhash_read_query(PG_GETARG_TEXT_PP(0), simhash_type_oid(fcinfo), &rows);
-	simhash_rows_sort_by_id(&rows);
-	sink.keys = rows.ids;
-	filter.hashes = rows.hashes;
+	entries = simhash_rows_to_array(&rows);
+	simhash_entries_unique_ids(entries, rows.count, rows.keys_increasing, rows.caller);
 	blocks_over(&fine, simhash_choose_blocks_within(k, rows.count, free_bits, SIMHASH64_BITS - free_bits),
 				~required);
-	simhash_find_pairs_within(rows.hashes, rows.count, k, &fine, required, put_if_first_part, &filter);
+	simhash_stripes_init(&stripes, entries, rows.count, 1, NULL);
+	simhash_search_init(&search, k, &fine, required, &stripes, put_pair, &sink);
+	/* Each pair from the lowest coarse block it agrees on: this part's. */
+	simhash_search_filter(&search, &coarse, UINT32_C(1) << part);
+	simhash_search_all(&search, &stripes);
+	simhash_search_free(&search);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(work);
 	return (Datum) 0;
@@ -178,25 +169,28 @@ node_index(const int64 *nodes, uint32 n, int64 id)
 	return low;
 }
 
-/* Every id of the edges, once each, in increasing order; returns how many. */
+/*
+ * Every id of the edges (entries: the first id's key, the second id in the
+ * hash), once each, in increasing order; returns how many.
+ */
 static uint32
-distinct_nodes(const SimhashRows *edges, int64 *nodes)
+distinct_nodes(const SimhashEntry *edges, uint32 nedges, int64 *nodes)
 {
 	uint64	   *keys = (uint64 *) nodes;
 	uint32		n = 0;
 
-	/* Flipping the sign bit makes unsigned order the signed order. */
-	for (uint32 i = 0; i < edges->count; i++)
+	/* Keys of ids: unsigned order is the ids' order. */
+	for (uint32 i = 0; i < nedges; i++)
 	{
-		keys[2 * i] = (uint64) edges->ids[i] ^ SIGN_BIT;
-		keys[2 * i + 1] = edges->hashes[i] ^ SIGN_BIT;
+		keys[2 * i] = edges[i].key;
+		keys[2 * i + 1] = SIMHASH_KEY_OF_ID(edges[i].hash);
 	}
-	simhash_radix_sort(keys, NULL, 2 * edges->count);
-	for (uint32 i = 0; i < 2 * edges->count; i++)
+	simhash_radix_sort(keys, NULL, 2 * nedges);
+	for (uint32 i = 0; i < 2 * nedges; i++)
 		if (n == 0 || keys[n - 1] != keys[i])
 			keys[n++] = keys[i];
 	for (uint32 i = 0; i < n; i++)
-		keys[i] ^= SIGN_BIT;
+		nodes[i] = SIMHASH_ID_OF_KEY(keys[i]);
 	return n;
 }
 
@@ -210,7 +204,9 @@ Datum
 simhash_components(PG_FUNCTION_ARGS)
 {
 	SimhashResultSink sink;
-	SimhashRows edges;
+	SimhashRows rows;
+	SimhashEntry *edges;
+	uint32		nedges;
 	MemoryContext work;
 	MemoryContext old;
 	int64	   *nodes;
@@ -224,21 +220,26 @@ simhash_components(PG_FUNCTION_ARGS)
 	old = MemoryContextSwitchTo(work);
 	/*
 	 * Per edge, beyond the edge itself: its two nodes, their parents and the
-	 * radix sort's buffer (40 bytes), in place of the pair search's buffers
-	 * that simhash_rows_init() counts (24) and that this does not use.
+	 * radix sort's buffer (40 bytes).
 	 */
-	simhash_rows_init(&edges, "simhash_clusters_distributed", true,
-					  2 * (sizeof(int64) + sizeof(uint64) + sizeof(uint32)) - SIMHASH_FIND_PAIRS_BYTES_PER_ROW);
-	simhash_read_query(PG_GETARG_TEXT_PP(0), InvalidOid, &edges);
-	nodes = MemoryContextAllocHuge(work, sizeof(int64) * 2 * (Size) Max(edges.count, 1));
-	n = distinct_nodes(&edges, nodes);
+	simhash_rows_init(&rows, "simhash_clusters_distributed",
+					  2 * (sizeof(int64) + sizeof(uint64) + sizeof(uint32)), false);
+	simhash_read_query(PG_GETARG_TEXT_PP(0), InvalidOid, &rows);
+	if (rows.count > PG_UINT32_MAX / 2)
+		ereport(ERROR,
+				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				errmsg("%s: more than %u edges", rows.caller, PG_UINT32_MAX / 2));
+	nedges = (uint32) rows.count;
+	edges = simhash_rows_to_array(&rows);
+	nodes = MemoryContextAllocHuge(work, sizeof(int64) * 2 * (Size) Max(nedges, 1));
+	n = distinct_nodes(edges, nedges, nodes);
 	parent = MemoryContextAllocHuge(work, sizeof(uint32) * (Size) Max(n, 1));
 	for (uint32 i = 0; i < n; i++)
 		parent[i] = i;
-	for (uint32 i = 0; i < edges.count; i++)
+	for (uint32 i = 0; i < nedges; i++)
 	{
-		simhash_union(parent, node_index(nodes, n, edges.ids[i]),
-					  node_index(nodes, n, (int64) edges.hashes[i]));
+		simhash_union(parent, node_index(nodes, n, SIMHASH_ID_OF_KEY(edges[i].key)),
+					  node_index(nodes, n, (int64) edges[i].hash));
 		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 	}
 	simhash_resolve_roots(parent, n);

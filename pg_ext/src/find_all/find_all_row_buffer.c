@@ -5,43 +5,45 @@
 #include "find_all/find_all_row_buffer.h"
 
 #include "find_all/find_all.h"
+
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
-#include "blocks/radix_sort.h"
 #include "utils/memutils.h"
+#include "utils/tuplesort.h"
 
-#define FIRST_CAPACITY 1024
-
-/* Row numbers are uint32, and half that keeps every row count an int. */
-#define MAX_ROWS ((uint64) PG_INT32_MAX)
-
-#define SIGN_BIT (UINT64CONST(1) << 63)
+#define FIRST_MAX_CHUNKS 16
 
 void
-simhash_rows_init(SimhashRows *rows, const char *caller, bool with_ids,
-				  Size extra_bytes_per_row)
+simhash_rows_init(SimhashRows *rows, const char *caller, Size extra_bytes_per_row, bool may_spill)
 {
 	rows->caller = caller;
 	rows->context = CurrentMemoryContext;
+	rows->chunks = NULL;
+	rows->nchunks = 0;
+	rows->maxchunks = 0;
 	rows->count = 0;
-	rows->capacity = 0;
-	rows->hashes = NULL;
-	rows->ids = NULL;
-	rows->with_ids = with_ids;
-	rows->bytes_per_row = sizeof(uint64) + (with_ids ? sizeof(int64) : 0) +
-		SIMHASH_FIND_PAIRS_BYTES_PER_ROW + extra_bytes_per_row;
+	rows->keys_increasing = true;
+	rows->last_key = 0;
+	/* The entry, and its share of the stripes' buffers (find_all.c). */
+	rows->bytes_per_row = sizeof(SimhashEntry) + sizeof(SimhashEntry) / 8 + extra_bytes_per_row;
+	rows->may_spill = may_spill;
+	rows->spill = NULL;
+	rows->spilled = 0;
+}
+
+/* Whether n rows fit the budget in memory, with the search's own buffers. */
+static bool
+within_budget(const SimhashRows *rows, uint64 n)
+{
+	return simhash_spill_fits(n, n * rows->bytes_per_row + simhash_search_fixed_bytes(n));
 }
 
 /* ERROR if n rows would need more than the budget. */
 static void
 check_budget(const SimhashRows *rows, uint64 n)
 {
-	uint64		budget = (uint64) maintenance_work_mem * 1024;
-
-	if (n > MAX_ROWS)
-		ereport(ERROR,
-				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				errmsg("%s: more than %u rows", rows->caller, (uint32) MAX_ROWS));
-	if (n * rows->bytes_per_row > budget)
+	if (!within_budget(rows, n))
 		ereport(ERROR,
 				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				errmsg("%s: the input does not fit in maintenance_work_mem", rows->caller),
@@ -51,73 +53,174 @@ check_budget(const SimhashRows *rows, uint64 n)
 						(rows->bytes_per_row * 1000000 + (1 << 20) - 1) >> 20));
 }
 
-static void *
-resize(SimhashRows *rows, void *array, Size bytes)
+/* Writes the chunks to the spill file and keeps the first as the one buffer. */
+static void
+spill_chunks(SimhashRows *rows)
 {
-	if (array == NULL)
-		return MemoryContextAllocHuge(rows->context, bytes);
-	return repalloc_huge(array, bytes);
+	MemoryContext old = MemoryContextSwitchTo(rows->context);
+
+	if (rows->spill == NULL)
+	{
+		rows->spill = palloc(sizeof(SimhashEntryFile));
+		simhash_entry_file_create(rows->spill);
+	}
+	for (int c = 0; c < rows->nchunks; c++)
+	{
+		Size		first = rows->spilled + (Size) c * SIMHASH_ROWS_CHUNK;
+
+		simhash_entry_file_write(rows->spill, rows->chunks[c],
+								 Min(rows->count - first, SIMHASH_ROWS_CHUNK));
+		if (c > 0)
+			pfree(rows->chunks[c]);
+	}
+	rows->spilled = rows->count;
+	rows->nchunks = 1;
+	MemoryContextSwitchTo(old);
+}
+
+/* One more chunk of memory. */
+static void
+add_chunk(SimhashRows *rows)
+{
+	if (rows->nchunks == rows->maxchunks)
+	{
+		int			max = Max(rows->maxchunks * 2, FIRST_MAX_CHUNKS);
+
+		rows->chunks = rows->chunks == NULL ?
+			MemoryContextAlloc(rows->context, sizeof(SimhashEntry *) * max) :
+			repalloc_huge(rows->chunks, sizeof(SimhashEntry *) * max);
+		rows->maxchunks = max;
+	}
+	rows->chunks[rows->nchunks++] =
+		MemoryContextAllocHuge(rows->context, sizeof(SimhashEntry) * SIMHASH_ROWS_CHUNK);
 }
 
 void
 simhash_rows_grow(SimhashRows *rows)
 {
-	uint64		capacity = Max((uint64) rows->capacity * 2, FIRST_CAPACITY);
-	uint64		affordable = (uint64) maintenance_work_mem * 1024 / rows->bytes_per_row;
-
-	/* Short of the budget, the last growth takes what is left of it ... */
-	capacity = Min(capacity, Min(affordable, MAX_ROWS));
-	/* ... and once full, asks for one row more, which the check refuses. */
-	capacity = Max(capacity, (uint64) rows->count + 1);
-	check_budget(rows, capacity);
-	rows->hashes = resize(rows, rows->hashes, capacity * sizeof(uint64));
-	if (rows->with_ids)
-		rows->ids = resize(rows, rows->ids, capacity * sizeof(int64));
-	rows->capacity = (uint32) capacity;
-}
-
-/* The ids already strictly increase (SELECT ... ORDER BY id, most heaps). */
-static bool
-ids_increasing(const SimhashRows *rows)
-{
-	for (uint32 i = 1; i < rows->count; i++)
-		if (rows->ids[i - 1] >= rows->ids[i])
-			return false;
-	return true;
-}
-
-void
-simhash_rows_sort_by_id(SimhashRows *rows)
-{
-	uint64	   *keys = (uint64 *) rows->ids;
-
-	if (ids_increasing(rows))
+	if (rows->spill != NULL || (rows->may_spill && !within_budget(rows, rows->count + 1)))
+	{
+		/* Spilling: the one chunk goes to the file whenever it is full. */
+		if (rows->nchunks == 0)
+			add_chunk(rows);
+		spill_chunks(rows);
 		return;
-	/* Flipping the sign bit makes unsigned order the signed order. */
-	for (uint32 i = 0; i < rows->count; i++)
-		keys[i] ^= SIGN_BIT;
-	simhash_radix_sort(keys, rows->hashes, rows->count);
-	for (uint32 i = 0; i < rows->count; i++)
-		keys[i] ^= SIGN_BIT;
-
-	for (uint32 i = 1; i < rows->count; i++)
-		if (rows->ids[i - 1] == rows->ids[i])
-			ereport(ERROR,
-					errcode(ERRCODE_UNIQUE_VIOLATION),
-					errmsg("%s: the query returned id " INT64_FORMAT " more than once",
-						   rows->caller, rows->ids[i]),
-					errhint("Each row needs its own id; for several fingerprints per "
-							"document, number the rows and map them back."));
+	}
+	/* The rows of the new chunk count as soon as the first of them. */
+	check_budget(rows, rows->count + 1);
+	add_chunk(rows);
 }
 
 void
-simhash_rows_sort_unique(SimhashRows *rows)
+simhash_rows_finish_spill(SimhashRows *rows)
 {
-	uint32		kept = 0;
+	Assert(rows->spill != NULL);
+	spill_chunks(rows);
+	pfree(rows->chunks[0]);
+	pfree(rows->chunks);
+	rows->chunks = NULL;
+	rows->nchunks = rows->maxchunks = 0;
+	simhash_entry_file_rewind(rows->spill);
+}
 
-	simhash_radix_sort(rows->hashes, NULL, rows->count);
-	for (uint32 i = 0; i < rows->count; i++)
-		if (kept == 0 || rows->hashes[kept - 1] != rows->hashes[i])
-			rows->hashes[kept++] = rows->hashes[i];
-	rows->count = kept;
+void
+simhash_rows_gather(SimhashRows *rows, SimhashEntry *entries)
+{
+	Assert(rows->spill == NULL);
+	for (int c = 0; c < rows->nchunks; c++)
+	{
+		Size		first = (Size) c * SIMHASH_ROWS_CHUNK;
+
+		memcpy(entries + first, rows->chunks[c],
+			   sizeof(SimhashEntry) * Min(rows->count - first, SIMHASH_ROWS_CHUNK));
+		pfree(rows->chunks[c]);
+	}
+	if (rows->chunks != NULL)
+		pfree(rows->chunks);
+	rows->chunks = NULL;
+	rows->nchunks = rows->maxchunks = 0;
+}
+
+SimhashEntry *
+simhash_rows_to_array(SimhashRows *rows)
+{
+	SimhashEntry *entries = MemoryContextAllocHuge(CurrentMemoryContext,
+												   sizeof(SimhashEntry) * Max(rows->count, 1));
+
+	simhash_rows_gather(rows, entries);
+	return entries;
+}
+
+static void
+duplicate_id(const char *caller, int64 id)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_UNIQUE_VIOLATION),
+			errmsg("%s: the query returned id " INT64_FORMAT " more than once", caller, id),
+			errhint("Each row needs its own id; for several fingerprints per "
+					"document, number the rows and map them back."));
+}
+
+void
+simhash_spill_unique_ids(SimhashRows *rows)
+{
+	Tuplesortstate *sort;
+	SimhashEntry *buffer;
+	Size		got;
+	Datum		value;
+	bool		isnull;
+	bool		first = true;
+	int64		previous = 0;
+
+	if (rows->keys_increasing)
+		return;
+	sort = tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
+								 maintenance_work_mem, NULL, 0);
+	buffer = palloc(sizeof(SimhashEntry) * SIMHASH_ROWS_CHUNK);
+	while ((got = simhash_entry_file_read(rows->spill, buffer, SIMHASH_ROWS_CHUNK)) > 0)
+		for (Size i = 0; i < got; i++)
+			tuplesort_putdatum(sort, Int64GetDatum(SIMHASH_ID_OF_KEY(buffer[i].key)), false);
+	pfree(buffer);
+	simhash_entry_file_rewind(rows->spill);
+	tuplesort_performsort(sort);
+	while (simhash_tuplesort_getdatum(sort, &value, &isnull))
+	{
+		int64		id = DatumGetInt64(value);
+
+		if (!first && id == previous)
+			duplicate_id(rows->caller, id);
+		first = false;
+		previous = id;
+	}
+	tuplesort_end(sort);
+}
+
+static void
+order_by_key(SimhashEntry *entries, Size n, bool ordered)
+{
+	SimhashSortBy by = {.by_key = true};
+
+	if (!ordered)
+		simhash_sort_entries(entries, n, &by, SIMHASH64_BITS);
+}
+
+void
+simhash_entries_unique_ids(SimhashEntry *entries, Size n, bool ordered, const char *caller)
+{
+	order_by_key(entries, n, ordered);
+	for (Size i = 1; i < n; i++)
+		if (entries[i - 1].key == entries[i].key)
+			duplicate_id(caller, SIMHASH_ID_OF_KEY(entries[i].key));
+}
+
+Size
+simhash_entries_unique_keys(SimhashEntry *entries, Size n, bool ordered)
+{
+	Size		kept = 0;
+
+	order_by_key(entries, n, ordered);
+	for (Size i = 0; i < n; i++)
+		if (kept == 0 || entries[kept - 1].key != entries[i].key)
+			entries[kept++] = entries[i];
+	return kept;
 }

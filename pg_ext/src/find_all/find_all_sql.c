@@ -4,28 +4,33 @@
  * array), choosing the blocks, and returning the result in a tuplestore,
  * which spills to disk past work_mem.
  *
- * The query variants order the rows by id and the array variants order the
- * distinct fingerprints; either way row order is output order, so a pair
- * (row1 < row2) comes out as (smaller, larger) with no further work.
+ * The rows are read by a DestReceiver of our own, straight from the
+ * executor's slots (no copy of each tuple, as SPI's cursors make).  Each
+ * row's key is its id (sign bit flipped), or for the array variants the
+ * fingerprint itself, so a pair (key1 < key2) comes out as (smaller,
+ * larger) with no further work.
  */
 #include "simhash.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/buffile.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/tuplestore.h"
 
 #include "find_all/clusters.h"
 #include "find_all/find_all.h"
+#include "find_all/find_all_parallel.h"
 #include "find_all/find_all_row_buffer.h"
 #include "find_all/find_all_sql.h"
-
-/* Rows fetched from the query at a time. */
-#define FETCH_ROWS 10000
+#include "find_all/progress.h"
 
 typedef enum FindAllInput
 {
@@ -59,6 +64,7 @@ simhash_result_init(FunctionCallInfo fcinfo, SimhashResultSink *sink)
 		elog(ERROR, "return type must be a row type");
 	sink->store = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
 										false, work_mem);
+	sink->count = 0;
 	rsinfo->returnMode = SFRM_Materialize;
 	rsinfo->setResult = sink->store;
 	rsinfo->setDesc = sink->desc;
@@ -73,14 +79,22 @@ simhash_result_put(SimhashResultSink *sink, int64 first, int64 second, int dista
 	bool		nulls[3] = {false, false, false};
 
 	tuplestore_putvalues(sink->store, sink->desc, values, nulls);
+	sink->count++;
+}
+
+int64
+simhash_result_value(const SimhashResultSink *sink, uint64 key)
+{
+	return sink->keys_are_ids ? SIMHASH_ID_OF_KEY(key) : (int64) key;
 }
 
 static void
-put_pair(void *arg, uint32 row1, uint32 row2, int distance)
+put_pair(void *arg, uint64 key1, uint64 key2, int distance)
 {
 	SimhashResultSink *sink = arg;
 
-	simhash_result_put(sink, sink->keys[row1], sink->keys[row2], distance);
+	simhash_result_put(sink, simhash_result_value(sink, key1), simhash_result_value(sink, key2),
+					   distance);
 }
 
 Oid
@@ -152,34 +166,54 @@ id_datum(Datum value, Oid type)
 	}
 }
 
-/*
- * Adds the rows of one batch fetched from the query: (id, fingerprint), or
- * (id, id) when second_id_type is the second id's type (it goes into hashes[]).
- */
-static void
-add_fetched_rows(SimhashRows *rows, Oid id_type, Oid second_id_type)
+/* The DestReceiver that adds each row the query returns to the rows. */
+typedef struct RowReceiver
 {
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		id_null;
-		bool		hash_null;
-		Datum		id = SPI_getbinval(tuple, desc, 1, &id_null);
-		Datum		hash = SPI_getbinval(tuple, desc, 2, &hash_null);
+	DestReceiver pub;
+	SimhashRows *rows;
+	Oid			second_type;	/* as simhash_read_query's */
+	Oid			id_type;
+	Oid			second_id_type; /* InvalidOid: the second column is a fingerprint */
+} RowReceiver;
 
-		if (id_null || (hash_null && OidIsValid(second_id_type)))
-			ereport(ERROR,
-					errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					errmsg("%s: the query returned a NULL id", rows->caller));
-		/* No fingerprint, nothing to match: the row is skipped. */
-		if (hash_null)
-			continue;
-		if (OidIsValid(second_id_type))
-			simhash_rows_add(rows, id_datum(id, id_type), (uint64) id_datum(hash, second_id_type));
-		else
-			simhash_rows_add(rows, id_datum(id, id_type), DatumGetSimhash64(hash));
-	}
+static void
+receiver_startup(DestReceiver *self, int operation, TupleDesc desc)
+{
+	RowReceiver *receiver = (RowReceiver *) self;
+
+	/* Checked before the query ran (simhash_read_query); the plan may have been replanned since. */
+	check_query_columns(desc, receiver->second_type, receiver->rows->caller);
+	receiver->id_type = getBaseType(TupleDescAttr(desc, 0)->atttypid);
+	receiver->second_id_type = OidIsValid(receiver->second_type) ? InvalidOid :
+		getBaseType(TupleDescAttr(desc, 1)->atttypid);
+}
+
+static bool
+receiver_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	RowReceiver *receiver = (RowReceiver *) self;
+	SimhashRows *rows = receiver->rows;
+
+	slot_getsomeattrs(slot, 2);
+	if (slot->tts_isnull[0] || (slot->tts_isnull[1] && OidIsValid(receiver->second_id_type)))
+		ereport(ERROR,
+				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				errmsg("%s: the query returned a NULL id", rows->caller));
+	/* No fingerprint, nothing to match: the row is skipped. */
+	if (slot->tts_isnull[1])
+		return true;
+	simhash_rows_add(rows, SIMHASH_KEY_OF_ID(id_datum(slot->tts_values[0], receiver->id_type)),
+					 OidIsValid(receiver->second_id_type) ?
+					 (uint64) id_datum(slot->tts_values[1], receiver->second_id_type) :
+					 DatumGetSimhash64(slot->tts_values[1]));
+	if (rows->count % SIMHASH_ROWS_CHUNK == 0)
+		simhash_progress_at(SIMHASH_STAGE_READ, rows->count, 0);
+	return true;
+}
+
+static void
+receiver_nothing(DestReceiver *self)
+{
 }
 
 void
@@ -187,9 +221,19 @@ simhash_read_query(text *sql, Oid second_type, SimhashRows *rows)
 {
 	char	   *query = text_to_cstring(sql);
 	SPIPlanPtr	plan;
-	Portal		portal;
-	Oid			id_type;
-	Oid			second_id_type = InvalidOid;
+	RowReceiver receiver = {
+		.pub = {
+			.receiveSlot = receiver_receive,
+			.rStartup = receiver_startup,
+			.rShutdown = receiver_nothing,
+			.rDestroy = receiver_nothing,
+			.mydest = DestNone,
+		},
+		.rows = rows,
+		.second_type = second_type,
+	};
+	SPIExecuteOptions options = {.dest = &receiver.pub};
+	int			result;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -201,20 +245,12 @@ simhash_read_query(text *sql, Oid second_type, SimhashRows *rows)
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("%s: the query must be one statement that returns rows, such as a SELECT",
 					   rows->caller));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, false);
-	check_query_columns(portal->tupDesc, second_type, rows->caller);
-	id_type = getBaseType(TupleDescAttr(portal->tupDesc, 0)->atttypid);
-	if (!OidIsValid(second_type))
-		second_id_type = getBaseType(TupleDescAttr(portal->tupDesc, 1)->atttypid);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, FETCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		add_fetched_rows(rows, id_type, second_id_type);
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
+	/* Wrong columns are the caller's mistake, not the query's: no SQL statement context. */
+	check_query_columns(((CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan)))->resultDesc,
+						second_type, rows->caller);
+	result = SPI_execute_plan_extended(plan, &options);
+	if (result < 0)
+		elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(result));
 	SPI_finish();
 }
 
@@ -227,22 +263,139 @@ read_array(ArrayType *array, SimhashRows *rows)
 
 	while (array_iterate(iterator, &value, &isnull))
 		if (!isnull)
-			simhash_rows_add(rows, 0, DatumGetSimhash64(value));
+			simhash_rows_add(rows, DatumGetSimhash64(value), DatumGetSimhash64(value));
 	array_free_iterator(iterator);
 }
 
+/*
+ * The clusters' rows: each row in a cluster of two or more (or every row,
+ * with include_singletons) with the smallest key of its cluster.  keys holds
+ * each row's key, in row order; two passes over it: the smallest key of
+ * each cluster, then the rows.
+ */
 static void
-put_clusters(SimhashResultSink *sink, const SimhashRows *rows, int k, int blocks,
+put_clusters(SimhashResultSink *sink, SimhashClusters *clusters, SimhashKeyFile *keys,
 			 bool include_singletons)
 {
-	SimhashClusters clusters;
+	uint64	   *smallest = MemoryContextAllocHuge(CurrentMemoryContext,
+												  sizeof(uint64) * Max(clusters->nclusters, 1));
 
-	simhash_find_clusters(rows->hashes, rows->count, k, blocks, &clusters);
-	for (uint32 i = 0; i < rows->count; i++)
+	simhash_progress_at(SIMHASH_STAGE_OUTPUT, 0, 2 * clusters->n);
+	for (uint32 c = 0; c < clusters->nclusters; c++)
+		smallest[c] = PG_UINT64_MAX;
+	simhash_key_file_rewind(keys);
+	for (Size row = 0; row < clusters->n; row++)
 	{
-		if (include_singletons || clusters.has_pair[i])
-			simhash_result_put(sink, sink->keys[i], sink->keys[clusters.leader[i]], 0);
-		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
+		uint64		key = simhash_key_file_get(keys);
+		uint32		cluster = clusters->leader[row];
+
+		if (cluster != SIMHASH_CLUSTER_NONE)
+			smallest[cluster] = Min(smallest[cluster], key);
+		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(row);
+	}
+	simhash_key_file_rewind(keys);
+	for (Size row = 0; row < clusters->n; row++)
+	{
+		uint64		key = simhash_key_file_get(keys);
+		uint32		cluster = clusters->leader[row];
+
+		if (cluster != SIMHASH_CLUSTER_NONE)
+			simhash_result_put(sink, simhash_result_value(sink, key),
+							   simhash_result_value(sink, smallest[cluster]), 0);
+		else if (include_singletons)
+			simhash_result_put(sink, simhash_result_value(sink, key), simhash_result_value(sink, key), 0);
+		if ((row & SIMHASH_INTERRUPT_EVERY_MASK) == 0)
+		{
+			CHECK_FOR_INTERRUPTS();
+			simhash_progress_at(SIMHASH_STAGE_OUTPUT, clusters->n + row, 2 * clusters->n);
+		}
+	}
+	simhash_key_file_close(keys);
+	pfree(smallest);
+}
+
+/* Clusters of entries in memory: their keys to a file, row numbers in their place. */
+static void
+clusters_in_memory(SimhashResultSink *sink, SimhashEntry *entries, Size n, int k, int blocks,
+				   SimhashParallelRun *run, bool include_singletons)
+{
+	SimhashClusters clusters;
+	SimhashKeyFile keys;
+
+	simhash_key_file_create(&keys);
+	for (Size row = 0; row < n; row++)
+	{
+		simhash_key_file_put(&keys, entries[row].key);
+		entries[row].key = row;
+	}
+	simhash_find_clusters(entries, n, k, blocks, run, &clusters);
+	put_clusters(sink, &clusters, &keys, include_singletons);
+}
+
+/* The budget left for a spilled search once `used` bytes are taken. */
+static Size
+spill_rows_in_memory(Size used, const char *caller)
+{
+	Size		budget = (Size) maintenance_work_mem * 1024;
+
+	return simhash_spill_rows_in_memory(budget > used ? budget - used : 0, caller);
+}
+
+/*
+ * Clusters of spilled rows: row numbers in read order (the keys to a file),
+ * the union-find arrays in memory, the distinct fingerprints and the search
+ * through temporary files.
+ */
+static void
+clusters_spilled(SimhashResultSink *sink, SimhashRows *rows, int k, int blocks, bool include_singletons)
+{
+	SimhashClusters clusters;
+	SimhashKeyFile keys;
+	SimhashEntryFile numbered;
+	SimhashEntryFile distinct;
+	SimhashEntry *buffer = palloc(sizeof(SimhashEntry) * SIMHASH_ROWS_CHUNK);
+	Size		rows_in_memory;
+	Size		row = 0;
+	Size		got;
+
+	simhash_clusters_init(&clusters, rows->count);
+	rows_in_memory = spill_rows_in_memory(rows->count * SIMHASH_CLUSTERS_BYTES_PER_ROW, rows->caller);
+	simhash_key_file_create(&keys);
+	simhash_entry_file_create(&numbered);
+	while ((got = simhash_entry_file_read(rows->spill, buffer, SIMHASH_ROWS_CHUNK)) > 0)
+	{
+		for (Size i = 0; i < got; i++)
+		{
+			simhash_key_file_put(&keys, buffer[i].key);
+			buffer[i].key = row++;
+		}
+		simhash_entry_file_write(&numbered, buffer, got);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(buffer);
+	simhash_entry_file_close(rows->spill);
+	simhash_entry_file_rewind(&numbered);
+	simhash_spill_distinct(&numbered, rows_in_memory, simhash_clusters_join, &clusters, &distinct);
+	simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
+	simhash_spill_find_pairs(&distinct, k, blocks, rows_in_memory, simhash_clusters_join, &clusters);
+	simhash_clusters_rank(&clusters);
+	put_clusters(sink, &clusters, &keys, include_singletons);
+}
+
+/* find_all or clusters of rows past maintenance_work_mem. */
+static void
+run_spilled(SimhashResultSink *sink, SimhashRows *rows, int k, int blocks, FindAllOutput output,
+			bool include_singletons)
+{
+	simhash_rows_finish_spill(rows);
+	simhash_spill_unique_ids(rows);
+	if (output == CLUSTERS)
+		clusters_spilled(sink, rows, k, blocks, include_singletons);
+	else
+	{
+		simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
+		simhash_spill_find_pairs(rows->spill, k, blocks, spill_rows_in_memory(0, rows->caller),
+								 put_pair, sink);
 	}
 }
 
@@ -255,13 +408,51 @@ put_clusters(SimhashResultSink *sink, const SimhashRows *rows, int k, int blocks
 #define ARG_MAX_DISTANCE 1
 #define ARG_BLOCKS 2			/* NULL: the function chooses */
 #define ARG_INCLUDE_SINGLETONS 3	/* simhash_clusters only */
+/* workers: last, from 1.2 on (NULL: max_parallel_maintenance_workers) */
+
+/* The workers argument, when the function's SQL declaration has one. */
+static int
+requested_workers(FunctionCallInfo fcinfo, int position)
+{
+	int			workers;
+
+	if (PG_NARGS() <= position || PG_ARGISNULL(position))
+		return -1;
+	workers = PG_GETARG_INT32(position);
+	if (workers < 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("workers must be 0 or more, got %d", workers),
+				errhint("Leave workers NULL to use max_parallel_maintenance_workers."));
+	return workers;
+}
+
+/* The entries of the rows: in shared memory for a parallel run, else local. */
+static SimhashEntry *
+entries_for(SimhashRows *rows, int workers, SimhashParallelRun **run)
+{
+	SimhashEntry *entries;
+
+	*run = NULL;
+	if (workers > 0)
+		*run = simhash_parallel_begin(rows->count, workers, &entries);
+	else
+		entries = MemoryContextAllocHuge(CurrentMemoryContext,
+										 sizeof(SimhashEntry) * Max(rows->count, 1));
+	simhash_rows_gather(rows, entries);
+	return entries;
+}
 
 static Datum
 run_find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, FindAllOutput output)
 {
 	int			nargs = output == CLUSTERS ? ARG_INCLUDE_SINGLETONS + 1 : ARG_BLOCKS + 1;
-	SimhashResultSink	sink;
+	SimhashResultSink sink;
 	SimhashRows rows;
+	SimhashEntry *entries;
+	SimhashParallelRun *run;
+	int			workers;
+	Size		n;
 	MemoryContext work;
 	MemoryContext old;
 	int			k;
@@ -276,30 +467,52 @@ run_find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, Fi
 		simhash_check_distance(k);
 	else
 		simhash_check_blocks(k, PG_GETARG_INT32(ARG_BLOCKS));
+	workers = requested_workers(fcinfo, nargs);
 
+	simhash_progress_begin(caller);
 	/* The big arrays go as soon as the result is out. */
 	work = AllocSetContextCreate(CurrentMemoryContext, "simhash find_all", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(work);
-	simhash_rows_init(&rows, caller, input == FROM_QUERY,
-					  output == CLUSTERS ? SIMHASH_CLUSTERS_BYTES_PER_ROW : 0);
+	/* Arrays are at most 1 GB, and immutable functions write no files: no spilling. */
+	simhash_rows_init(&rows, caller, output == CLUSTERS ? SIMHASH_CLUSTERS_BYTES_PER_ROW : 0,
+					  input == FROM_QUERY);
+	sink.keys_are_ids = input == FROM_QUERY;
 	if (input == FROM_QUERY)
-	{
 		simhash_read_query(PG_GETARG_TEXT_PP(ARG_INPUT), simhash_type_oid(fcinfo), &rows);
-		simhash_rows_sort_by_id(&rows);
-		sink.keys = rows.ids;
-	}
 	else
-	{
 		read_array(PG_GETARG_ARRAYTYPE_P(ARG_INPUT), &rows);
-		simhash_rows_sort_unique(&rows);
-		sink.keys = (const int64 *) rows.hashes;
+	n = rows.count;
+	simhash_progress_at(SIMHASH_STAGE_PREPARE, 0, 0);
+	if (rows.spill != NULL)
+	{
+		blocks = PG_ARGISNULL(ARG_BLOCKS) ? simhash_choose_blocks(k, n) : PG_GETARG_INT32(ARG_BLOCKS);
+		run_spilled(&sink, &rows, k, blocks, output,
+					output == CLUSTERS && PG_GETARG_BOOL(ARG_INCLUDE_SINGLETONS));
+		simhash_progress_end(n, sink.count);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(work);
+		return (Datum) 0;
 	}
-	blocks = PG_ARGISNULL(ARG_BLOCKS) ? simhash_choose_blocks(k, rows.count) : PG_GETARG_INT32(ARG_BLOCKS);
+	/* The array variants are PARALLEL SAFE, so they may run in a worker themselves. */
+	workers = input == FROM_QUERY ? simhash_parallel_workers(workers, n) : 0;
+	entries = entries_for(&rows, workers, &run);
+	if (input == FROM_QUERY)
+		simhash_entries_unique_ids(entries, n, rows.keys_increasing, caller);
+	else
+		n = simhash_entries_unique_keys(entries, n, rows.keys_increasing);
+	blocks = PG_ARGISNULL(ARG_BLOCKS) ? simhash_choose_blocks(k, n) : PG_GETARG_INT32(ARG_BLOCKS);
+	if (output == PAIRS)
+		simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
 
 	if (output == CLUSTERS)
-		put_clusters(&sink, &rows, k, blocks, PG_GETARG_BOOL(ARG_INCLUDE_SINGLETONS));
+		clusters_in_memory(&sink, entries, n, k, blocks, run, PG_GETARG_BOOL(ARG_INCLUDE_SINGLETONS));
+	else if (run != NULL)
+		simhash_parallel_find_pairs(run, n, k, blocks, put_pair, &sink);
 	else
-		simhash_find_pairs(rows.hashes, rows.count, k, blocks, put_pair, &sink);
+		simhash_find_pairs(entries, n, k, blocks, put_pair, &sink);
+	if (run != NULL)
+		simhash_parallel_end(run);
+	simhash_progress_end(n, sink.count);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(work);
 	return (Datum) 0;

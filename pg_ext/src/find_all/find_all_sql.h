@@ -13,12 +13,13 @@
 
 #include "find_all/find_all_row_buffer.h"
 
-/* Where results go: each row's output value is keys[row]. */
+/* Where results go, and what the entries' keys are. */
 typedef struct SimhashResultSink
 {
 	Tuplestorestate *store;
 	TupleDesc	desc;
-	const int64 *keys;			/* row ids, or the fingerprints' bits */
+	bool		keys_are_ids;	/* else the fingerprints' bits */
+	uint64		count;			/* rows put so far */
 } SimhashResultSink;
 
 /* Materialize mode for a set-returning function's result. */
@@ -27,6 +28,9 @@ extern void simhash_result_init(FunctionCallInfo fcinfo, SimhashResultSink *sink
 /* A result row: the first desc->natts of (first, second, distance). */
 extern void simhash_result_put(SimhashResultSink *sink, int64 first, int64 second, int distance);
 
+/* The output value of an entry's key: its id, or its fingerprint. */
+extern int64 simhash_result_value(const SimhashResultSink *sink, uint64 key);
+
 /* The type simhash64 of the extension that fcinfo's function belongs to. */
 extern Oid	simhash_type_oid(FunctionCallInfo fcinfo);
 
@@ -34,8 +38,8 @@ extern Oid	simhash_type_oid(FunctionCallInfo fcinfo);
  * Runs sql with the caller's privileges and adds its rows: (integer id,
  * second_type) with second_type simhash64's oid, rows with a NULL
  * fingerprint skipped; or, with second_type InvalidOid, (integer id,
- * integer id) with the second id stored in rows->hashes.  A NULL id is an
- * ERROR.
+ * integer id) with the second id stored as the entry's hash.  Either way the
+ * entry's key is the first id (SIMHASH_KEY_OF_ID).  A NULL id is an ERROR.
  */
 extern void simhash_read_query(text *sql, Oid second_type, SimhashRows *rows);
 

@@ -52,10 +52,19 @@ SELECT * FROM simhash_find_all('SELECT id, fp FROM docs', 32);
 SELECT * FROM simhash_find_all('SELECT id, fp FROM docs', 3, 3);
 SELECT * FROM simhash_find_all('SELECT id, fp FROM docs', 3, 33);
 SELECT * FROM simhash_find_all('SELECT id, fp FROM docs', 5, 32);
--- the input must fit in maintenance_work_mem
+-- past maintenance_work_mem the rows go to temporary files (each i and i # 1 are a pair)
+SET maintenance_work_mem = '8MB';
+SELECT count(*), count(*) FILTER (WHERE distance = 1 AND id2 = id1 + 1) FROM simhash_find_all('SELECT i, (hashint8extended(i / 2, 0) # (i % 2))::simhash64 FROM generate_series(1, 600000) i');
+SET maintenance_work_mem = '10MB';
+SELECT count(*), count(DISTINCT cluster_id) FROM simhash_clusters('SELECT i, hashint8extended(i / 2, 0)::simhash64 FROM generate_series(1, 600000) i');
+-- and below a few MB there is too little memory even for that
 SET maintenance_work_mem = '1MB';
 SELECT count(*) FROM simhash_find_all('SELECT i, i::bigint::simhash64 FROM generate_series(1, 100000) i');
 RESET maintenance_work_mem;
+-- workers: NULL is max_parallel_maintenance_workers, 0 none, a negative number an error
+SELECT count(*) FROM simhash_find_all('SELECT id, fp FROM docs', 3, NULL, 0);
+SELECT count(*) FROM simhash_clusters('SELECT id, fp FROM docs', 3, NULL, false, NULL);
+SELECT count(*) FROM simhash_find_all('SELECT id, fp FROM docs', 3, workers => -1);
 DROP TABLE docs;
 -- the extension's owner renamed the type: a clear error, not an internal one
 BEGIN;

@@ -10,18 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from toolbox import brute_force_pairs, components, distance, error_of, flip
-from toolbox.data import clustered_rows
+from toolbox.data import clustered_rows, planted_pairs_query, rows_query
 
-
-
-def rows_query(rows: list[tuple[int, int | None]], id_type: str = "bigint") -> str:
-    """SQL text whose rows are `rows` (no table needed, so read-only databases do)."""
-    if not rows:
-        return f"SELECT NULL::{id_type}, NULL::simhash64 WHERE false"
-    values = ", ".join(
-        f"('{i}'::{id_type}, {'NULL' if h is None else repr(str(h))}::simhash64)" for i, h in rows
-    )
-    return f"SELECT * FROM (VALUES {values}) AS v(id, fp)"
 
 
 def sql_pairs(conn, query: str, k: int, blocks: int | None) -> list[tuple[int, int, int]]:
@@ -194,22 +184,6 @@ def test_query_runs_with_the_callers_privileges(db) -> None:
     assert error.sqlstate == "42501"
 
 
-def test_input_beyond_maintenance_work_mem_is_a_clear_error(db) -> None:
-    db.execute("SET maintenance_work_mem = '1MB'")
-    error = error_of(
-        db,
-        "SELECT count(*) FROM simhash_find_all("
-        "'SELECT i, hashint8extended(i, 0)::simhash64 FROM generate_series(1, 100000) i')",
-    )
-    assert error.sqlstate == "54000"
-    assert "maintenance_work_mem" in str(error) and "40 bytes" in str(error.diag.message_detail)
-    db.execute("SET maintenance_work_mem = '64MB'")
-    assert db.execute(
-        "SELECT count(*) >= 0 FROM simhash_find_all("
-        "'SELECT i, hashint8extended(i, 0)::simhash64 FROM generate_series(1, 100000) i')"
-    ).fetchone() == (True,)
-
-
 @pytest.mark.parametrize(
     "call",
     [
@@ -254,11 +228,7 @@ def test_two_million_rows_agree_across_block_counts(db) -> None:
     results for different block counts must be the same set."""
     db.execute("SET maintenance_work_mem = '256MB'")
     base, planted = 2_000_000, 100_000
-    query = (
-        "SELECT i, CASE WHEN i <= {b} THEN hashint8extended(i, 0)"
-        " ELSE hashint8extended(i - {b}, 0) # (1::bigint << (i % 64)::int) END::simhash64"
-        " FROM generate_series(1, {n}) i"
-    ).format(b=base, n=base + planted)
+    query = planted_pairs_query(base, planted)
     db.execute("CREATE TEMP TABLE found AS SELECT * FROM simhash_find_all(%s, 3, 5)", (query,))
     found_planted = db.execute(
         f"SELECT count(*) FROM found WHERE id2 - id1 = {base} AND id1 <= {planted} AND distance = 1"

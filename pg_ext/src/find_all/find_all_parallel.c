@@ -1,0 +1,368 @@
+/*
+ * find_all_parallel.c — the search of find_all.h by the backend and
+ * parallel workers together (find_all_parallel.h), with PostgreSQL's
+ * parallel machinery as parallel CREATE INDEX and parallel hash join use it.
+ *
+ * One dynamic shared memory segment holds the entries (16 bytes per row,
+ * once), the stripes' piece boundaries, a Barrier and a counter per phase.
+ * Each pass has two phases: every stripe is partitioned into its pieces,
+ * then every unit is searched.  A process takes the next stripe or the next
+ * units from the phase's counter, so a slow process holds no one up, and
+ * waits at the Barrier for the others before the next phase reads what
+ * they wrote.  A worker that starts late joins the phase under way; one that
+ * never starts is never waited for (the Barrier counts attached processes).
+ *
+ * Each pair comes out of the one table, unit and process that finds it
+ * first (find_all.c), so the processes' pairs are disjoint and together
+ * the serial result.  A worker writes its pairs to a temporary file of the
+ * run's SharedFileSet, never to the backend directly: no process ever waits
+ * for the backend to read, so none can deadlock at the Barrier.  The backend
+ * emits its own pairs as it finds them, and the workers' files at the end.
+ *
+ * An ERROR or a cancel in the backend ends the workers (the ParallelContext
+ * is destroyed at abort) and the shared files with the segment; an ERROR in
+ * a worker is rethrown in the backend.
+ */
+#include "find_all/find_all_parallel.h"
+
+#include <limits.h>
+#include <sys/statvfs.h>
+
+#include "access/parallel.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/barrier.h"
+#include "storage/buffile.h"
+#include "storage/dsm_impl.h"
+#include "storage/sharedfileset.h"
+#include "storage/shm_toc.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+
+#include "find_all/progress.h"
+
+/* The shm_toc keys of the segment. */
+#define KEY_SHARED UINT64CONST(0x53494D4841534801)
+#define KEY_ENTRIES UINT64CONST(0x53494D4841534802)
+#define KEY_PIECES UINT64CONST(0x53494D4841534803)
+
+/* Two phases per pass: partition the stripes, search the units. */
+#define MAX_PHASES (2 * SIMHASH_MAX_BLOCKS)
+
+/* Units a process takes from the counter at a time. */
+#define UNITS_PER_TAKE 8
+
+/* A pair in a worker's file: key1, key2, distance. */
+#define PAIR_BYTES (2 * sizeof(uint64) + sizeof(int32))
+#define PAIRS_PER_READ 1024
+
+/* Where /dev/shm is, for POSIX shared memory (the default on Linux). */
+#define POSIX_SHM_DIRECTORY "/dev/shm"
+
+static int	parallel_min_rows = SIMHASH_PARALLEL_MIN_ROWS_DEFAULT;
+
+/* What the backend puts in the segment for the workers. */
+typedef struct SharedSearch
+{
+	Size		allocated;		/* room for entries */
+	Size		n;
+	int			k;
+	int			nblocks;
+	int			participants;	/* planned: the workers and the backend */
+	int			nphases;
+	Barrier		barrier;
+	pg_atomic_uint64 next_item[MAX_PHASES];
+	SharedFileSet fileset;
+	int			nworkers;
+	int64		pairs_written[FLEXIBLE_ARRAY_MEMBER];	/* per worker; -1: no file */
+} SharedSearch;
+
+struct SimhashParallelRun
+{
+	ParallelContext *pcxt;
+	SharedSearch *shared;
+	SimhashEntry *entries;
+	Size	   *piece_start;
+};
+
+/* A worker's side: its pairs file. */
+typedef struct PairFile
+{
+	BufFile    *file;
+	int64		count;
+} PairFile;
+
+PGDLLEXPORT void simhash_find_all_worker_main(dsm_segment *seg, shm_toc *toc);
+
+void
+simhash_find_all_parallel_init(void)
+{
+	DefineCustomIntVariable("simhash.find_all_parallel_min_rows",
+							"Inputs with fewer rows run simhash_find_all and simhash_clusters without parallel workers.",
+							"Launching workers costs more than they save on small inputs; 0 lets any input use them.",
+							&parallel_min_rows,
+							SIMHASH_PARALLEL_MIN_ROWS_DEFAULT, 0, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+/* The segment's size for n entries and some workers. */
+static Size
+segment_bytes(Size n, int workers)
+{
+	return sizeof(SimhashEntry) * Max(n, 1) + simhash_stripes_piece_bytes(n, workers + 1) +
+		offsetof(SharedSearch, pairs_written) + sizeof(int64) * workers;
+}
+
+/*
+ * Whether POSIX shared memory (a tmpfs, 64 MB in a Docker container by
+ * default) has room for a segment: if not, creating it would be an ERROR
+ * where a serial run succeeds.
+ */
+static bool
+shared_memory_has_room(Size bytes)
+{
+	struct statvfs fs;
+
+	if (dynamic_shared_memory_type != DSM_IMPL_POSIX || statvfs(POSIX_SHM_DIRECTORY, &fs) != 0)
+		return true;
+	return (uint64) fs.f_bavail * fs.f_frsize > (uint64) bytes + bytes / 8;
+}
+
+int
+simhash_parallel_workers(int requested, Size n)
+{
+	int			workers = requested < 0 ? max_parallel_maintenance_workers :
+		Min(requested, max_parallel_maintenance_workers);
+
+	if (workers <= 0 || n < 2 || n < (Size) parallel_min_rows)
+		return 0;
+	if (!IsUnderPostmaster || IsInParallelMode() || IsParallelWorker())
+		return 0;
+	if (!shared_memory_has_room(segment_bytes(n, workers)))
+	{
+		ereport(DEBUG1,
+				errmsg_internal("simhash: no parallel workers, %s has no room for %zu bytes",
+								POSIX_SHM_DIRECTORY, segment_bytes(n, workers)));
+		return 0;
+	}
+	return workers;
+}
+
+SimhashParallelRun *
+simhash_parallel_begin(Size n, int workers, SimhashEntry **entries)
+{
+	SimhashParallelRun *run = palloc0(sizeof(SimhashParallelRun));
+	ParallelContext *pcxt;
+	Size		shared_bytes = offsetof(SharedSearch, pairs_written) + sizeof(int64) * workers;
+	Size		piece_bytes = simhash_stripes_piece_bytes(n, workers + 1);
+
+	EnterParallelMode();
+	pcxt = CreateParallelContext("simhash", "simhash_find_all_worker_main", workers);
+	shm_toc_estimate_chunk(&pcxt->estimator, shared_bytes);
+	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(SimhashEntry) * Max(n, 1));
+	shm_toc_estimate_chunk(&pcxt->estimator, piece_bytes);
+	shm_toc_estimate_keys(&pcxt->estimator, 3);
+	InitializeParallelDSM(pcxt);
+
+	run->pcxt = pcxt;
+	run->shared = shm_toc_allocate(pcxt->toc, shared_bytes);
+	memset(run->shared, 0, shared_bytes);
+	run->shared->allocated = n;
+	run->shared->participants = workers + 1;
+	run->shared->nworkers = workers;
+	for (int w = 0; w < workers; w++)
+		run->shared->pairs_written[w] = -1;
+	BarrierInit(&run->shared->barrier, 0);
+	for (int p = 0; p < MAX_PHASES; p++)
+		pg_atomic_init_u64(&run->shared->next_item[p], 0);
+	SharedFileSetInit(&run->shared->fileset, pcxt->seg);
+	shm_toc_insert(pcxt->toc, KEY_SHARED, run->shared);
+	run->entries = shm_toc_allocate(pcxt->toc, sizeof(SimhashEntry) * Max(n, 1));
+	shm_toc_insert(pcxt->toc, KEY_ENTRIES, run->entries);
+	run->piece_start = shm_toc_allocate(pcxt->toc, piece_bytes);
+	shm_toc_insert(pcxt->toc, KEY_PIECES, run->piece_start);
+	*entries = run->entries;
+	return run;
+}
+
+/* The stripes of the run's entries, as every process sees them. */
+static void
+stripes_of(SimhashStripes *stripes, const SharedSearch *shared, SimhashEntry *entries,
+		   Size *piece_start)
+{
+	simhash_stripes_init(stripes, entries, shared->n, shared->participants, piece_start);
+}
+
+/*
+ * One process's share of the search: phase after phase, stripes or units
+ * from the phase's counter, then the Barrier.
+ */
+static void
+participate(SharedSearch *shared, SimhashStripes *stripes, SimhashSearch *search)
+{
+	int			phase = BarrierAttach(&shared->barrier);
+	uint64		units = simhash_stripes_units(stripes);
+	uint64		total = simhash_search_steps(search, stripes);
+
+	while (phase < shared->nphases)
+	{
+		int			pass = phase / 2;
+		pg_atomic_uint64 *next = &shared->next_item[phase];
+		/* The steps of the phases before this one, for progress. */
+		uint64		before = pass * (stripes->nstripes + units) + (phase % 2) * stripes->nstripes;
+
+		if (phase % 2 == 0)
+		{
+			uint64		stripe;
+
+			while ((stripe = pg_atomic_fetch_add_u64(next, 1)) < (uint64) stripes->nstripes)
+			{
+				simhash_partition_stripe(search, pass, stripes, (int) stripe);
+				simhash_progress_at(SIMHASH_STAGE_SEARCH, before + stripe, total);
+			}
+		}
+		else
+		{
+			uint64		first;
+
+			while ((first = pg_atomic_fetch_add_u64(next, UNITS_PER_TAKE)) < units)
+			{
+				for (uint64 unit = first; unit < Min(units, first + UNITS_PER_TAKE); unit++)
+					simhash_search_unit(search, pass, stripes, unit);
+				simhash_progress_at(SIMHASH_STAGE_SEARCH, before + first, total);
+			}
+		}
+		BarrierArriveAndWait(&shared->barrier, PG_WAIT_EXTENSION);
+		phase++;
+	}
+	BarrierDetach(&shared->barrier);
+}
+
+static void
+pair_file_name(char *name, int worker)
+{
+	snprintf(name, MAXPGPATH, "simhash-pairs.%d", worker);
+}
+
+static void
+write_pair(void *arg, uint64 key1, uint64 key2, int distance)
+{
+	PairFile   *out = arg;
+	char		record[PAIR_BYTES];
+	int32		d = distance;
+
+	memcpy(record, &key1, sizeof(uint64));
+	memcpy(record + sizeof(uint64), &key2, sizeof(uint64));
+	memcpy(record + 2 * sizeof(uint64), &d, sizeof(int32));
+	BufFileWrite(out->file, record, PAIR_BYTES);
+	out->count++;
+}
+
+void
+simhash_find_all_worker_main(dsm_segment *seg, shm_toc *toc)
+{
+	SharedSearch *shared = shm_toc_lookup(toc, KEY_SHARED, false);
+	SimhashEntry *entries = shm_toc_lookup(toc, KEY_ENTRIES, false);
+	Size	   *piece_start = shm_toc_lookup(toc, KEY_PIECES, false);
+	char		name[MAXPGPATH];
+	PairFile	out;
+	SimhashBlocks layout;
+	SimhashStripes stripes;
+	SimhashSearch search;
+
+	SharedFileSetAttach(&shared->fileset, seg);
+	pair_file_name(name, ParallelWorkerNumber);
+	out.file = simhash_shared_file_create(&shared->fileset, name);
+	out.count = 0;
+	simhash_blocks_init(&layout, shared->nblocks);
+	stripes_of(&stripes, shared, entries, piece_start);
+	simhash_search_init(&search, shared->k, &layout, 0, &stripes, write_pair, &out);
+	participate(shared, &stripes, &search);
+	simhash_search_free(&search);
+	simhash_shared_file_export(out.file);
+	BufFileClose(out.file);
+	shared->pairs_written[ParallelWorkerNumber] = out.count;
+}
+
+/* Emits the pairs a worker wrote. */
+static void
+emit_worker_pairs(SharedSearch *shared, int worker, SimhashPairFn emit, void *arg)
+{
+	char		name[MAXPGPATH];
+	char	   *records = palloc(PAIR_BYTES * PAIRS_PER_READ);
+	BufFile    *file;
+	int64		left = shared->pairs_written[worker];
+
+	pair_file_name(name, worker);
+	file = simhash_shared_file_open(&shared->fileset, name);
+	while (left > 0)
+	{
+		int64		batch = Min(left, PAIRS_PER_READ);
+
+		simhash_buffile_read(file, records, PAIR_BYTES * batch);
+		left -= batch;
+		for (int64 r = 0; r < batch; r++)
+		{
+			const char *record = records + r * PAIR_BYTES;
+			uint64		key1;
+			uint64		key2;
+			int32		distance;
+
+			memcpy(&key1, record, sizeof(uint64));
+			memcpy(&key2, record + sizeof(uint64), sizeof(uint64));
+			memcpy(&distance, record + 2 * sizeof(uint64), sizeof(int32));
+			emit(arg, key1, key2, distance);
+		}
+		CHECK_FOR_INTERRUPTS();
+		simhash_progress_at(SIMHASH_STAGE_OUTPUT, shared->pairs_written[worker] - left,
+							shared->pairs_written[worker]);
+	}
+	BufFileClose(file);
+	pfree(records);
+}
+
+int
+simhash_parallel_find_pairs(SimhashParallelRun *run, Size n, int k, int blocks,
+							SimhashPairFn emit, void *arg)
+{
+	SharedSearch *shared = run->shared;
+	SimhashBlocks layout;
+	SimhashStripes stripes;
+	SimhashSearch search;
+	int			launched;
+
+	Assert(n <= shared->allocated);
+	simhash_check_blocks(k, blocks);
+	simhash_blocks_init(&layout, blocks);
+	shared->n = n;
+	shared->k = k;
+	shared->nblocks = blocks;
+	stripes_of(&stripes, shared, run->entries, run->piece_start);
+	simhash_search_init(&search, k, &layout, 0, &stripes, emit, arg);
+	shared->nphases = 2 * search.npasses;
+
+	LaunchParallelWorkers(run->pcxt);
+	launched = run->pcxt->nworkers_launched;
+	ereport(DEBUG1,
+			errmsg_internal("simhash: %d of %d parallel workers launched for %zu rows",
+							launched, shared->nworkers, n));
+	participate(shared, &stripes, &search);
+	simhash_search_free(&search);
+
+	WaitForParallelWorkersToFinish(run->pcxt);
+	simhash_progress_at(SIMHASH_STAGE_OUTPUT, 0, 0);
+	for (int worker = 0; worker < launched; worker++)
+		if (shared->pairs_written[worker] >= 0)
+			emit_worker_pairs(shared, worker, emit, arg);
+	return launched;
+}
+
+void
+simhash_parallel_end(SimhashParallelRun *run)
+{
+	DestroyParallelContext(run->pcxt);
+	ExitParallelMode();
+	pfree(run);
+}

@@ -1,0 +1,50 @@
+/*
+ * find_all_parallel.h — simhash_find_all() and simhash_clusters() on several
+ * cores: the search of find_all.h run by the backend and parallel workers
+ * together, with PostgreSQL's parallel machinery (a ParallelContext, a
+ * dynamic shared memory segment, a Barrier, a SharedFileSet).
+ */
+#ifndef SIMHASH_FIND_ALL_PARALLEL_H
+#define SIMHASH_FIND_ALL_PARALLEL_H
+
+#include "simhash.h"
+
+#include "find_all/find_all.h"
+
+/* simhash.find_all_parallel_min_rows: smaller inputs run without workers. */
+#define SIMHASH_PARALLEL_MIN_ROWS_DEFAULT 100000
+
+/* A run in shared memory: the entries, and what the processes share. */
+typedef struct SimhashParallelRun SimhashParallelRun;
+
+/* Defines the settings (from _PG_init). */
+extern void simhash_find_all_parallel_init(void);
+
+/*
+ * How many parallel workers a search of n rows gets: `requested` (negative:
+ * max_parallel_maintenance_workers), capped by max_parallel_maintenance_workers,
+ * and none for small inputs, inside parallel mode, or when the shared memory
+ * the run needs is not to be had.
+ */
+extern int	simhash_parallel_workers(int requested, Size n);
+
+/*
+ * A dynamic shared memory segment with room for n entries, returned in
+ * *entries, for a run by the backend and up to `workers` parallel workers.
+ * An ERROR before simhash_parallel_end() cleans up as any ERROR does.
+ */
+extern SimhashParallelRun *simhash_parallel_begin(Size n, int workers, SimhashEntry **entries);
+
+/*
+ * The pairs of the run's first n entries within k bits, by every process:
+ * as simhash_find_pairs().  emit is called in the backend only, for its own
+ * pairs as they come and then for the workers'.  Returns the number of
+ * workers launched.
+ */
+extern int	simhash_parallel_find_pairs(SimhashParallelRun *run, Size n, int k, int blocks,
+										SimhashPairFn emit, void *arg);
+
+/* Ends the run and frees the shared memory. */
+extern void simhash_parallel_end(SimhashParallelRun *run);
+
+#endif							/* SIMHASH_FIND_ALL_PARALLEL_H */
