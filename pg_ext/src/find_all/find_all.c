@@ -199,13 +199,38 @@ simhash_search_fixed_bytes(Size n)
 }
 
 
+static void
+workspace_init(SimhashWorkspace *work, const SimhashStripes *stripes)
+{
+	Size		buckets;
+
+	work->bucket_bits = search_bucket_bits(stripes->n);
+	buckets = (Size) 1 << work->bucket_bits;
+	work->bucket_start = palloc(sizeof(Size) * (buckets + 1));
+	work->bucket_next = palloc(sizeof(Size) * buckets);
+	work->scratch_rows = scratch_rows_for(stripes->n);
+	work->scratch = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * work->scratch_rows);
+	work->stripe_scratch_rows = stripes->nstripes > 1 ? stripes->stripe_rows : 0;
+	work->stripe_scratch = work->stripe_scratch_rows == 0 ? NULL :
+		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * work->stripe_scratch_rows);
+}
+
+static void
+workspace_free(SimhashWorkspace *work)
+{
+	pfree(work->bucket_start);
+	pfree(work->bucket_next);
+	pfree(work->scratch);
+	if (work->stripe_scratch != NULL)
+		pfree(work->stripe_scratch);
+}
+
 void
 simhash_search_init(SimhashSearch *search, int k, const SimhashBlocks *layout, uint64 required,
 					const SimhashStripes *stripes, SimhashPairFn emit, void *arg)
 {
 	uint32	   *tables;
 	int			t = 0;
-	Size		buckets;
 
 	search->k = k;
 	search->layout = *layout;
@@ -234,16 +259,7 @@ simhash_search_init(SimhashSearch *search, int k, const SimhashBlocks *layout, u
 	Assert(t == search->ntables);
 	pfree(tables);
 
-	search->bucket_bits = search_bucket_bits(stripes->n);
-	buckets = (Size) 1 << search->bucket_bits;
-	search->bucket_start = palloc(sizeof(Size) * (buckets + 1));
-	search->bucket_next = palloc(sizeof(Size) * buckets);
-	search->scratch_rows = scratch_rows_for(stripes->n);
-	search->scratch = MemoryContextAllocHuge(CurrentMemoryContext,
-											 sizeof(SimhashEntry) * search->scratch_rows);
-	search->stripe_scratch_rows = stripes->nstripes > 1 ? stripes->stripe_rows : 0;
-	search->stripe_scratch = search->stripe_scratch_rows == 0 ? NULL :
-		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * search->stripe_scratch_rows);
+	workspace_init(&search->work, stripes);
 }
 
 void
@@ -257,11 +273,7 @@ void
 simhash_search_free(SimhashSearch *search)
 {
 	pfree(search->tables);
-	pfree(search->bucket_start);
-	pfree(search->bucket_next);
-	pfree(search->scratch);
-	if (search->stripe_scratch != NULL)
-		pfree(search->stripe_scratch);
+	workspace_free(&search->work);
 }
 
 /* Reports a pair within k bits if this table is the first it agrees on. */
@@ -407,15 +419,17 @@ simhash_table_order(const SimhashSearch *search, uint32 table)
 	return by;
 }
 
-void
-simhash_partition_stripe(SimhashSearch *search, int pass, SimhashStripes *stripes, int stripe)
+/* Orders one stripe into its pieces by the leading bits of an order. */
+static void
+partition_stripe_by(SimhashWorkspace *work, const SimhashSortBy *order, SimhashStripes *stripes,
+					int stripe)
 {
 	Size		units = simhash_stripes_units(stripes);
 	Size	   *starts = stripes->piece_start + stripe * (units + 1);
 	Size		first = Min(stripes->n, stripe * stripes->stripe_rows);
 	Size		n = Min(stripes->n, first + stripes->stripe_rows) - first;
 	SimhashEntry *entries = stripes->entries + first;
-	SimhashSortBy by = simhash_pass_order(search, pass);
+	SimhashSortBy by = *order;
 
 	if (stripes->unit_bits == 0)
 	{
@@ -424,17 +438,25 @@ simhash_partition_stripe(SimhashSearch *search, int pass, SimhashStripes *stripe
 		starts[1] = first + n;
 		return;
 	}
-	if (n <= search->stripe_scratch_rows)
+	if (n <= work->stripe_scratch_rows)
 	{
 		/* Out of place and back: one sequential pass each way. */
-		simhash_scatter_entries(entries, n, &by, stripes->unit_bits, search->stripe_scratch,
-								starts, search->bucket_next);
-		memcpy(entries, search->stripe_scratch, sizeof(SimhashEntry) * n);
+		simhash_scatter_entries(entries, n, &by, stripes->unit_bits, work->stripe_scratch,
+								starts, work->bucket_next);
+		memcpy(entries, work->stripe_scratch, sizeof(SimhashEntry) * n);
 	}
 	else
-		simhash_partition_entries(entries, n, &by, stripes->unit_bits, starts, search->bucket_next);
+		simhash_partition_entries(entries, n, &by, stripes->unit_bits, starts, work->bucket_next);
 	for (Size u = 0; u <= units; u++)
 		starts[u] += first;
+}
+
+void
+simhash_partition_stripe(SimhashSearch *search, int pass, SimhashStripes *stripes, int stripe)
+{
+	SimhashSortBy by = simhash_pass_order(search, pass);
+
+	partition_stripe_by(&search->work, &by, stripes, stripe);
 }
 
 /* The pieces of a unit: piece s is entries[start[s] .. end[s]). */
@@ -460,7 +482,7 @@ static void
 search_scattered(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
 				 int npieces, const Size *start, const Size *end, Size n)
 {
-	int			bits = bucket_bits_for(n, search->bucket_bits);
+	int			bits = bucket_bits_for(n, search->work.bucket_bits);
 
 	for (int t = first_table; t < end_table; t++)
 	{
@@ -470,13 +492,13 @@ search_scattered(SimhashSearch *search, int first_table, int end_table, SimhashE
 		/* Layouts of many tables spend long in one unit: stay cancellable. */
 		CHECK_FOR_INTERRUPTS();
 		simhash_scatter_pieces(entries, start, end, npieces, &by, bits,
-							   search->scratch, search->bucket_start, search->bucket_next);
+							   search->work.scratch, search->work.bucket_start, search->work.bucket_next);
 		for (Size d = 0; d < ((Size) 1 << bits); d++)
 		{
-			Size		count = search->bucket_start[d + 1] - search->bucket_start[d];
+			Size		count = search->work.bucket_start[d + 1] - search->work.bucket_start[d];
 
 			if (count > 1)
-				scan_bucket(search, table, &by, search->scratch + search->bucket_start[d], count);
+				scan_bucket(search, table, &by, search->work.scratch + search->work.bucket_start[d], count);
 		}
 	}
 }
@@ -506,7 +528,7 @@ search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEn
 			Size	   *starts = piece_buckets + s * (buckets + 1);
 
 			simhash_partition_entries(entries + start[s], end[s] - start[s], &by, bits,
-									  starts, search->bucket_next);
+									  starts, search->work.bucket_next);
 			for (Size d = 0; d <= buckets; d++)
 				starts[d] += start[s];
 		}
@@ -519,7 +541,7 @@ search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEn
 				count += piece_buckets[s * (buckets + 1) + d + 1] - piece_buckets[s * (buckets + 1) + d];
 			if (count < 2)
 				continue;
-			group = count <= search->scratch_rows ? search->scratch :
+			group = count <= search->work.scratch_rows ? search->work.scratch :
 				MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * count);
 			count = 0;
 			for (int s = 0; s < npieces; s++)
@@ -531,7 +553,7 @@ search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEn
 				count += len;
 			}
 			scan_bucket(search, table, &by, group, count);
-			if (group != search->scratch)
+			if (group != search->work.scratch)
 				pfree(group);
 		}
 	}
@@ -543,7 +565,7 @@ static void
 search_tables(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
 			  int npieces, const Size *start, const Size *end, Size n)
 {
-	if (n > search->scratch_rows)
+	if (n > search->work.scratch_rows)
 		search_in_place(search, first_table, end_table, entries, npieces, start, end);
 	else if (n > 1)
 		search_scattered(search, first_table, end_table, entries, npieces, start, end, n);
@@ -588,12 +610,14 @@ simhash_search_pass(SimhashSearch *search, int pass, SimhashStripes *stripes, ui
 	for (int s = 0; s < stripes->nstripes; s++)
 	{
 		simhash_partition_stripe(search, pass, stripes, s);
-		simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
+		if (done != NULL)
+			simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
 	}
 	for (Size u = 0; u < simhash_stripes_units(stripes); u++)
 	{
 		simhash_search_unit(search, pass, stripes, u);
-		simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
+		if (done != NULL)
+			simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
 	}
 }
 
@@ -623,16 +647,21 @@ simhash_find_pairs(SimhashEntry *entries, Size n, int k, int blocks, SimhashPair
 	pfree(stripes.piece_start);
 }
 
-Size
-simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
+/*
+ * Keeps the first entry of each fingerprint in entries[0..count) (sorted by
+ * fingerprint first, unless one fingerprint fills it) at the front, joining
+ * the others to it; returns how many are kept.
+ */
+static Size
+keep_distinct(SimhashEntry *entries, Size count, SimhashPairFn join, void *arg)
 {
 	SimhashSortBy by = {.mask = ~UINT64CONST(0)};
 	Size		kept = 0;
 
-	simhash_sort_entries(entries, n, &by, SIMHASH64_BITS);
-	for (Size i = 0; i < n; i++)
+	if (count > 2)
+		simhash_sort_entries(entries, count, &by, SIMHASH64_BITS);
+	for (Size i = 0; i < count; i++)
 	{
-		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 		if (kept > 0 && entries[kept - 1].hash == entries[i].hash)
 		{
 			uint64		kept_key = entries[kept - 1].key;
@@ -643,4 +672,112 @@ simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
 		entries[kept++] = entries[i];
 	}
 	return kept;
+}
+
+/*
+ * The distinct entries of a unit, written back over its pieces from the
+ * first on; returns how many.  Through the scratch by bucket (equal
+ * fingerprints share a bucket), or, for a unit too big, sorted in memory of
+ * its own (skewed input).
+ */
+static Size
+distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, const Size *start,
+			  const Size *end, SimhashPairFn join, void *arg)
+{
+	SimhashSortBy by = {.mask = ~UINT64CONST(0)};
+	Size		n = 0;
+	Size		kept = 0;
+	SimhashEntry *all;
+
+	for (int s = 0; s < stripes->nstripes; s++)
+		n += end[s] - start[s];
+	if (n <= work->scratch_rows)
+	{
+		int			bits = bucket_bits_for(n, work->bucket_bits);
+
+		all = work->scratch;
+		simhash_scatter_pieces(stripes->entries, start, end, stripes->nstripes, &by, bits,
+							   all, work->bucket_start, work->bucket_next);
+		for (Size d = 0; d < ((Size) 1 << bits); d++)
+		{
+			Size		first = work->bucket_start[d];
+			Size		count = work->bucket_start[d + 1] - first;
+
+			memmove(all + kept, all + first, sizeof(SimhashEntry) * count);
+			kept += keep_distinct(all + kept, count, join, arg);
+		}
+	}
+	else
+	{
+		all = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * n);
+		for (int s = 0; s < stripes->nstripes; s++)
+		{
+			memcpy(all + kept, stripes->entries + start[s], sizeof(SimhashEntry) * (end[s] - start[s]));
+			kept += end[s] - start[s];
+		}
+		kept = keep_distinct(all, n, join, arg);
+	}
+	/* Back over the unit's own pieces, which it no longer needs. */
+	n = 0;
+	for (int s = 0; s < stripes->nstripes && n < kept; s++)
+	{
+		Size		len = Min(end[s] - start[s], kept - n);
+
+		memcpy(stripes->entries + start[s], all + n, sizeof(SimhashEntry) * len);
+		n += len;
+	}
+	if (all != work->scratch)
+		pfree(all);
+	return kept;
+}
+
+Size
+simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
+{
+	SimhashSortBy by = {.mask = ~UINT64CONST(0)};
+	SimhashStripes stripes;
+	SimhashWorkspace work;
+	Size		units;
+	Size	   *start;
+	Size	   *end;
+	Size	   *kept;
+	Size	   *placed;
+	Size		out = 0;
+
+	/* Stripes and units as a pass makes them, by the whole fingerprint. */
+	simhash_stripes_init(&stripes, entries, n, 1, NULL);
+	workspace_init(&work, &stripes);
+	units = simhash_stripes_units(&stripes);
+	start = palloc(sizeof(Size) * stripes.nstripes * 2);
+	end = start + stripes.nstripes;
+	kept = palloc(sizeof(Size) * units);
+	placed = palloc0(sizeof(Size) * units);
+	for (int s = 0; s < stripes.nstripes; s++)
+		partition_stripe_by(&work, &by, &stripes, s);
+	for (Size u = 0; u < units; u++)
+	{
+		unit_pieces(&stripes, u, start, end);
+		kept[u] = distinct_unit(&work, &stripes, start, end, join, arg);
+		CHECK_FOR_INTERRUPTS();
+	}
+	/*
+	 * Together at the front: each unit's kept entries fill its pieces in
+	 * stripe order, and everything moves only towards the front.
+	 */
+	for (int s = 0; s < stripes.nstripes; s++)
+		for (Size u = 0; u < units; u++)
+		{
+			const Size *starts = stripes.piece_start + s * (units + 1);
+			Size		len = Min(starts[u + 1] - starts[u], kept[u] - placed[u]);
+
+			memmove(entries + out, entries + starts[u], sizeof(SimhashEntry) * len);
+			placed[u] += len;
+			out += len;
+		}
+	pfree(start);
+	pfree(kept);
+	pfree(placed);
+	pfree(stripes.piece_start);
+	workspace_free(&work);
+	return out;
 }

@@ -45,6 +45,18 @@ typedef struct SimhashStripes
 	Size	   *piece_start;
 } SimhashStripes;
 
+/* One process's working memory for stripes of some size. */
+typedef struct SimhashWorkspace
+{
+	Size	   *bucket_start;	/* buckets (simhash_scatter_entries) */
+	Size	   *bucket_next;
+	int			bucket_bits;	/* the widest partition the counts hold */
+	SimhashEntry *scratch;		/* a unit's entries by bucket */
+	Size		scratch_rows;
+	SimhashEntry *stripe_scratch;	/* a stripe by unit */
+	Size		stripe_scratch_rows;
+} SimhashWorkspace;
+
 /*
  * A search: its layout, its tables grouped by pass, where pairs go, and one
  * process's working memory.
@@ -64,14 +76,7 @@ typedef struct SimhashSearch
 	uint64		pass_mask[SIMHASH_MAX_BLOCKS];	/* the bits a pass orders by */
 	SimhashPairFn emit;
 	void	   *arg;
-	/* working memory */
-	Size	   *bucket_start;	/* buckets (simhash_scatter_entries) */
-	Size	   *bucket_next;
-	int			bucket_bits;	/* the widest partition the counts hold */
-	SimhashEntry *scratch;		/* a unit's entries by bucket */
-	Size		scratch_rows;
-	SimhashEntry *stripe_scratch;	/* a stripe by unit */
-	Size		stripe_scratch_rows;
+	SimhashWorkspace work;
 } SimhashSearch;
 
 /* ERROR unless pairs within k bits can be searched for (0 <= k < 32). */
@@ -171,7 +176,8 @@ extern uint64 simhash_search_steps(const SimhashSearch *search, const SimhashStr
 
 /*
  * One pass over the stripes in this process (its stripes, then its units),
- * counting its steps into *done of total for progress.
+ * counting its steps into *done of total for progress (done NULL: the caller
+ * reports progress itself).
  */
 extern void simhash_search_pass(SimhashSearch *search, int pass, SimhashStripes *stripes,
 								uint64 *done, uint64 total);

@@ -39,6 +39,7 @@
 #include "storage/shm_toc.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "portability/instr_time.h"
 #include "utils/wait_event.h"
 
 #include "find_all/progress.h"
@@ -47,6 +48,9 @@
 #define KEY_SHARED UINT64CONST(0x53494D4841534801)
 #define KEY_ENTRIES UINT64CONST(0x53494D4841534802)
 #define KEY_PIECES UINT64CONST(0x53494D4841534803)
+
+/* Processes whose times the run keeps (the backend and workers; more share the last slot). */
+#define SIMHASH_PARALLEL_MAX_PROCESSES 64
 
 /* Two phases per pass: partition the stripes, search the units. */
 #define MAX_PHASES (2 * SIMHASH_MAX_BLOCKS)
@@ -76,6 +80,9 @@ typedef struct SharedSearch
 	pg_atomic_uint64 next_item[MAX_PHASES];
 	SharedFileSet fileset;
 	int			nworkers;
+	/* Per process (0: the backend, then the workers): seconds working and waiting. */
+	double		busy_seconds[SIMHASH_PARALLEL_MAX_PROCESSES];
+	double		wait_seconds[SIMHASH_PARALLEL_MAX_PROCESSES];
 	int64		pairs_written[FLEXIBLE_ARRAY_MEMBER];	/* per worker; -1: no file */
 } SharedSearch;
 
@@ -199,12 +206,25 @@ stripes_of(SimhashStripes *stripes, const SharedSearch *shared, SimhashEntry *en
  * One process's share of the search: phase after phase, stripes or units
  * from the phase's counter, then the Barrier.
  */
+static double
+seconds_between(instr_time start, instr_time end)
+{
+	INSTR_TIME_SUBTRACT(end, start);
+	return INSTR_TIME_GET_DOUBLE(end);
+}
+
 static void
 participate(SharedSearch *shared, SimhashStripes *stripes, SimhashSearch *search)
 {
 	int			phase = BarrierAttach(&shared->barrier);
 	uint64		units = simhash_stripes_units(stripes);
 	uint64		total = simhash_search_steps(search, stripes);
+	int			me = Min(ParallelWorkerNumber + 1, SIMHASH_PARALLEL_MAX_PROCESSES - 1);
+	instr_time	start;
+	instr_time	arrived;
+	instr_time	released;
+
+	INSTR_TIME_SET_CURRENT(start);
 
 	while (phase < shared->nphases)
 	{
@@ -234,7 +254,12 @@ participate(SharedSearch *shared, SimhashStripes *stripes, SimhashSearch *search
 				simhash_progress_at(SIMHASH_STAGE_SEARCH, before + first, total);
 			}
 		}
+		INSTR_TIME_SET_CURRENT(arrived);
 		BarrierArriveAndWait(&shared->barrier, PG_WAIT_EXTENSION);
+		INSTR_TIME_SET_CURRENT(released);
+		shared->busy_seconds[me] += seconds_between(start, arrived);
+		shared->wait_seconds[me] += seconds_between(arrived, released);
+		start = released;
 		phase++;
 	}
 	BarrierDetach(&shared->barrier);
@@ -352,6 +377,10 @@ simhash_parallel_find_pairs(SimhashParallelRun *run, Size n, int k, int blocks,
 	simhash_search_free(&search);
 
 	WaitForParallelWorkersToFinish(run->pcxt);
+	for (int p = 0; p <= Min(launched, SIMHASH_PARALLEL_MAX_PROCESSES - 1); p++)
+		ereport(DEBUG1,
+				errmsg_internal("simhash: process %d searched %.3f s and waited %.3f s at the barrier",
+								p, shared->busy_seconds[p], shared->wait_seconds[p]));
 	simhash_progress_at(SIMHASH_STAGE_OUTPUT, 0, 0);
 	for (int worker = 0; worker < launched; worker++)
 		if (shared->pairs_written[worker] >= 0)

@@ -357,10 +357,9 @@ search_file(SpillSearch *spill, SimhashEntryFile *file, int table, int bits_used
 		if (table < 0)
 		{
 			SimhashStripes stripes;
-			uint64		done = 0;
 
 			simhash_stripes_init(&stripes, spill->memory, n, 1, spill->piece_start);
-			simhash_search_pass(search, spill->pass, &stripes, &done, 0);
+			simhash_search_pass(search, spill->pass, &stripes, NULL, 0);
 		}
 		else
 				simhash_search_table(search, table, spill->memory, n);
