@@ -29,10 +29,9 @@
 /*
  * Units of about this many entries: enough that a unit's scatter is not
  * dominated by its bucket counts, few enough that it stays in L2.  At most
- * 2^UNIT_MAX_BITS units: beyond 2^31 rows units grow instead.
+ * 2^SIMHASH_UNIT_MAX_BITS units: beyond 2^30 rows units grow instead.
  */
 #define UNIT_ROWS 16384
-#define UNIT_MAX_BITS 16
 
 /* Stripes per process: each one's buffer is then 1/8 of the array. */
 #define STRIPES_PER_PARTICIPANT 8
@@ -126,7 +125,7 @@ unit_bits_for(Size n)
 {
 	int			bits = 0;
 
-	while (bits < UNIT_MAX_BITS && (n >> bits) > UNIT_ROWS)
+	while (bits < SIMHASH_UNIT_MAX_BITS && (n >> bits) > UNIT_ROWS)
 		bits++;
 	return bits;
 }
@@ -199,8 +198,8 @@ simhash_search_fixed_bytes(Size n)
 }
 
 
-static void
-workspace_init(SimhashWorkspace *work, const SimhashStripes *stripes)
+void
+simhash_workspace_init(SimhashWorkspace *work, const SimhashStripes *stripes)
 {
 	Size		buckets;
 
@@ -215,8 +214,8 @@ workspace_init(SimhashWorkspace *work, const SimhashStripes *stripes)
 		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * work->stripe_scratch_rows);
 }
 
-static void
-workspace_free(SimhashWorkspace *work)
+void
+simhash_workspace_free(SimhashWorkspace *work)
 {
 	pfree(work->bucket_start);
 	pfree(work->bucket_next);
@@ -259,7 +258,20 @@ simhash_search_init(SimhashSearch *search, int k, const SimhashBlocks *layout, u
 	Assert(t == search->ntables);
 	pfree(tables);
 
-	workspace_init(&search->work, stripes);
+	simhash_workspace_init(&search->work, stripes);
+}
+
+int
+simhash_search_passes(const SimhashBlocks *layout, int k)
+{
+	uint32	   *tables;
+	int			ntables = simhash_tables(layout->nblocks, k, &tables);
+	uint32		lowest_blocks = 0;
+
+	for (int t = 0; t < ntables; t++)
+		lowest_blocks |= tables[t] & (~tables[t] + 1);
+	pfree(tables);
+	return pg_popcount32(lowest_blocks);
 }
 
 void
@@ -273,7 +285,7 @@ void
 simhash_search_free(SimhashSearch *search)
 {
 	pfree(search->tables);
-	workspace_free(&search->work);
+	simhash_workspace_free(&search->work);
 }
 
 /* Reports a pair within k bits if this table is the first it agrees on. */
@@ -731,53 +743,78 @@ distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, const Size 
 	return kept;
 }
 
-Size
-simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
+void
+simhash_distinct_partition_stripe(SimhashWorkspace *work, SimhashStripes *stripes, int stripe)
 {
 	SimhashSortBy by = {.mask = ~UINT64CONST(0)};
-	SimhashStripes stripes;
-	SimhashWorkspace work;
-	Size		units;
-	Size	   *start;
-	Size	   *end;
-	Size	   *kept;
-	Size	   *placed;
+
+	partition_stripe_by(work, &by, stripes, stripe);
+}
+
+Size
+simhash_distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, Size unit,
+					  SimhashPairFn join, void *arg)
+{
+	Size	   *start = palloc(sizeof(Size) * stripes->nstripes * 2);
+	Size	   *end = start + stripes->nstripes;
+	Size		kept;
+
+	unit_pieces(stripes, unit, start, end);
+	kept = distinct_unit(work, stripes, start, end, join, arg);
+	pfree(start);
+	return kept;
+}
+
+Size
+simhash_distinct_compact(const SimhashStripes *stripes, const Size *kept)
+{
+	Size		units = simhash_stripes_units(stripes);
+	Size	   *placed = palloc0(sizeof(Size) * units);
 	Size		out = 0;
 
-	/* Stripes and units as a pass makes them, by the whole fingerprint. */
-	simhash_stripes_init(&stripes, entries, n, 1, NULL);
-	workspace_init(&work, &stripes);
-	units = simhash_stripes_units(&stripes);
-	start = palloc(sizeof(Size) * stripes.nstripes * 2);
-	end = start + stripes.nstripes;
-	kept = palloc(sizeof(Size) * units);
-	placed = palloc0(sizeof(Size) * units);
-	for (int s = 0; s < stripes.nstripes; s++)
-		partition_stripe_by(&work, &by, &stripes, s);
-	for (Size u = 0; u < units; u++)
-	{
-		unit_pieces(&stripes, u, start, end);
-		kept[u] = distinct_unit(&work, &stripes, start, end, join, arg);
-		CHECK_FOR_INTERRUPTS();
-	}
 	/*
-	 * Together at the front: each unit's kept entries fill its pieces in
-	 * stripe order, and everything moves only towards the front.
+	 * Each unit's kept entries fill its pieces in stripe order, and
+	 * everything moves only towards the front.
 	 */
-	for (int s = 0; s < stripes.nstripes; s++)
+	for (int s = 0; s < stripes->nstripes; s++)
+	{
+		const Size *starts = stripes->piece_start + s * (units + 1);
+
 		for (Size u = 0; u < units; u++)
 		{
-			const Size *starts = stripes.piece_start + s * (units + 1);
 			Size		len = Min(starts[u + 1] - starts[u], kept[u] - placed[u]);
 
-			memmove(entries + out, entries + starts[u], sizeof(SimhashEntry) * len);
+			memmove(stripes->entries + out, stripes->entries + starts[u], sizeof(SimhashEntry) * len);
 			placed[u] += len;
 			out += len;
 		}
-	pfree(start);
-	pfree(kept);
+		CHECK_FOR_INTERRUPTS();
+	}
 	pfree(placed);
+	return out;
+}
+
+Size
+simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
+{
+	SimhashStripes stripes;
+	SimhashWorkspace work;
+	Size	   *kept;
+	Size		out;
+
+	simhash_stripes_init(&stripes, entries, n, 1, NULL);
+	simhash_workspace_init(&work, &stripes);
+	kept = palloc(sizeof(Size) * simhash_stripes_units(&stripes));
+	for (int s = 0; s < stripes.nstripes; s++)
+		simhash_distinct_partition_stripe(&work, &stripes, s);
+	for (Size u = 0; u < simhash_stripes_units(&stripes); u++)
+	{
+		kept[u] = simhash_distinct_unit(&work, &stripes, u, join, arg);
+		CHECK_FOR_INTERRUPTS();
+	}
+	out = simhash_distinct_compact(&stripes, kept);
+	pfree(kept);
 	pfree(stripes.piece_start);
-	workspace_free(&work);
+	simhash_workspace_free(&work);
 	return out;
 }

@@ -22,6 +22,9 @@
 #include "find_all/entry_sort.h"
 #include "simhash.h"
 
+/* At most 2^SIMHASH_UNIT_MAX_BITS units in a pass (find_all.c). */
+#define SIMHASH_UNIT_MAX_BITS 16
+
 /*
  * Called once per pair of entries within k bits with their keys, key1 <
  * key2.  Only keys: a parallel worker's pairs reach the backend through a
@@ -123,6 +126,9 @@ extern void simhash_search_filter(SimhashSearch *search, const SimhashBlocks *co
  */
 extern Size simhash_search_fixed_bytes(Size n);
 
+/* How many passes a search of the layout at distance k makes (its tables' lowest blocks). */
+extern int	simhash_search_passes(const SimhashBlocks *layout, int k);
+
 /* Frees what simhash_search_init() allocated. */
 extern void simhash_search_free(SimhashSearch *search);
 
@@ -199,5 +205,21 @@ extern void simhash_find_pairs(SimhashEntry *entries, Size n, int k, int blocks,
  * group of equal fingerprints, not all its pairs.
  */
 extern Size simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg);
+
+/*
+ * simhash_distinct() in steps, for a parallel run: each stripe ordered by
+ * the whole fingerprint; each unit's distinct entries kept over its pieces
+ * (returns how many); then every unit's kept entries together at the front
+ * (returns how many in all).
+ */
+extern void simhash_distinct_partition_stripe(SimhashWorkspace *work, SimhashStripes *stripes,
+											  int stripe);
+extern Size simhash_distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, Size unit,
+								  SimhashPairFn join, void *arg);
+extern Size simhash_distinct_compact(const SimhashStripes *stripes, const Size *kept);
+
+/* A process's buffers for stripes (simhash_search_init makes its own). */
+extern void simhash_workspace_init(SimhashWorkspace *work, const SimhashStripes *stripes);
+extern void simhash_workspace_free(SimhashWorkspace *work);
 
 #endif							/* SIMHASH_FIND_ALL_H */

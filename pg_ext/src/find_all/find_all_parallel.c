@@ -48,12 +48,22 @@
 #define KEY_SHARED UINT64CONST(0x53494D4841534801)
 #define KEY_ENTRIES UINT64CONST(0x53494D4841534802)
 #define KEY_PIECES UINT64CONST(0x53494D4841534803)
+#define KEY_KEPT UINT64CONST(0x53494D4841534804)
+
+/*
+ * The phases of a run: for clusters, three first (each stripe by the whole
+ * fingerprint, each unit's distinct entries, their compaction by one
+ * process); then two per pass (the stripes, the units).
+ */
+#define DISTINCT_STRIPES 0
+#define DISTINCT_UNITS 1
+#define DISTINCT_COMPACT 2
+#define DISTINCT_PHASES 3
 
 /* Processes whose times the run keeps (the backend and workers; more share the last slot). */
 #define SIMHASH_PARALLEL_MAX_PROCESSES 64
 
-/* Two phases per pass: partition the stripes, search the units. */
-#define MAX_PHASES (2 * SIMHASH_MAX_BLOCKS)
+#define MAX_PHASES (DISTINCT_PHASES + 2 * SIMHASH_MAX_BLOCKS)
 
 /* Units a process takes from the counter at a time. */
 #define UNITS_PER_TAKE 8
@@ -61,6 +71,9 @@
 /* A pair in a worker's file: key1, key2, distance. */
 #define PAIR_BYTES (2 * sizeof(uint64) + sizeof(int32))
 #define PAIRS_PER_READ 1024
+
+/* Room for a count per unit (the units of any number of rows). */
+#define KEPT_BYTES (sizeof(Size) * ((Size) 1 << SIMHASH_UNIT_MAX_BITS))
 
 /* Where /dev/shm is, for POSIX shared memory (the default on Linux). */
 #define POSIX_SHM_DIRECTORY "/dev/shm"
@@ -71,7 +84,9 @@ static int	parallel_min_rows = SIMHASH_PARALLEL_MIN_ROWS_DEFAULT;
 typedef struct SharedSearch
 {
 	Size		allocated;		/* room for entries */
-	Size		n;
+	bool		distinct_first; /* clusters: the distinct fingerprints first */
+	Size		n_before;		/* entries before that */
+	Size		n;				/* entries searched (set by the compaction, if any) */
 	int			k;
 	int			nblocks;
 	int			participants;	/* planned: the workers and the backend */
@@ -92,7 +107,19 @@ struct SimhashParallelRun
 	SharedSearch *shared;
 	SimhashEntry *entries;
 	Size	   *piece_start;
+	Size	   *kept;			/* each unit's distinct entries */
 };
+
+/* What a process works on: the run's shared memory and where its pairs go. */
+typedef struct Participant
+{
+	SharedSearch *shared;
+	SimhashEntry *entries;
+	Size	   *piece_start;
+	Size	   *kept;
+	SimhashPairFn emit;
+	void	   *arg;
+} Participant;
 
 /* A worker's side: its pairs file. */
 typedef struct PairFile
@@ -119,7 +146,7 @@ static Size
 segment_bytes(Size n, int workers)
 {
 	return sizeof(SimhashEntry) * Max(n, 1) + simhash_stripes_piece_bytes(n, workers + 1) +
-		offsetof(SharedSearch, pairs_written) + sizeof(int64) * workers;
+		KEPT_BYTES + offsetof(SharedSearch, pairs_written) + sizeof(int64) * workers;
 }
 
 /*
@@ -170,7 +197,8 @@ simhash_parallel_begin(Size n, int workers, SimhashEntry **entries)
 	shm_toc_estimate_chunk(&pcxt->estimator, shared_bytes);
 	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(SimhashEntry) * Max(n, 1));
 	shm_toc_estimate_chunk(&pcxt->estimator, piece_bytes);
-	shm_toc_estimate_keys(&pcxt->estimator, 3);
+	shm_toc_estimate_chunk(&pcxt->estimator, KEPT_BYTES);
+	shm_toc_estimate_keys(&pcxt->estimator, 4);
 	InitializeParallelDSM(pcxt);
 
 	run->pcxt = pcxt;
@@ -190,22 +218,12 @@ simhash_parallel_begin(Size n, int workers, SimhashEntry **entries)
 	shm_toc_insert(pcxt->toc, KEY_ENTRIES, run->entries);
 	run->piece_start = shm_toc_allocate(pcxt->toc, piece_bytes);
 	shm_toc_insert(pcxt->toc, KEY_PIECES, run->piece_start);
+	run->kept = shm_toc_allocate(pcxt->toc, KEPT_BYTES);
+	shm_toc_insert(pcxt->toc, KEY_KEPT, run->kept);
 	*entries = run->entries;
 	return run;
 }
 
-/* The stripes of the run's entries, as every process sees them. */
-static void
-stripes_of(SimhashStripes *stripes, const SharedSearch *shared, SimhashEntry *entries,
-		   Size *piece_start)
-{
-	simhash_stripes_init(stripes, entries, shared->n, shared->participants, piece_start);
-}
-
-/*
- * One process's share of the search: phase after phase, stripes or units
- * from the phase's counter, then the Barrier.
- */
 static double
 seconds_between(instr_time start, instr_time end)
 {
@@ -213,56 +231,128 @@ seconds_between(instr_time start, instr_time end)
 	return INSTR_TIME_GET_DOUBLE(end);
 }
 
-static void
-participate(SharedSearch *shared, SimhashStripes *stripes, SimhashSearch *search)
+/* The next item of a phase from its counter, or false when none is left. */
+static bool
+take(SharedSearch *shared, int phase, uint64 count, uint64 step, uint64 *item)
 {
-	int			phase = BarrierAttach(&shared->barrier);
+	*item = pg_atomic_fetch_add_u64(&shared->next_item[phase], step);
+	return *item < count;
+}
+
+/* A phase of the distinct fingerprints before the search (clusters). */
+static void
+distinct_phase(Participant *me, int phase, SimhashWorkspace *work, SimhashStripes *stripes)
+{
+	SharedSearch *shared = me->shared;
+	uint64		units = simhash_stripes_units(stripes);
+	uint64		item;
+
+	if (phase == DISTINCT_STRIPES)
+		while (take(shared, phase, stripes->nstripes, 1, &item))
+			simhash_distinct_partition_stripe(work, stripes, (int) item);
+	else if (phase == DISTINCT_UNITS)
+		while (take(shared, phase, units, UNITS_PER_TAKE, &item))
+		{
+			for (uint64 unit = item; unit < Min(units, item + UNITS_PER_TAKE); unit++)
+				me->kept[unit] = simhash_distinct_unit(work, stripes, unit, me->emit, me->arg);
+			simhash_progress_at(SIMHASH_STAGE_PREPARE, item, units);
+		}
+	else if (take(shared, phase, 1, 1, &item))
+		shared->n = simhash_distinct_compact(stripes, me->kept);
+}
+
+/* A phase of a pass of the search: its stripes, or its units. */
+static void
+search_phase(Participant *me, int phase, SimhashSearch *search, SimhashStripes *stripes)
+{
+	SharedSearch *shared = me->shared;
+	int			first = shared->distinct_first ? DISTINCT_PHASES : 0;
+	int			pass = (phase - first) / 2;
 	uint64		units = simhash_stripes_units(stripes);
 	uint64		total = simhash_search_steps(search, stripes);
-	int			me = Min(ParallelWorkerNumber + 1, SIMHASH_PARALLEL_MAX_PROCESSES - 1);
+	/* The steps of the phases before this one, for progress. */
+	uint64		before = pass * (stripes->nstripes + units) + ((phase - first) % 2) * stripes->nstripes;
+	uint64		item;
+
+	if ((phase - first) % 2 == 0)
+		while (take(shared, phase, stripes->nstripes, 1, &item))
+		{
+			simhash_partition_stripe(search, pass, stripes, (int) item);
+			simhash_progress_at(SIMHASH_STAGE_SEARCH, before + item, total);
+		}
+	else
+		while (take(shared, phase, units, UNITS_PER_TAKE, &item))
+		{
+			for (uint64 unit = item; unit < Min(units, item + UNITS_PER_TAKE); unit++)
+				simhash_search_unit(search, pass, stripes, unit);
+			simhash_progress_at(SIMHASH_STAGE_SEARCH, before + item, total);
+		}
+}
+
+/*
+ * One process's share of the run: phase after phase, stripes or units from
+ * the phase's counter, then the Barrier.  The stripes are those of the rows
+ * before the distinct step, then those of the rows searched.
+ */
+static void
+participate(Participant *me)
+{
+	SharedSearch *shared = me->shared;
+	int			phase = BarrierAttach(&shared->barrier);
+	int			first = shared->distinct_first ? DISTINCT_PHASES : 0;
+	int			slot = Min(ParallelWorkerNumber + 1, SIMHASH_PARALLEL_MAX_PROCESSES - 1);
+	SimhashBlocks layout;
+	SimhashStripes stripes;
+	SimhashSearch search;
+	SimhashWorkspace work;
+	bool		have_work = false;
+	bool		have_search = false;
 	instr_time	start;
 	instr_time	arrived;
 	instr_time	released;
 
+	simhash_blocks_init(&layout, shared->nblocks);
 	INSTR_TIME_SET_CURRENT(start);
-
 	while (phase < shared->nphases)
 	{
-		int			pass = phase / 2;
-		pg_atomic_uint64 *next = &shared->next_item[phase];
-		/* The steps of the phases before this one, for progress. */
-		uint64		before = pass * (stripes->nstripes + units) + (phase % 2) * stripes->nstripes;
-
-		if (phase % 2 == 0)
+		if (phase < first)
 		{
-			uint64		stripe;
-
-			while ((stripe = pg_atomic_fetch_add_u64(next, 1)) < (uint64) stripes->nstripes)
+			if (!have_work)
 			{
-				simhash_partition_stripe(search, pass, stripes, (int) stripe);
-				simhash_progress_at(SIMHASH_STAGE_SEARCH, before + stripe, total);
+				simhash_stripes_init(&stripes, me->entries, shared->n_before, shared->participants,
+									 me->piece_start);
+				simhash_workspace_init(&work, &stripes);
+				have_work = true;
 			}
+			distinct_phase(me, phase, &work, &stripes);
 		}
 		else
 		{
-			uint64		first;
-
-			while ((first = pg_atomic_fetch_add_u64(next, UNITS_PER_TAKE)) < units)
+			if (have_work)
+				simhash_workspace_free(&work);
+			have_work = false;
+			if (!have_search)
 			{
-				for (uint64 unit = first; unit < Min(units, first + UNITS_PER_TAKE); unit++)
-					simhash_search_unit(search, pass, stripes, unit);
-				simhash_progress_at(SIMHASH_STAGE_SEARCH, before + first, total);
+				simhash_stripes_init(&stripes, me->entries, shared->n, shared->participants,
+									 me->piece_start);
+				simhash_search_init(&search, shared->k, &layout, 0, &stripes, me->emit, me->arg);
+				have_search = true;
 			}
+			search_phase(me, phase, &search, &stripes);
 		}
 		INSTR_TIME_SET_CURRENT(arrived);
 		BarrierArriveAndWait(&shared->barrier, PG_WAIT_EXTENSION);
 		INSTR_TIME_SET_CURRENT(released);
-		shared->busy_seconds[me] += seconds_between(start, arrived);
-		shared->wait_seconds[me] += seconds_between(arrived, released);
+		shared->busy_seconds[slot] += seconds_between(start, arrived);
+		shared->wait_seconds[slot] += seconds_between(arrived, released);
 		start = released;
 		phase++;
 	}
 	BarrierDetach(&shared->barrier);
+	if (have_work)
+		simhash_workspace_free(&work);
+	if (have_search)
+		simhash_search_free(&search);
 }
 
 static void
@@ -289,23 +379,22 @@ void
 simhash_find_all_worker_main(dsm_segment *seg, shm_toc *toc)
 {
 	SharedSearch *shared = shm_toc_lookup(toc, KEY_SHARED, false);
-	SimhashEntry *entries = shm_toc_lookup(toc, KEY_ENTRIES, false);
-	Size	   *piece_start = shm_toc_lookup(toc, KEY_PIECES, false);
 	char		name[MAXPGPATH];
 	PairFile	out;
-	SimhashBlocks layout;
-	SimhashStripes stripes;
-	SimhashSearch search;
+	Participant me = {
+		.shared = shared,
+		.entries = shm_toc_lookup(toc, KEY_ENTRIES, false),
+		.piece_start = shm_toc_lookup(toc, KEY_PIECES, false),
+		.kept = shm_toc_lookup(toc, KEY_KEPT, false),
+		.emit = write_pair,
+		.arg = &out,
+	};
 
 	SharedFileSetAttach(&shared->fileset, seg);
 	pair_file_name(name, ParallelWorkerNumber);
 	out.file = simhash_shared_file_create(&shared->fileset, name);
 	out.count = 0;
-	simhash_blocks_init(&layout, shared->nblocks);
-	stripes_of(&stripes, shared, entries, piece_start);
-	simhash_search_init(&search, shared->k, &layout, 0, &stripes, write_pair, &out);
-	participate(shared, &stripes, &search);
-	simhash_search_free(&search);
+	participate(&me);
 	simhash_shared_file_export(out.file);
 	BufFileClose(out.file);
 	shared->pairs_written[ParallelWorkerNumber] = out.count;
@@ -349,32 +438,36 @@ emit_worker_pairs(SharedSearch *shared, int worker, SimhashPairFn emit, void *ar
 }
 
 int
-simhash_parallel_find_pairs(SimhashParallelRun *run, Size n, int k, int blocks,
+simhash_parallel_find_pairs(SimhashParallelRun *run, Size n, int k, int blocks, bool distinct_first,
 							SimhashPairFn emit, void *arg)
 {
 	SharedSearch *shared = run->shared;
 	SimhashBlocks layout;
-	SimhashStripes stripes;
-	SimhashSearch search;
+	Participant me = {
+		.shared = shared,
+		.entries = run->entries,
+		.piece_start = run->piece_start,
+		.kept = run->kept,
+		.emit = emit,
+		.arg = arg,
+	};
 	int			launched;
 
 	Assert(n <= shared->allocated);
 	simhash_check_blocks(k, blocks);
 	simhash_blocks_init(&layout, blocks);
-	shared->n = n;
+	shared->distinct_first = distinct_first;
+	shared->n_before = shared->n = n;
 	shared->k = k;
 	shared->nblocks = blocks;
-	stripes_of(&stripes, shared, run->entries, run->piece_start);
-	simhash_search_init(&search, k, &layout, 0, &stripes, emit, arg);
-	shared->nphases = 2 * search.npasses;
+	shared->nphases = (distinct_first ? DISTINCT_PHASES : 0) + 2 * simhash_search_passes(&layout, k);
 
 	LaunchParallelWorkers(run->pcxt);
 	launched = run->pcxt->nworkers_launched;
 	ereport(DEBUG1,
 			errmsg_internal("simhash: %d of %d parallel workers launched for %zu rows",
 							launched, shared->nworkers, n));
-	participate(shared, &stripes, &search);
-	simhash_search_free(&search);
+	participate(&me);
 
 	WaitForParallelWorkersToFinish(run->pcxt);
 	for (int p = 0; p <= Min(launched, SIMHASH_PARALLEL_MAX_PROCESSES - 1); p++)

@@ -37,12 +37,13 @@ extern SimhashParallelRun *simhash_parallel_begin(Size n, int workers, SimhashEn
 
 /*
  * The pairs of the run's first n entries within k bits, by every process:
- * as simhash_find_pairs().  emit is called in the backend only, for its own
- * pairs as they come and then for the workers'.  Returns the number of
- * workers launched.
+ * as simhash_find_pairs(); with distinct_first, of the distinct
+ * fingerprints only, the others joined first as simhash_distinct() does
+ * (clusters).  emit is called in the backend only, for its own pairs as they
+ * come and then for the workers'.  Returns the number of workers launched.
  */
 extern int	simhash_parallel_find_pairs(SimhashParallelRun *run, Size n, int k, int blocks,
-										SimhashPairFn emit, void *arg);
+										bool distinct_first, SimhashPairFn emit, void *arg);
 
 /* Ends the run and frees the shared memory. */
 extern void simhash_parallel_end(SimhashParallelRun *run);

@@ -451,7 +451,7 @@ run_in_memory(SimhashResultSink *sink, SimhashRows *rows, FindAllInput input, in
 	{
 		simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
 		if (run != NULL)
-			simhash_parallel_find_pairs(run, n, k, blocks, put_pair, sink);
+			simhash_parallel_find_pairs(run, n, k, blocks, false, put_pair, sink);
 		else
 			simhash_find_pairs(entries, n, k, blocks, put_pair, sink);
 	}
