@@ -345,6 +345,16 @@ def test_dupes_are_the_brute_force_hash_pairs(db: psycopg.Connection, near_dupli
     assert csv[0] == "id1,id2,distance" and len(csv) == len(rows) + 1
 
 
+def test_dupes_and_clusters_with_workers(db: psycopg.Connection, near_duplicate_table) -> None:
+    """--workers reaches the server (simhash_find_all's workers); a negative
+    count is the command's own error."""
+    db.execute("ALTER DATABASE " + db.info.dbname + " SET simhash.find_all_parallel_min_rows = 0")
+    out = run("dupes", "--dsn", db.info.dsn, "--workers", "2").stdout.splitlines()
+    assert [tuple(map(int, line.split(",")[:2])) for line in out[1:]] == near_duplicate_table
+    assert len(run("clusters", "--dsn", db.info.dsn, "--workers", "0").stdout.splitlines()) > 1
+    assert_user_error(run("dupes", "--dsn", db.info.dsn, "--workers", "-1", ok=False), "--workers must be 0 or more")
+
+
 def test_clusters_group_the_linked_rows(db: psycopg.Connection, near_duplicate_table) -> None:
     out = run("clusters", "--dsn", db.info.dsn).stdout.splitlines()
     assert out[0] == "cluster_id,id"
@@ -433,6 +443,27 @@ def test_progress_bar_on_a_terminal_only() -> None:
     assert proc.returncode == 0
     count = len(list(CORPUS.iterdir()))
     assert f"{count}/{count}".encode() in shown and b"doc/s" in shown
+
+
+def test_server_progress_bar_on_a_terminal(db: psycopg.Connection, tmp_path: Path) -> None:
+    """dupes on a terminal: the server's progress NOTICEs of simhash_find_all
+    draw a bar, to 100 %; the pairs still go to the output."""
+    db.execute("CREATE TABLE documents (id bigint PRIMARY KEY, fingerprint simhash64)")
+    db.execute("INSERT INTO documents SELECT i, hashint8extended(i % 150000, 0)::simhash64 FROM generate_series(1, 300000) i")
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    output = tmp_path / "pairs.csv"
+    with subprocess.Popen([CLI, "dupes", "--dsn", db.info.dsn, "--workers", "0", "-o", str(output)],
+                          stdout=subprocess.DEVNULL, stderr=terminal) as proc:
+        os.close(terminal)
+        shown = b""
+        while chunk := _read_pty(controller):
+            shown += chunk
+    os.close(controller)
+    pairs = output.read_text().splitlines()
+    assert proc.returncode == 0
+    assert b"simhash_find_all: 100%" in shown
+    assert len(pairs) == 150000 + 1  # each i and i + 150000, and the header
 
 
 def _read_pty(fd: int) -> bytes:
