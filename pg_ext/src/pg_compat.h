@@ -55,4 +55,15 @@
 #define simhash_owns_table(relid, roleid) pg_class_ownercheck((relid), (roleid))
 #endif
 
+/*
+ * A function that never returns (it raises an ERROR), written before the
+ * declaration: PostgreSQL 18 spells it pg_noreturn (C11's _Noreturn), the
+ * older majors pg_attribute_noreturn() (GCC's attribute, which may lead too).
+ */
+#if PG_VERSION_NUM >= 180000
+#define simhash_noreturn pg_noreturn
+#else
+#define simhash_noreturn pg_attribute_noreturn()
+#endif
+
 #endif							/* SIMHASH_PG_COMPAT_H */
