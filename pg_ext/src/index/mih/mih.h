@@ -38,6 +38,7 @@
 #include "simhash.h"
 
 #include "access/amapi.h"
+#include "access/htup_details.h"
 #include "nodes/execnodes.h"
 #include "nodes/tidbitmap.h"
 #include "storage/bufmgr.h"
@@ -185,6 +186,19 @@ unlead(uint64 key, uint64 mask)
 	int			s = 63 - pg_leftmost_one_pos64(mask);
 
 	return s == 0 ? key : (key >> s) | (key << (64 - s));
+}
+
+/*
+ * A heap TID an index entry may hold: a valid block and a line pointer the
+ * bitmap accepts (1..MaxHeapTuplesPerPage).
+ */
+static inline bool
+mih_tid_valid(ItemPointer tid)
+{
+	OffsetNumber offset = ItemPointerGetOffsetNumberNoCheck(tid);
+
+	return ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber &&
+		offset != InvalidOffsetNumber && offset <= MaxHeapTuplesPerPage;
 }
 
 static inline MihMeta *

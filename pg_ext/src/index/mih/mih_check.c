@@ -104,14 +104,15 @@ add_entry(MihChecker *c, int t, uint64 fp, ItemPointer tid)
 static void
 check_tid(MihChecker *c, BlockNumber blkno, uint32 j, ItemPointer tid)
 {
-	if (!ItemPointerIsValid(tid) || ItemPointerGetOffsetNumberNoCheck(tid) == InvalidOffsetNumber)
+	if (!mih_tid_valid(tid))
 		mih_corrupt(c->index, blkno, "entry %u has an invalid heap TID", j);
 }
 
 /*
  * The entries of page blkno (in c->copy) of run t: a sound header
- * (mih_run_view), bucket starts in order, keys in order and no smaller than
- * *floor, which becomes the page's last key, valid TIDs in the first run.
+ * (mih_run_view), bucket starts, keys in order and valid TIDs in the first
+ * run (mih_run_decode), keys no smaller than *floor, which becomes the
+ * page's last key.
  * Returns the number of entries.
  */
 static int
@@ -124,15 +125,12 @@ check_run_page(MihChecker *c, BlockNumber blkno, int t, uint64 *floor)
 
 	mih_run_view(&view, c->index, blkno, (Page) c->copy.data, t == 0);
 	n = mih_run_decode(&view, keys, t == 0 ? tids : NULL);
+	if (n > 0 && keys[0] < *floor)
+		mih_corrupt(c->index, blkno, "its first key is below the keys before it in run %d", t);
 	for (int j = 0; j < n; j++)
-	{
-		if (keys[j] < *floor)
-			mih_corrupt(c->index, blkno, "entry %d is out of order in run %d", j, t);
-		*floor = keys[j];
-		if (t == 0)
-			check_tid(c, blkno, j, &tids[j]);
 		add_entry(c, t, unlead(keys[j], c->blocks.mask[t]), &tids[j]);
-	}
+	if (n > 0)
+		*floor = keys[n - 1];
 	return n;
 }
 

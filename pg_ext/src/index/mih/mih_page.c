@@ -50,6 +50,7 @@ mih_run_fit(const uint64 *keys, const ItemPointerData *tids, int64 avail, int bu
 	int			most = (int) Min(avail, MIH_RUN_MAX_ENTRIES);
 	BlockNumber max_block = 0;
 	OffsetNumber max_offset = 0;
+	uint64		span = 0;		/* the largest key - keys[0]: the last one's when sorted */
 
 	memset(shape, 0, sizeof(*shape));
 	for (int n = 1; n <= most; n++)
@@ -61,8 +62,9 @@ mih_run_fit(const uint64 *keys, const ItemPointerData *tids, int64 avail, int bu
 			max_block = Max(max_block, ItemPointerGetBlockNumberNoCheck(&tids[n - 1]));
 			max_offset = Max(max_offset, ItemPointerGetOffsetNumberNoCheck(&tids[n - 1]));
 		}
+		span = Max(span, keys[n - 1] - keys[0]);
 		next.n = n;
-		next.key_bits = bits_for(keys[n - 1] - keys[0]);
+		next.key_bits = bits_for(span);
 		next.bucket_bits = bucket_bits < 0 ? bucket_bits_for(n, next.key_bits) :
 			Min(bucket_bits, next.key_bits);
 		next.block_bits = bits_for(max_block);
@@ -177,14 +179,21 @@ mih_run_view(MihRunView *v, Relation index, BlockNumber blkno, Page page, bool w
 	v->tids = v->rems + ((uint64) shape.n * v->rem_bits + 7) / 8;
 }
 
-/* Every key (and, for a first-run page, TID) of the page; returns the count. */
+/*
+ * Every key (and, for a first-run page, TID) of the page, checked to be in
+ * order (what VACUUM and merges rewrite them on); returns the count.
+ */
 int
 mih_run_decode(const MihRunView *v, uint64 *keys, ItemPointerData *tids)
 {
 	MihRunCursor c = {0, 0, mih_run_bucket_end(v, 0, 0)};
 
 	for (; mih_run_key(v, &c, &keys[c.j]); c.j++)
+	{
+		if (c.j > 0 && keys[c.j] < keys[c.j - 1])
+			mih_corrupt(v->index, v->blkno, "entry %d is out of order", c.j);
 		if (tids)
 			tids[c.j] = mih_run_tid(v, c.j);
+	}
 	return v->n;
 }

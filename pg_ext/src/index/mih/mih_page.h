@@ -183,17 +183,17 @@ mih_run_key(const MihRunView *v, MihRunCursor *c, uint64 *key)
 	return true;
 }
 
-/* The TID of entry j (a first-run page), checked for a valid line pointer. */
+/* The TID of entry j (a first-run page), checked (mih_tid_valid). */
 static inline ItemPointerData
 mih_run_tid(const MihRunView *v, int j)
 {
 	uint64		packed = mih_bits_get(v->tids, (uint64) j * v->tid_bits, v->tid_bits);
 	ItemPointerData tid;
-	OffsetNumber offset = (OffsetNumber) (packed & ((UINT64CONST(1) << v->offset_bits) - 1));
 
-	if (offset == InvalidOffsetNumber)
+	ItemPointerSet(&tid, (BlockNumber) (packed >> v->offset_bits),
+				   (OffsetNumber) (packed & ((UINT64CONST(1) << v->offset_bits) - 1)));
+	if (!mih_tid_valid(&tid))
 		mih_corrupt(v->index, v->blkno, "entry %d has an invalid heap TID", j);
-	ItemPointerSet(&tid, (BlockNumber) (packed >> v->offset_bits), offset);
 	return tid;
 }
 

@@ -259,6 +259,11 @@ mih_scan_pending(MihProbe *s, BlockNumber blkno, int64 rows)
 		for (uint32 j = 0; j < page->n; j++)
 			if (pg_popcount64(page->fps[j] ^ s->center) <= s->k)
 			{
+				if (!mih_tid_valid(&page->tids[j]))
+				{
+					UnlockReleaseBuffer(buffer);
+					mih_corrupt(s->index, blkno, "entry %u has an invalid heap TID", j);
+				}
 				tbm_add_tuples(s->tbm, &page->tids[j], 1, true);
 				s->found++;
 			}
