@@ -238,6 +238,7 @@ extern void mih_entries_init(MihEntries *e);
 extern void mih_entries_add(MihEntries *e, uint64 fp, ItemPointer tid);
 extern void mih_entries_free(MihEntries *e);
 extern MihRunSet mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e);
+extern void mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode);
 extern Buffer mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode);
 extern void mih_read_directory(Relation index, const MihRunSet *set, int t, MemoryContext context,
 							   MihRunDir *dir);

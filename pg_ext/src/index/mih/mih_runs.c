@@ -224,40 +224,43 @@ mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e)
 }
 
 /*
- * Block blkno, locked in `mode`, after checking that it is a page of this
+ * Locks a pinned buffer in `mode` and checks that it holds a page of this
  * kind whose count fits it (a run page's other fields: mih_run_view).
  */
+void
+mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode)
+{
+	Page		page;
+	const char *problem = NULL;
+	uint16		found;
+
+	LockBuffer(buffer, mode);
+	page = BufferGetPage(buffer);
+	found = PageIsNew(page) ? 0 : mih_head_of(page)->kind;
+	if (found != kind)
+		problem = psprintf("expected a page of kind 0x%04x, found 0x%04x", kind, found);
+	else if (kind == MIH_PAGE_DIRECTORY && mih_head_of(page)->n > MIH_DIR_CAP)
+		problem = psprintf("directory page holds %u pages, more than the %zu it has room for",
+						   mih_head_of(page)->n, (size_t) MIH_DIR_CAP);
+	else if (kind == MIH_PAGE_PENDING && mih_head_of(page)->n > MIH_PENDING_CAP)
+		problem = psprintf("pending page holds %u entries, more than the %zu it has room for",
+						   mih_head_of(page)->n, (size_t) MIH_PENDING_CAP);
+	if (problem)
+	{
+		BlockNumber blkno = BufferGetBlockNumber(buffer);
+
+		UnlockReleaseBuffer(buffer);
+		mih_corrupt(index, blkno, "%s", problem);
+	}
+}
+
+/* Block blkno, locked in `mode`, checked (mih_lock_page). */
 Buffer
 mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode)
 {
 	Buffer		buffer = ReadBuffer(index, blkno);
-	Page		page;
 
-	LockBuffer(buffer, mode);
-	page = BufferGetPage(buffer);
-	if (PageIsNew(page) || mih_head_of(page)->kind != kind)
-	{
-		uint16		found = PageIsNew(page) ? 0 : mih_head_of(page)->kind;
-
-		UnlockReleaseBuffer(buffer);
-		mih_corrupt(index, blkno, "expected a page of kind 0x%04x, found 0x%04x", kind, found);
-	}
-	if (kind == MIH_PAGE_DIRECTORY && mih_head_of(page)->n > MIH_DIR_CAP)
-	{
-		uint16		n = mih_head_of(page)->n;
-
-		UnlockReleaseBuffer(buffer);
-		mih_corrupt(index, blkno, "directory page holds %u pages, more than the %zu it has room for",
-					n, (size_t) MIH_DIR_CAP);
-	}
-	if (kind == MIH_PAGE_PENDING && mih_head_of(page)->n > MIH_PENDING_CAP)
-	{
-		uint16		n = mih_head_of(page)->n;
-
-		UnlockReleaseBuffer(buffer);
-		mih_corrupt(index, blkno, "pending page holds %u entries, more than the %zu it has room for",
-					n, (size_t) MIH_PENDING_CAP);
-	}
+	mih_lock_page(index, buffer, kind, mode);
 	return buffer;
 }
 
