@@ -20,10 +20,15 @@ typedef struct MihVacuum
 	IndexBulkDeleteResult *stats;
 	const MihRunSet *set;		/* the run set being vacuumed */
 	SimhashBlocks blocks;
-	/* Fingerprints taken out of the set's first run, not yet out of the later runs. */
+	/*
+	 * Fingerprints taken out of the set's first run, not yet out of the later
+	 * runs: room for `room`, grown up to `most` (what maintenance_work_mem
+	 * allows), then taken out in a batch.
+	 */
 	uint64	   *removed;
 	int64		nremoved;
-	int64		maxremoved;
+	int64		room;
+	int64		most;
 } MihVacuum;
 
 /* Rewrites a run page's contents (the caller's GenericXLog copy) with n entries. */
@@ -114,8 +119,16 @@ mih_vacuum_run_page(Relation index, BlockNumber blkno, void *arg)
 				kept = 0;
 
 	/* Room for every fingerprint this page may give up (before locking it). */
-	if (v->nremoved + MIH_RUN_MAX_ENTRIES > v->maxremoved)
-		mih_remove_from_later_runs(index, v);
+	if (v->nremoved + MIH_RUN_MAX_ENTRIES > v->room)
+	{
+		if (v->room * 2 <= v->most)
+		{
+			v->room *= 2;
+			v->removed = repalloc_huge(v->removed, v->room * sizeof(uint64));
+		}
+		else
+			mih_remove_from_later_runs(index, v);
+	}
 	buffer = mih_read_page(index, blkno, MIH_PAGE_RUN, BUFFER_LOCK_EXCLUSIVE);
 	mih_run_view(&view, index, blkno, BufferGetPage(buffer), true);
 	n = mih_run_decode(&view, keys, tids);
@@ -191,9 +204,10 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	v.callback_state = callback_state;
 	v.stats = stats ? stats : palloc0(sizeof(IndexBulkDeleteResult));
 	simhash_blocks_init(&v.blocks, meta.ntables);
-	/* the removed fingerprints and their sorted keys, 8 bytes each */
-	v.maxremoved = Max((int64) maintenance_work_mem * 1024 / (2 * sizeof(uint64)), MIH_RUN_MAX_ENTRIES);
-	v.removed = palloc_extended(v.maxremoved * sizeof(uint64), MCXT_ALLOC_HUGE);
+	/* the removed fingerprints and their sorted keys (and the sort's copy), 8 bytes each */
+	v.most = Max((int64) maintenance_work_mem * 1024 / (3 * sizeof(uint64)), 2 * MIH_RUN_MAX_ENTRIES);
+	v.room = 2 * MIH_RUN_MAX_ENTRIES;
+	v.removed = palloc(v.room * sizeof(uint64));
 	for (int s = 0; s < meta.nsets; s++)
 	{
 		v.set = &meta.sets[s];
