@@ -26,7 +26,8 @@ one).  Prints:
 Options (others are other benchmarks'): --rows 1000000,10000000; --only
 radius (table 1 alone); --columns mih,gin,gin-1.0,bit_count (which of table
 1's columns; at 100M rows the 1.0 behaviour and bit_count take hours);
---queries N (per radius, default 300); --compare-dsn DSN.
+--queries N (per radius, default 300); --compare-dsn DSN; --mih-runs 2,3,4
+(after table 1, simhash_mih with each run count, one after the other).
 
 Latencies are measured at the client over a Unix socket, with server-side
 prepared statements, on a warm cache (table and index loaded into shared
@@ -247,10 +248,27 @@ def radius_table(servers: list[psycopg.Connection], rng: np.random.Generator, ro
     return centres
 
 
+def runs_table(conn: psycopg.Connection, rows: int, centres: list[int], runs: list[int]) -> None:
+    """simhash_mih with each run count on the loaded table, one after the other:
+    build, size, p50 (p99 at k = 8)."""
+    print(f"simhash_mih by run count at {rows:,} rows: p50 for each k")
+    print(f"{'runs':>4} {'build':>7} {'bytes/row':>9}" + "".join(f" {'k = ' + str(k):>8}" for k in RADII)
+          + f" {'k = 8 p99':>10}")
+    for count in runs:
+        seconds, per_row = build_index(conn, using=f"simhash_mih (fp) WITH (runs = {count})")
+        times = [latencies_ms(conn, f"/* runs {count} */ " + INDEXED.format(k=k), centres) for k in RADII]
+        print(f"{count:>4} {seconds:>6.1f}s {per_row:>9.1f}" + "".join(f" {p(t, 50):>6.3f}ms" for t in times)
+              + f" {p(times[-1], 99):>8.3f}ms", flush=True)
+    print()
+
+
 def main_table(servers: list[psycopg.Connection], rng: np.random.Generator, options) -> list[int]:
-    """Prints table 1 for every size, then table 2 on the last (on the GIN index); returns its queries."""
+    """Prints table 1 for every size (and the run counts of --mih-runs), then
+    table 2 on the last (on the GIN index); returns its queries."""
     for rows in options.rows:
         centres = radius_table(servers, rng, rows, options)
+        if options.mih_runs:
+            runs_table(servers[0], rows, centres, options.mih_runs)
     if options.only == "radius":
         return centres
     conn = servers[0]
@@ -302,8 +320,10 @@ def parse_options():
     parser.add_argument("--columns", default=",".join(COLUMNS), help="table 1's columns, of " + ",".join(COLUMNS))
     parser.add_argument("--queries", type=int, default=300, help="queries per radius (default 300)")
     parser.add_argument("--compare-dsn", help="another server whose simhash_mih is measured beside this one's")
+    parser.add_argument("--mih-runs", default="", help="after table 1: simhash_mih with these run counts, e.g. 2,3,4")
     options = parser.parse_known_args()[0]
     options.rows = [int(n) for n in options.rows.split(",")]
+    options.mih_runs = [int(n) for n in options.mih_runs.split(",") if n]
     options.columns = [c for c in options.columns.split(",") if c]
     unknown = set(options.columns) - set(COLUMNS)
     if unknown:
