@@ -198,10 +198,17 @@ mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e)
 {
 	MihRunSet	set;
 	int64		n = e->n;
-	uint64	   *keys = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	uint64	   *rows = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	ItemPointerData *tids = palloc_extended(Max(n, 1) * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
+	uint64	   *keys;
+	uint64	   *rows;
+	ItemPointerData *tids;
 
+	/* The radix sort's limit, and so a run set's. */
+	if (n > PG_UINT32_MAX)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("simhash_mih: more than 2^32 rows to sort into one run set")));
+	keys = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	rows = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	tids = palloc_extended(Max(n, 1) * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
 	memset(&set, 0, sizeof(set));
 	set.nentries = n;
 	for (int t = 0; t < blocks->nblocks; t++)

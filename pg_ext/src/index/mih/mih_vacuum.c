@@ -206,6 +206,7 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	simhash_blocks_init(&v.blocks, meta.ntables);
 	/* the removed fingerprints and their sorted keys (and the sort's copy), 8 bytes each */
 	v.most = Max((int64) maintenance_work_mem * 1024 / (3 * sizeof(uint64)), 2 * MIH_RUN_MAX_ENTRIES);
+	v.most = Min(v.most, (int64) PG_UINT32_MAX);	/* what the radix sort takes */
 	v.room = 2 * MIH_RUN_MAX_ENTRIES;
 	v.removed = palloc(v.room * sizeof(uint64));
 	for (int s = 0; s < meta.nsets; s++)
