@@ -94,4 +94,28 @@
 #define simhash_shared_file_open(sfs, name) BufFileOpenShared((sfs), (name), O_RDONLY)
 #endif
 
+/*
+ * Pin a relation's block through the buffer it was last seen in, skipping the
+ * buffer mapping lookup (false when the buffer holds another page now):
+ * PostgreSQL 16 renamed the relation's RelFileNode to RelFileLocator.
+ */
+#if PG_VERSION_NUM >= 160000
+#define simhash_read_recent_buffer(rel, blkno, buffer) \
+	ReadRecentBuffer((rel)->rd_locator, MAIN_FORKNUM, (blkno), (buffer))
+#else
+#define simhash_read_recent_buffer(rel, blkno, buffer) \
+	ReadRecentBuffer((rel)->rd_node, MAIN_FORKNUM, (blkno), (buffer))
+#endif
+
+/*
+ * A function that never returns (it raises an ERROR), written before the
+ * declaration: PostgreSQL 18 spells it pg_noreturn (C11's _Noreturn), the
+ * older majors pg_attribute_noreturn() (GCC's attribute, which may lead too).
+ */
+#if PG_VERSION_NUM >= 180000
+#define simhash_noreturn pg_noreturn
+#else
+#define simhash_noreturn pg_attribute_noreturn()
+#endif
+
 #endif							/* SIMHASH_PG_COMPAT_H */

@@ -35,9 +35,6 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	mih_entries_init(&e);
 	result->heap_tuples = table_index_build_scan(heap, index, indexInfo, true, true,
 												 mih_build_callback, &e, NULL);
-	if (e.n > PG_UINT32_MAX)
-		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("simhash_mih: more than 2^32 rows")));
 	simhash_blocks_init(&blocks, mih_runs_of(index));
 	set = mih_write_set(index, &blocks, &e);
 

@@ -25,7 +25,7 @@ mih_flush_pending(Relation index, Buffer meta_buffer)
 	if (meta->nsets >= MIH_MAX_SETS || meta->nretired >= MIH_MAX_RETIRED)
 		return;					/* VACUUM merges and recycles first */
 	mih_entries_init(&e);
-	mih_visit_chain(index, meta->pending_head, mih_collect_page, &collect);
+	mih_visit_chain(index, meta->pending_head, meta->pending_count, mih_collect_pending, &collect);
 	simhash_blocks_init(&blocks, meta->ntables);
 	set = mih_write_set(index, &blocks, &e);
 	chain.chain_head = meta->pending_head;
@@ -37,8 +37,7 @@ mih_flush_pending(Relation index, Buffer meta_buffer)
 	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
 	meta->pending_count = 0;
 	GenericXLogFinish(state);
-	pfree(e.fps);
-	pfree(e.tids);
+	mih_entries_free(&e);
 }
 
 /*
@@ -55,18 +54,18 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	Buffer		new_buffer = InvalidBuffer;
 	GenericXLogState *state;
 	MihMeta    *meta;
-	MihRunPage *tail = NULL;
+	MihPendingPage *tail = NULL;
 
 	if (isnull[0])
 		return false;
 	meta_buffer = ReadBuffer(index, 0);
 	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
 	meta = mih_meta_of(BufferGetPage(meta_buffer));
+	mih_check_meta(index, meta);
 	if (meta->pending_tail != InvalidBlockNumber)
 	{
-		tail_buffer = ReadBuffer(index, meta->pending_tail);
-		LockBuffer(tail_buffer, BUFFER_LOCK_EXCLUSIVE);
-		if (mih_run_of(BufferGetPage(tail_buffer))->n >= MIH_PAGE_CAP)
+		tail_buffer = mih_read_page(index, meta->pending_tail, MIH_PAGE_PENDING, BUFFER_LOCK_EXCLUSIVE);
+		if (mih_pending_of(BufferGetPage(tail_buffer))->n >= MIH_PENDING_CAP)
 			new_buffer = mih_new_buffer(index);
 	}
 	else
@@ -75,24 +74,25 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	state = GenericXLogStart(index);
 	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
 	if (BufferIsValid(tail_buffer))
-		tail = mih_run_of(GenericXLogRegisterBuffer(state, tail_buffer, 0));
+		tail = mih_pending_of(GenericXLogRegisterBuffer(state, tail_buffer, 0));
 	if (BufferIsValid(new_buffer))
 	{
 		Page		page = GenericXLogRegisterBuffer(state, new_buffer, GENERIC_XLOG_FULL_IMAGE);
 		BlockNumber blkno = BufferGetBlockNumber(new_buffer);
 
 		PageInit(page, BLCKSZ, 0);
-		((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihRunPage);
+		((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihPendingPage);
 		if (tail)
 			tail->next = blkno;
 		else
 			meta->pending_head = blkno;
 		meta->pending_tail = blkno;
-		tail = mih_run_of(page);
+		tail = mih_pending_of(page);
+		tail->kind = MIH_PAGE_PENDING;
 		tail->n = 0;
 		tail->next = InvalidBlockNumber;
 	}
-	tail->keys[tail->n] = DatumGetSimhash64(values[0]);
+	tail->fps[tail->n] = DatumGetSimhash64(values[0]);
 	tail->tids[tail->n] = *ht_ctid;
 	tail->n++;
 	meta->pending_count++;

@@ -1,16 +1,37 @@
 /*
  * mih_runs.c — the pages of a simhash_mih index: page allocation (recycled
  * pages first), run sets written from sorted entries, walks over a run's or a
- * chain's pages, and the metapage.
+ * chain's pages and a run's directory, and the metapage.  Every page read
+ * here is checked before use (kind, counts): a corrupted one is an ERROR
+ * naming its block.
  */
-#include "index/mih/mih.h"
+#include "index/mih/mih_page.h"
 
 #include "access/generic_xlog.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "blocks/radix_sort.h"
+
+/* The one form of every corruption report: SQLSTATE XX002, the index, the block. */
+void
+mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...)
+{
+	char		what[256];
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(what, sizeof(what), fmt, args);
+	va_end(args);
+	ereport(ERROR,
+			errcode(ERRCODE_INDEX_CORRUPTED),
+			errmsg("simhash_mih index \"%s\" is corrupted: block %u: %s",
+				   RelationGetRelationName(index), blkno, what));
+	pg_unreachable();
+}
 
 /* A page to write, exclusively locked: a recycled one, else a new one. */
 Buffer
@@ -31,7 +52,7 @@ mih_new_buffer(Relation index)
 			Page		page = BufferGetPage(buffer);
 
 			/* The FSM is not WAL-logged: trust only pages marked deleted. */
-			if (PageIsNew(page) || mih_run_of(page)->n == MIH_DELETED)
+			if (PageIsNew(page) || mih_head_of(page)->kind == MIH_PAGE_DELETED)
 				return buffer;
 			LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
 		}
@@ -47,7 +68,10 @@ mih_new_buffer(Relation index)
 	return buffer;
 }
 
-/* Writes `size` bytes of `contents` as a fresh page, WAL-logged. */
+/*
+ * Writes `size` bytes of `contents` as a fresh page, WAL-logged.  pd_lower
+ * covers them: WAL leaves out the hole between pd_lower and pd_upper.
+ */
 BlockNumber
 mih_write_page(Relation index, const void *contents, Size size)
 {
@@ -90,6 +114,13 @@ mih_entries_add(MihEntries *e, uint64 fp, ItemPointer tid)
 	e->n++;
 }
 
+void
+mih_entries_free(MihEntries *e)
+{
+	pfree(e->fps);
+	pfree(e->tids);
+}
+
 /* Writes the directory of one run; returns its first page. */
 static BlockNumber
 mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *blkno, int64 npages)
@@ -101,7 +132,8 @@ mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *
 	/* Back to front, so each page knows the next. */
 	for (int64 start = last_start; start >= 0; start -= MIH_DIR_CAP)
 	{
-		dir->n = (uint32) Min(MIH_DIR_CAP, npages - start);
+		dir->kind = MIH_PAGE_DIRECTORY;
+		dir->n = (uint16) Min(MIH_DIR_CAP, npages - start);
 		dir->next = next;
 		memcpy(dir->first_key, first_key + start, dir->n * sizeof(uint64));
 		memcpy(dir->blkno, blkno + start, dir->n * sizeof(BlockNumber));
@@ -111,19 +143,72 @@ mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *
 	return next;
 }
 
-/* Sorts the entries into one run per block and writes them: a new run set. */
+/*
+ * Writes one run: keys[0..n) sorted, with their TIDs (the first run) or
+ * without (tids NULL), packed into compact run pages, then its directory.
+ * Sets *npages; returns the directory's first page.
+ */
+static BlockNumber
+mih_write_run(Relation index, const uint64 *keys, const ItemPointerData *tids, int64 n,
+			  BlockNumber *npages)
+{
+	int64		cap = n / 256 + 16;
+	uint64	   *first_key = palloc_extended(cap * sizeof(uint64), MCXT_ALLOC_HUGE);
+	BlockNumber *blkno = palloc_extended(cap * sizeof(BlockNumber), MCXT_ALLOC_HUGE);
+	MihRunPage *page = palloc(MIH_PAGE_DATA);
+	int64		pages = 0;
+	BlockNumber head;
+
+	for (int64 at = 0; at < n; pages++)
+	{
+		MihRunShape shape;
+		Size		size;
+
+		if (pages == cap)
+		{
+			cap *= 2;
+			first_key = repalloc_huge(first_key, cap * sizeof(uint64));
+			blkno = repalloc_huge(blkno, cap * sizeof(BlockNumber));
+		}
+		mih_run_fit(keys + at, tids ? tids + at : NULL, n - at, -1, &shape);
+		memset(page, 0, MIH_PAGE_DATA);
+		size = mih_run_pack(page, &shape, keys + at, tids ? tids + at : NULL);
+		first_key[pages] = keys[at];
+		blkno[pages] = mih_write_page(index, page, size);
+		at += shape.n;
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (pages > MaxBlockNumber)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("simhash_mih: a run of more than %u pages", MaxBlockNumber)));
+	head = mih_write_directory(index, first_key, blkno, pages);
+	*npages = (BlockNumber) pages;
+	pfree(first_key);
+	pfree(blkno);
+	pfree(page);
+	return head;
+}
+
+/*
+ * Sorts the entries into one run per block and writes them: a new run set.
+ * The first run carries the TIDs; the others the keys alone (mih.h).
+ */
 MihRunSet
 mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e)
 {
 	MihRunSet	set;
 	int64		n = e->n;
-	int64		npages = (n + MIH_PAGE_CAP - 1) / MIH_PAGE_CAP;
-	uint64	   *keys = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	uint64	   *rows = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	uint64	   *first_key = palloc_extended(Max(npages, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	BlockNumber *blkno = palloc_extended(Max(npages, 1) * sizeof(BlockNumber), MCXT_ALLOC_HUGE);
-	MihRunPage *run = palloc0(sizeof(MihRunPage));
+	uint64	   *keys;
+	uint64	   *rows;
+	ItemPointerData *tids;
 
+	/* The radix sort's limit, and so a run set's. */
+	if (n > PG_UINT32_MAX)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("simhash_mih: more than 2^32 rows to sort into one run set")));
+	keys = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	rows = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	tids = palloc_extended(Max(n, 1) * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
 	memset(&set, 0, sizeof(set));
 	set.nentries = n;
 	for (int t = 0; t < blocks->nblocks; t++)
@@ -133,92 +218,206 @@ mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e)
 			keys[i] = lead_with(e->fps[i], blocks->mask[t]);
 			rows[i] = i;
 		}
-		simhash_radix_sort(keys, rows, (uint32) n);
-		for (int64 p = 0; p < npages; p++)
-		{
-			int64		first = p * MIH_PAGE_CAP;
-
-			run->n = (uint32) Min(MIH_PAGE_CAP, n - first);
-			run->next = InvalidBlockNumber;
-			for (uint32 j = 0; j < run->n; j++)
-			{
-				run->keys[j] = keys[first + j];
-				run->tids[j] = e->tids[rows[first + j]];
-			}
-			first_key[p] = run->keys[0];
-			blkno[p] = mih_write_page(index, run, sizeof(MihRunPage));
-			CHECK_FOR_INTERRUPTS();
-		}
-		set.npages[t] = (BlockNumber) npages;
-		set.dir_head[t] = mih_write_directory(index, first_key, blkno, npages);
+		simhash_radix_sort(keys, t == 0 ? rows : NULL, (uint32) n);
+		if (t == 0)
+			for (int64 i = 0; i < n; i++)
+				tids[i] = e->tids[rows[i]];
+		set.dir_head[t] = mih_write_run(index, keys, t == 0 ? tids : NULL, n, &set.npages[t]);
 	}
 	pfree(keys);
 	pfree(rows);
-	pfree(first_key);
-	pfree(blkno);
-	pfree(run);
+	pfree(tids);
 	return set;
 }
 
+/*
+ * Locks a pinned buffer in `mode` and checks that it holds a page of this
+ * kind whose count fits it (a run page's other fields: mih_run_view).
+ */
+void
+mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode)
+{
+	Page		page;
+	const char *problem = NULL;
+	uint16		found;
+
+	LockBuffer(buffer, mode);
+	page = BufferGetPage(buffer);
+	found = PageIsNew(page) ? 0 : mih_head_of(page)->kind;
+	if (found != kind)
+		problem = psprintf("expected a page of kind 0x%04x, found 0x%04x", kind, found);
+	else if (kind == MIH_PAGE_DIRECTORY && mih_head_of(page)->n > MIH_DIR_CAP)
+		problem = psprintf("directory page holds %u pages, more than the %zu it has room for",
+						   mih_head_of(page)->n, (size_t) MIH_DIR_CAP);
+	else if (kind == MIH_PAGE_PENDING && mih_head_of(page)->n > MIH_PENDING_CAP)
+		problem = psprintf("pending page holds %u entries, more than the %zu it has room for",
+						   mih_head_of(page)->n, (size_t) MIH_PENDING_CAP);
+	if (problem)
+	{
+		BlockNumber blkno = BufferGetBlockNumber(buffer);
+
+		UnlockReleaseBuffer(buffer);
+		mih_corrupt(index, blkno, "%s", problem);
+	}
+}
+
+/* Block blkno, locked in `mode`, checked (mih_lock_page). */
+Buffer
+mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode)
+{
+	Buffer		buffer = ReadBuffer(index, blkno);
+
+	mih_lock_page(index, buffer, kind, mode);
+	return buffer;
+}
+
+/*
+ * Run t's directory in memory (in `context`): each run page's first key and
+ * block.  Every block must lie inside the index, and the chain must hold the
+ * metapage's page count exactly.
+ */
+void
+mih_read_directory(Relation index, const MihRunSet *set, int t, MemoryContext context, MihRunDir *dir)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	BlockNumber dir_blkno = set->dir_head[t];
+	BlockNumber at = 0;
+
+	if (set->npages[t] >= nblocks)
+		mih_corrupt(index, 0, "run %d of a run set has %u pages, the index %u blocks",
+					t, set->npages[t], nblocks);
+	dir->npages = set->npages[t];
+	dir->first_key = MemoryContextAllocHuge(context, Max(dir->npages, 1) * sizeof(uint64));
+	dir->blkno = MemoryContextAllocHuge(context, Max(dir->npages, 1) * sizeof(BlockNumber));
+	while (dir_blkno != InvalidBlockNumber)
+	{
+		Buffer		buffer;
+		MihDirPage *page;
+		BlockNumber here = dir_blkno;
+		uint32		n;
+
+		if (dir_blkno == 0 || dir_blkno >= nblocks)
+			mih_corrupt(index, dir_blkno, "a directory page outside the index (%u blocks)", nblocks);
+		buffer = mih_read_page(index, dir_blkno, MIH_PAGE_DIRECTORY, BUFFER_LOCK_SHARE);
+		page = mih_dir_of(BufferGetPage(buffer));
+		if (page->n > dir->npages - at)
+		{
+			UnlockReleaseBuffer(buffer);
+			mih_corrupt(index, here, "the directory of run %d holds more pages than the metapage's %u",
+						t, dir->npages);
+		}
+		for (uint32 j = 0; j < page->n; j++)
+			if (page->blkno[j] == 0 || page->blkno[j] >= nblocks)
+			{
+				BlockNumber bad = page->blkno[j];
+
+				UnlockReleaseBuffer(buffer);
+				mih_corrupt(index, here, "directory entry %u points to block %u, outside the index", j, bad);
+			}
+		n = page->n;
+		memcpy(dir->first_key + at, page->first_key, n * sizeof(uint64));
+		memcpy(dir->blkno + at, page->blkno, n * sizeof(BlockNumber));
+		at += n;
+		dir_blkno = page->next;
+		UnlockReleaseBuffer(buffer);
+		/* Every directory page but an empty run's one holds a page: no cycle outlasts this. */
+		if (n == 0 && dir_blkno != InvalidBlockNumber)
+			mih_corrupt(index, here, "an empty directory page with a successor");
+	}
+	if (at != dir->npages)
+		mih_corrupt(index, 0, "run %d of a run set has %u pages in its directory, the metapage says %u",
+					t, at, dir->npages);
+}
+
+void
+mih_free_directory(MihRunDir *dir)
+{
+	pfree(dir->first_key);
+	pfree(dir->blkno);
+}
+
+/* Every page of run t of a set (and its directory pages, with directory_too). */
 void
 mih_visit_run(Relation index, const MihRunSet *set, int t, bool directory_too,
 			  MihPageVisitor visit, void *arg)
 {
+	MihRunDir	dir;
 	BlockNumber dir_blkno = set->dir_head[t];
 
-	while (dir_blkno != InvalidBlockNumber)
+	mih_read_directory(index, set, t, CurrentMemoryContext, &dir);
+	for (BlockNumber p = 0; p < dir.npages; p++)
+		visit(index, dir.blkno[p], arg);
+	mih_free_directory(&dir);
+	/* The chain was checked whole above. */
+	while (directory_too && dir_blkno != InvalidBlockNumber)
 	{
-		Buffer		buffer = ReadBuffer(index, dir_blkno);
-		MihDirPage *dir;
+		Buffer		buffer = mih_read_page(index, dir_blkno, MIH_PAGE_DIRECTORY, BUFFER_LOCK_SHARE);
 		BlockNumber here = dir_blkno;
-		uint32		n;
-		BlockNumber *blknos;
 
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		dir = mih_dir_of(BufferGetPage(buffer));
-		n = dir->n;
-		blknos = palloc(Max(n, 1) * sizeof(BlockNumber));
-		memcpy(blknos, dir->blkno, n * sizeof(BlockNumber));
-		dir_blkno = dir->next;
+		dir_blkno = mih_dir_of(BufferGetPage(buffer))->next;
 		UnlockReleaseBuffer(buffer);
-		for (uint32 j = 0; j < n; j++)
-			visit(index, blknos[j], arg);
-		if (directory_too)
-			visit(index, here, arg);
-		pfree(blknos);
+		visit(index, here, arg);
 	}
 }
 
-/* Every page of a chain linked by `next` (the pending list). */
-void
-mih_visit_chain(Relation index, BlockNumber blkno, MihPageVisitor visit, void *arg)
+/*
+ * Page number `pages` (from 0) of the pending list, at blkno, share-locked.
+ * A chain longer than the rows it received (each page was added for a row)
+ * has a cycle.
+ */
+Buffer
+mih_read_pending(Relation index, BlockNumber blkno, int64 pages, int64 rows)
 {
-	while (blkno != InvalidBlockNumber)
-	{
-		Buffer		buffer = ReadBuffer(index, blkno);
-		BlockNumber next;
+	if (pages >= rows)
+		mih_corrupt(index, blkno, "the pending list is longer than the metapage's " INT64_FORMAT " rows", rows);
+	return mih_read_page(index, blkno, MIH_PAGE_PENDING, BUFFER_LOCK_SHARE);
+}
 
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		next = mih_run_of(BufferGetPage(buffer))->next;
+/* Every page of the pending list. */
+void
+mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPageVisitor visit, void *arg)
+{
+	for (int64 pages = 0; blkno != InvalidBlockNumber; pages++)
+	{
+		Buffer		buffer = mih_read_pending(index, blkno, pages, rows);
+		BlockNumber next = mih_pending_of(BufferGetPage(buffer))->next;
+
 		UnlockReleaseBuffer(buffer);
 		visit(index, blkno, arg);
 		blkno = next;
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 
+/* Adds the rows of a pending page to c->entries. */
 void
-mih_collect_page(Relation index, BlockNumber blkno, void *arg)
+mih_collect_pending(Relation index, BlockNumber blkno, void *arg)
 {
 	MihCollect *c = (MihCollect *) arg;
-	Buffer		buffer = ReadBuffer(index, blkno);
-	MihRunPage *run;
+	Buffer		buffer = mih_read_page(index, blkno, MIH_PAGE_PENDING, BUFFER_LOCK_SHARE);
+	MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
 
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	run = mih_run_of(BufferGetPage(buffer));
-	for (uint32 j = 0; j < run->n; j++)
-		mih_entries_add(c->entries, c->mask ? unlead(run->keys[j], c->mask) : run->keys[j],
-						&run->tids[j]);
+	for (uint32 j = 0; j < page->n; j++)
+		mih_entries_add(c->entries, page->fps[j], &page->tids[j]);
 	UnlockReleaseBuffer(buffer);
+}
+
+/* Adds the rows of a first-run page to c->entries (keys unrotated with c->mask). */
+void
+mih_collect_run(Relation index, BlockNumber blkno, void *arg)
+{
+	MihCollect *c = (MihCollect *) arg;
+	Buffer		buffer = mih_read_page(index, blkno, MIH_PAGE_RUN, BUFFER_LOCK_SHARE);
+	MihRunView	view;
+	uint64		keys[MIH_RUN_MAX_ENTRIES];
+	ItemPointerData tids[MIH_RUN_MAX_ENTRIES];
+	int			n;
+
+	mih_run_view(&view, index, blkno, BufferGetPage(buffer), true);
+	n = mih_run_decode(&view, keys, tids);
+	UnlockReleaseBuffer(buffer);
+	for (int j = 0; j < n; j++)
+		mih_entries_add(c->entries, unlead(keys[j], c->mask), &tids[j]);
 }
 
 void
@@ -263,20 +462,36 @@ mih_meta_retire(MihMeta *meta, const MihRetired *what)
 	return true;
 }
 
+/*
+ * What every reader checks first: a simhash_mih metapage of this page format
+ * (another format is an index to REINDEX, not a corrupted one), with every
+ * count within the arrays it indexes.
+ */
 void
 mih_check_meta(Relation index, const MihMeta *meta)
 {
 	if (meta->magic != MIH_MAGIC)
-		ereport(ERROR, (errcode(ERRCODE_INDEX_CORRUPTED),
-						errmsg("index \"%s\" is not a simhash_mih index", RelationGetRelationName(index))));
+		mih_corrupt(index, 0, "not a simhash_mih metapage");
 	if (meta->version != MIH_VERSION)
-		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						errmsg("index \"%s\" has page format %u, this build reads %u",
-							   RelationGetRelationName(index), meta->version, MIH_VERSION),
-						errhint("REINDEX INDEX %s", RelationGetRelationName(index))));
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("index \"%s\" has simhash_mih page format %u, which this version of the simhash extension does not read",
+					   RelationGetRelationName(index), meta->version),
+				errdetail("This version reads page format %u only.", MIH_VERSION),
+				errhint("Rebuild the index: REINDEX INDEX %s;",
+						quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+												   RelationGetRelationName(index))));
+	if (meta->ntables < 1 || meta->ntables > MIH_MAX_TABLES || meta->nsets < 0 ||
+		meta->nsets > MIH_MAX_SETS || meta->nretired < 0 || meta->nretired > MIH_MAX_RETIRED ||
+		meta->pending_count < 0)
+		mih_corrupt(index, 0, "the metapage's counts are out of range (%d runs, %d run sets, %d retired, " INT64_FORMAT " pending)",
+					meta->ntables, meta->nsets, meta->nretired, meta->pending_count);
+	for (int s = 0; s < meta->nsets; s++)
+		if (meta->sets[s].nentries < 0)
+			mih_corrupt(index, 0, "run set %d has a negative entry count", s);
 }
 
-/* A copy of the metapage. */
+/* A copy of the metapage, checked. */
 MihMeta
 mih_read_meta(Relation index)
 {
