@@ -31,6 +31,7 @@ typedef struct SimhashSortBy
 {
 	uint64		mask;
 	bool		by_key;
+	int			skip;			/* leading bits partitions ignore (equal within a unit) */
 } SimhashSortBy;
 
 static inline uint64
@@ -52,7 +53,7 @@ extern void simhash_sort_entries(SimhashEntry *entries, Size n, const SimhashSor
 
 /*
  * Partitions entries[0..n) in place by the top `bits` bits of their sort
- * value (1 to SIMHASH_PARTITION_MAX_BITS): bucket d is then
+ * value after its first by->skip bits (1 to SIMHASH_PARTITION_MAX_BITS): bucket d is then
  * entries[start[d] .. start[d + 1]).  start has 2^bits + 1 elements, next
  * (scratch) 2^bits.  One level of the radix sort, for grouping when the
  * order inside a bucket does not matter.

@@ -492,7 +492,7 @@ unit_pieces(const SimhashStripes *stripes, Size unit, Size *start, Size *end)
 /* A unit that fits the scratch: each table scatters it there by bucket. */
 static void
 search_scattered(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
-				 int npieces, const Size *start, const Size *end, Size n)
+				 int npieces, const Size *start, const Size *end, Size n, int skip)
 {
 	int			bits = bucket_bits_for(n, search->work.bucket_bits);
 
@@ -501,6 +501,8 @@ search_scattered(SimhashSearch *search, int first_table, int end_table, SimhashE
 		uint32		table = search->tables[t];
 		SimhashSortBy by = simhash_table_order(search, table);
 
+		/* A table of the pass's block alone has its unit's leading bits equal. */
+		by.skip = skip;
 		/* Layouts of many tables spend long in one unit: stay cancellable. */
 		CHECK_FOR_INTERRUPTS();
 		simhash_scatter_pieces(entries, start, end, npieces, &by, bits,
@@ -523,7 +525,7 @@ search_scattered(SimhashSearch *search, int first_table, int end_table, SimhashE
  */
 static void
 search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
-				int npieces, const Size *start, const Size *end)
+				int npieces, const Size *start, const Size *end, int skip)
 {
 	int			bits = IN_PLACE_BUCKET_BITS;
 	Size		buckets = (Size) 1 << bits;
@@ -534,6 +536,7 @@ search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEn
 		uint32		table = search->tables[t];
 		SimhashSortBy by = simhash_table_order(search, table);
 
+		by.skip = skip;
 		CHECK_FOR_INTERRUPTS();
 		for (int s = 0; s < npieces; s++)
 		{
@@ -572,15 +575,18 @@ search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEn
 	pfree(piece_buckets);
 }
 
-/* Tables [first_table, end_table) over the n entries of some pieces. */
+/*
+ * Tables [first_table, end_table) over the n entries of some pieces, whose
+ * tables' sort values share their first `skip` bits at most (a unit's).
+ */
 static void
 search_tables(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
-			  int npieces, const Size *start, const Size *end, Size n)
+			  int npieces, const Size *start, const Size *end, Size n, int skip)
 {
 	if (n > search->work.scratch_rows)
-		search_in_place(search, first_table, end_table, entries, npieces, start, end);
+		search_in_place(search, first_table, end_table, entries, npieces, start, end, skip);
 	else if (n > 1)
-		search_scattered(search, first_table, end_table, entries, npieces, start, end, n);
+		search_scattered(search, first_table, end_table, entries, npieces, start, end, n, skip);
 }
 
 void
@@ -591,7 +597,7 @@ simhash_search_unit(SimhashSearch *search, int pass, const SimhashStripes *strip
 	Size		n = unit_pieces(stripes, unit, start, end);
 
 	search_tables(search, search->pass_start[pass], search->pass_start[pass + 1], stripes->entries,
-				  stripes->nstripes, start, end, n);
+				  stripes->nstripes, start, end, n, stripes->unit_bits);
 	pfree(start);
 }
 
@@ -606,7 +612,7 @@ simhash_search_table(SimhashSearch *search, int table, SimhashEntry *entries, Si
 {
 	Size		start = 0;
 
-	search_tables(search, table, table + 1, entries, 1, &start, &n, n);
+	search_tables(search, table, table + 1, entries, 1, &start, &n, n, 0);
 }
 
 uint64
@@ -696,7 +702,8 @@ static Size
 distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, const Size *start,
 			  const Size *end, SimhashPairFn join, void *arg)
 {
-	SimhashSortBy by = {.mask = ~UINT64CONST(0)};
+	/* The unit's leading bits are equal throughout: buckets by the next ones. */
+	SimhashSortBy by = {.mask = ~UINT64CONST(0), .skip = stripes->unit_bits};
 	Size		n = 0;
 	Size		kept = 0;
 	SimhashEntry *all;
