@@ -88,10 +88,12 @@
 #define simhash_shared_file_create(sfs, name) BufFileCreateFileSet(&(sfs)->fs, (name))
 #define simhash_shared_file_export(file) BufFileExportFileSet(file)
 #define simhash_shared_file_open(sfs, name) BufFileOpenFileSet(&(sfs)->fs, (name), O_RDONLY, false)
+#define simhash_shared_file_delete(sfs, name) BufFileDeleteFileSet(&(sfs)->fs, (name), false)
 #else
 #define simhash_shared_file_create(sfs, name) BufFileCreateShared((sfs), (name))
 #define simhash_shared_file_export(file) BufFileExportShared(file)
 #define simhash_shared_file_open(sfs, name) BufFileOpenShared((sfs), (name), O_RDONLY)
+#define simhash_shared_file_delete(sfs, name) BufFileDeleteShared((sfs), (name))
 #endif
 
 /*

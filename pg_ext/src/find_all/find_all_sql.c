@@ -337,13 +337,51 @@ clusters_in_memory(SimhashResultSink *sink, SimhashEntry *entries, Size n, int k
 	put_clusters(sink, &clusters, &keys, include_singletons);
 }
 
-/* The budget left for a spilled search once `used` bytes are taken. */
+/*
+ * The memory of each process of a spilled run of `processes` processes,
+ * in rows, once `used` bytes of the budget are taken.
+ */
 static Size
-spill_rows_in_memory(Size used, const char *caller)
+spill_rows_per_process(Size used, int processes, const char *caller)
 {
 	Size		budget = (Size) maintenance_work_mem * 1024;
 
-	return simhash_spill_rows_in_memory(budget > used ? budget - used : 0, caller);
+	return simhash_spill_rows_in_memory((budget > used ? budget - used : 0) / processes, caller);
+}
+
+/*
+ * The pairs of spilled rows (a rewound file, closed here), by the backend
+ * alone or with workers.
+ */
+static void
+spilled_pairs(SimhashEntryFile *input, int k, int blocks, int workers, Size used, bool distinct_first,
+			  SimhashPairFn emit, void *arg, const char *caller)
+{
+	SimhashParallelRun *run;
+	Size		budget = (Size) maintenance_work_mem * 1024;
+
+	/* Each process needs its own share of the budget: fewer workers if it is short. */
+	while (workers > 0 && !simhash_spill_budget_enough((budget > used ? budget - used : 0) / (workers + 1)))
+		workers--;
+	if (workers == 0)
+	{
+		Size		rows_in_memory = spill_rows_per_process(used, 1, caller);
+
+		if (distinct_first)
+		{
+			SimhashEntryFile distinct;
+
+			simhash_spill_distinct(input, rows_in_memory, emit, arg, &distinct);
+			simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
+			simhash_spill_find_pairs(&distinct, k, blocks, rows_in_memory, emit, arg);
+		}
+		else
+			simhash_spill_find_pairs(input, k, blocks, rows_in_memory, emit, arg);
+		return;
+	}
+	run = simhash_parallel_begin_spilled(workers, spill_rows_per_process(used, workers + 1, caller));
+	simhash_parallel_spill_find_pairs(run, input, k, blocks, distinct_first, emit, arg);
+	simhash_parallel_end(run);
 }
 
 /*
@@ -352,19 +390,17 @@ spill_rows_in_memory(Size used, const char *caller)
  * through temporary files.
  */
 static void
-clusters_spilled(SimhashResultSink *sink, SimhashRows *rows, int k, int blocks, bool include_singletons)
+clusters_spilled(SimhashResultSink *sink, SimhashRows *rows, int k, int blocks, int workers,
+				 bool include_singletons)
 {
 	SimhashClusters clusters;
 	SimhashKeyFile keys;
 	SimhashEntryFile numbered;
-	SimhashEntryFile distinct;
 	SimhashEntry *buffer = palloc(sizeof(SimhashEntry) * SIMHASH_ROWS_CHUNK);
-	Size		rows_in_memory;
 	Size		row = 0;
 	Size		got;
 
 	simhash_clusters_init(&clusters, rows->count);
-	rows_in_memory = spill_rows_in_memory(rows->count * SIMHASH_CLUSTERS_BYTES_PER_ROW, rows->caller);
 	simhash_key_file_create(&keys);
 	simhash_entry_file_create(&numbered);
 	while ((got = simhash_entry_file_read(rows->spill, buffer, SIMHASH_ROWS_CHUNK)) > 0)
@@ -380,9 +416,8 @@ clusters_spilled(SimhashResultSink *sink, SimhashRows *rows, int k, int blocks, 
 	pfree(buffer);
 	simhash_entry_file_close(rows->spill);
 	simhash_entry_file_rewind(&numbered);
-	simhash_spill_distinct(&numbered, rows_in_memory, simhash_clusters_join, &clusters, &distinct);
-	simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
-	simhash_spill_find_pairs(&distinct, k, blocks, rows_in_memory, simhash_clusters_join, &clusters);
+	spilled_pairs(&numbered, k, blocks, workers, rows->count * SIMHASH_CLUSTERS_BYTES_PER_ROW, true,
+				  simhash_clusters_join, &clusters, rows->caller);
 	simhash_clusters_rank(&clusters);
 	put_clusters(sink, &clusters, &keys, include_singletons);
 }
@@ -412,19 +447,19 @@ blocks_for(int blocks, int k, Size n)
 
 /* find_all or clusters of rows past maintenance_work_mem. */
 static void
-run_spilled(SimhashResultSink *sink, SimhashRows *rows, int k, int blocks, FindAllOutput output,
-			bool include_singletons)
+run_spilled(SimhashResultSink *sink, SimhashRows *rows, int k, int blocks, int workers,
+			FindAllOutput output, bool include_singletons)
 {
 	blocks = blocks_for(blocks, k, rows->count);
+	workers = simhash_parallel_spill_workers(workers, rows->count);
 	simhash_rows_finish_spill(rows);
 	simhash_spill_unique_ids(rows);
 	if (output == CLUSTERS)
-		clusters_spilled(sink, rows, k, blocks, include_singletons);
+		clusters_spilled(sink, rows, k, blocks, workers, include_singletons);
 	else
 	{
 		simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
-		simhash_spill_find_pairs(rows->spill, k, blocks, spill_rows_in_memory(0, rows->caller),
-								 put_pair, sink);
+		spilled_pairs(rows->spill, k, blocks, workers, 0, false, put_pair, sink, rows->caller);
 	}
 }
 
@@ -529,7 +564,7 @@ run_find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, Fi
 	rows_read = rows.count;
 	simhash_progress_at(SIMHASH_STAGE_PREPARE, 0, 0);
 	if (rows.spill != NULL)
-		run_spilled(&sink, &rows, k, blocks, output, include_singletons);
+		run_spilled(&sink, &rows, k, blocks, workers, output, include_singletons);
 	else
 		run_in_memory(&sink, &rows, input, k, blocks, workers, output, include_singletons);
 	simhash_progress_end(rows_read, sink.count);
