@@ -56,6 +56,12 @@ def peak_kb(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a backend has used so far (steadier than wall time on a busy machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def temp_bytes(conn: psycopg.Connection) -> int:
     return conn.execute("SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()").fetchone()[0]
 
@@ -70,18 +76,18 @@ def run(dsn: str, function: str, n: int, workers: int) -> dict:
         conn.execute("SET work_mem = '64MB'")
         conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
         conn.execute("SET simhash.progress_interval = '1h'")  # only the last NOTICE: stage times
-        before_kb, before_temp = peak_kb(pid), temp_bytes(conn)
         conn.execute(f"DROP TABLE IF EXISTS result_{function}")
+        before_kb, before_temp, before_cpu = peak_kb(pid), temp_bytes(conn), cpu_seconds(pid)
         start = time.perf_counter()
         conn.execute(f"CREATE UNLOGGED TABLE result_{function} AS SELECT * FROM {function}('SELECT id, fp FROM t', {K})")
         wall = time.perf_counter() - start
-        after_kb = peak_kb(pid)
+        after_kb, cpu = peak_kb(pid), cpu_seconds(pid) - before_cpu
     with psycopg.connect(dsn, autocommit=True) as conn:
         time.sleep(1.0)  # the statistics of the finished backend
         spilled = temp_bytes(conn) - before_temp
         rows = conn.execute(f"SELECT count(*) FROM result_{function}").fetchone()[0]
     stages = next((m.groups() for m in map(STAGES.search, notices) if m), ("?",) * 4)
-    return {"wall": wall, "stages": stages, "peak_mb": (after_kb - before_kb) / 1024,
+    return {"wall": wall, "cpu": cpu, "stages": stages, "peak_mb": (after_kb - before_kb) / 1024,
             "per_row": (after_kb - before_kb) * 1024 / n, "temp_gb": spilled / 1e9, "rows": rows}
 
 
@@ -121,7 +127,8 @@ def main() -> None:
     sizes = args.sizes or [1_000_000, 10_000_000] + ([100_000_000] if args.large else [])
     dsn = os.environ["SIMHASH_DSN"]
     print(f"distance {K}, maintenance_work_mem 1GB, {os.cpu_count()} CPUs")
-    print(f"{'rows':>11} {'function':<17}{'workers':>8}{'wall s':>8}{'us/row':>8}  {'read / prepare / search / output s':<36}"
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; CPU s: the backend's alone")
+    print(f"{'rows':>11} {'function':<17}{'workers':>8}{'wall s':>8}{'CPU s':>8}{'us/row':>8}  {'read / prepare / search / output s':<36}"
           f"{'peak MB':>8}{'B/row':>7}{'temp GB':>8}{'results':>11}")
     for n in sizes:
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -135,7 +142,7 @@ def main() -> None:
             for workers in worker_counts:
                 r = run(dsn, function, n, workers)
                 stages = " / ".join(r["stages"])
-                print(f"{n:>11} {function:<17}{workers:>8}{r['wall']:>8.1f}{r['wall'] / n * 1e6:>8.2f}  {stages:<36}"
+                print(f"{n:>11} {function:<17}{workers:>8}{r['wall']:>8.1f}{r['cpu']:>8.1f}{r['wall'] / n * 1e6:>8.2f}  {stages:<36}"
                       f"{r['peak_mb']:>8.0f}{r['per_row']:>7.1f}{r['temp_gb']:>8.2f}{r['rows']:>11}", flush=True)
         with psycopg.connect(dsn, autocommit=True) as conn:
             print(check_sample(conn, n), flush=True)
