@@ -29,12 +29,12 @@ Autogenerate, enabled by two additions to ``env.py``::
 It then creates the extension first when the models use ``SimHash64`` and the
 database lacks it, renders ``SimHash64`` columns with their import, emits the
 operations above for ``simhash_index`` indexes, detects changed index
-parameters, scope columns and methods (a model's ``simhash_index(name, column)``
-on a table indexed with GIN migrates it to simhash_mih) (Alembic's own index comparison does not
-look at operator classes or options), and gives type changes between an integer column and
-``SimHash64`` the ``postgresql_using`` their downgrade needs.  It does not
-compare ``fastupdate``: an index made with GIN's default (on) keeps it until
-``ALTER INDEX ... SET (fastupdate = off)``.
+parameters, scope columns and methods, which Alembic's own index comparison
+does not look at (so a model's ``simhash_index(name, column)`` on a table
+indexed with GIN migrates it to simhash_mih), and gives type changes between
+an integer column and ``SimHash64`` the ``postgresql_using`` their downgrade
+needs.  It does not compare ``fastupdate``: an index made with GIN's default
+(on) keeps it until ``ALTER INDEX ... SET (fastupdate = off)``.
 """
 
 from __future__ import annotations

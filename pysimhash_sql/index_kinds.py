@@ -15,9 +15,9 @@ DEFAULT_METHOD = MIH
 method is named: fast at every radius and the smaller of the two."""
 
 SCOPED_METHOD = GIN
-"""What an index with scope columns is when no method is named, and the one
-kind besides GIN that takes scope columns: the two-column GIN index (btree_gin)
-until simhash_mih takes scope columns, when this line becomes MIH."""
+"""What an index with scope columns is when no method is named (GIN takes
+scope columns, and so does this kind): the two-column GIN index (btree_gin)
+until simhash_mih takes scope columns; then this line becomes MIH."""
 
 MIGRATION_METHOD = GIN
 """What op.create_simhash_index makes when a migration names no method: GIN,
