@@ -254,21 +254,33 @@ def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycop
 
     run("ingest", "--dsn", dsn, str(CORPUS))  # again: every name is there already
     assert documents(db) == server
-    # the near-duplicate index, made once after the first load, without GIN's pending list
-    indexes = db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'documents'"
-                         " AND indexdef LIKE '%gin%'").fetchall()
-    assert [(name, "fastupdate=off" in definition) for name, definition in indexes] == [
-        ("documents_fingerprint_idx", True)]
+    # the near-duplicate index, made once after the first load: simhash_mih unless asked
+    assert fingerprint_indexes(db) == {"documents_fingerprint_idx": "USING simhash_mih (fingerprint)"}
 
 
-def test_ingest_makes_the_index_asked_for(db: psycopg.Connection) -> None:
-    run("ingest", "--dsn", db.info.dsn, "--table", "mih_docs", "--index", "simhash_mih", str(CORPUS))
-    (definition,) = db.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'mih_docs'"
-                               " AND indexname = 'mih_docs_fingerprint_idx'").fetchone()
-    assert definition.endswith("USING simhash_mih (fingerprint)")
+def fingerprint_indexes(db: psycopg.Connection, table: str = "documents") -> dict[str, str]:
+    """The table's indexes but its primary key and unique names: name -> USING clause."""
+    rows = db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s"
+                      " AND indexdef LIKE '%%(fingerprint)%%'", [table]).fetchall()
+    return {name: "USING " + definition.partition(" USING ")[2] for name, definition in rows}
+
+
+@pytest.mark.parametrize("kind", ["gin", "simhash_mih"])
+def test_ingest_makes_the_index_asked_for_and_keeps_it(db: psycopg.Connection, tmp_path: Path, kind: str) -> None:
+    dsn = db.info.dsn
+    run("ingest", "--dsn", dsn, "--table", "docs", "--index", kind, str(CORPUS))
+    made = {"gin": "USING gin (fingerprint) WITH (fastupdate=off)",  # without GIN's pending list
+            "simhash_mih": "USING simhash_mih (fingerprint)"}[kind]
+    assert fingerprint_indexes(db, "docs") == {"docs_fingerprint_idx": made}
     db.execute("SET enable_seqscan = off")
-    near = db.execute("EXPLAIN SELECT id FROM mih_docs WHERE hamming_within(fingerprint, 0, 5)").fetchall()
-    assert "mih_docs_fingerprint_idx" in "\n".join(row[0] for row in near)
+    near = db.execute("EXPLAIN SELECT id FROM docs WHERE hamming_within(fingerprint, 0, 5)").fetchall()
+    assert "docs_fingerprint_idx" in "\n".join(row[0] for row in near)
+
+    # a later ingest with the default keeps the index there, of either kind
+    (tmp_path / "more.txt").write_text("one more document, loaded into the indexed table")
+    run("ingest", "--dsn", dsn, "--table", "docs", str(tmp_path))
+    assert fingerprint_indexes(db, "docs") == {"docs_fingerprint_idx": made}
+    assert db.execute("SELECT count(*) FROM docs WHERE name = 'more.txt'").fetchone() == (1,)
 
 
 def test_ingest_jsonl_from_stdin_with_pg_environment_variables(db: psycopg.Connection) -> None:
