@@ -31,13 +31,16 @@ typedef struct SimhashSortBy
 {
 	uint64		mask;
 	bool		by_key;
+	bool		key_hashed;		/* by_key, spread like the masked bits (partitions only) */
 	int			skip;			/* leading bits partitions ignore (equal within a unit) */
 } SimhashSortBy;
 
 static inline uint64
 simhash_sort_value(const SimhashSortBy *by, const SimhashEntry *entry)
 {
-	return by->by_key ? entry->key : (entry->hash & by->mask) * SIMHASH_GOLDEN_RATIO_64;
+	if (by->by_key)
+		return by->key_hashed ? entry->key * SIMHASH_GOLDEN_RATIO_64 : entry->key;
+	return (entry->hash & by->mask) * SIMHASH_GOLDEN_RATIO_64;
 }
 
 /*

@@ -751,6 +751,78 @@ distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, const Size 
 	return kept;
 }
 
+/* Whether entries[0..count) has two entries of one key: which, in *key. */
+static bool
+repeated_key(SimhashEntry *entries, Size count, uint64 *key)
+{
+	SimhashSortBy by = {.by_key = true};
+
+	if (count > SMALL_BUCKET)
+		simhash_sort_entries(entries, count, &by, SIMHASH64_BITS);
+	for (Size i = 0; i + 1 < count; i++)
+		for (Size j = i + 1; j < (count > SMALL_BUCKET ? i + 2 : count); j++)
+			if (entries[i].key == entries[j].key)
+			{
+				*key = entries[i].key;
+				return true;
+			}
+	return false;
+}
+
+bool
+simhash_repeated_key(SimhashEntry *entries, Size n, uint64 *key)
+{
+	/* Units and buckets by the key spread as fingerprints are: ids in order spread too. */
+	SimhashSortBy by = {.by_key = true, .key_hashed = true};
+	SimhashStripes stripes;
+	SimhashWorkspace work;
+	Size	   *start;
+	Size	   *end;
+	bool		found = false;
+
+	simhash_stripes_init(&stripes, entries, n, 1, NULL);
+	simhash_workspace_init(&work, &stripes);
+	start = palloc(sizeof(Size) * stripes.nstripes * 2);
+	end = start + stripes.nstripes;
+	for (int s = 0; s < stripes.nstripes; s++)
+		partition_stripe_by(&work, &by, &stripes, s);
+	by.skip = stripes.unit_bits;
+	for (Size u = 0; u < simhash_stripes_units(&stripes) && !found; u++)
+	{
+		Size		count = unit_pieces(&stripes, u, start, end);
+		SimhashEntry *all = work.scratch;
+
+		if (count <= work.scratch_rows)
+		{
+			int			bits = bucket_bits_for(count, work.bucket_bits);
+
+			simhash_scatter_pieces(entries, start, end, stripes.nstripes, &by, bits, all,
+								   work.bucket_start, work.bucket_next);
+			for (Size d = 0; d < ((Size) 1 << bits) && !found; d++)
+				found = repeated_key(all + work.bucket_start[d],
+									 work.bucket_start[d + 1] - work.bucket_start[d], key);
+		}
+		else
+		{
+			/* Many rows of one unit: many repeats of one id, or adversarial ids. */
+			all = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * count);
+			count = 0;
+			for (int s = 0; s < stripes.nstripes; s++)
+			{
+				memcpy(all + count, entries + start[s], sizeof(SimhashEntry) * (end[s] - start[s]));
+				count += end[s] - start[s];
+			}
+			found = repeated_key(all, count, key);
+			pfree(all);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(start);
+	pfree(stripes.piece_start);
+	simhash_workspace_free(&work);
+	return found;
+}
+
 void
 simhash_distinct_partition_stripe(SimhashWorkspace *work, SimhashStripes *stripes, int stripe)
 {

@@ -218,6 +218,13 @@ extern Size simhash_distinct_unit(SimhashWorkspace *work, const SimhashStripes *
 								  SimhashPairFn join, void *arg);
 extern Size simhash_distinct_compact(const SimhashStripes *stripes, const Size *kept);
 
+/*
+ * Whether two of entries[0..n) have one key (*key: which), found by units
+ * and buckets of the key as a pass makes them (no sort of the whole array);
+ * the entries are reordered.
+ */
+extern bool simhash_repeated_key(SimhashEntry *entries, Size n, uint64 *key);
+
 /* A process's buffers for stripes (simhash_search_init makes its own). */
 extern void simhash_workspace_init(SimhashWorkspace *work, const SimhashStripes *stripes);
 extern void simhash_workspace_free(SimhashWorkspace *work);
