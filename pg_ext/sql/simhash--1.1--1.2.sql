@@ -147,3 +147,30 @@ CREATE FUNCTION simhash_clusters(sql text, max_distance integer DEFAULT 3,
     LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
 COMMENT ON FUNCTION simhash_clusters(text, integer, integer, boolean, integer) IS
     'connected components of the pairs simhash_find_all finds; cluster_id is the smallest id of the cluster';
+
+---------------------------------------------------------------------------
+-- Scope columns of simhash_mih (issue 21; src/index/mih/mih_scope.c,
+-- docs/index.md): USING simhash_mih (domain, fp) answers
+-- `domain = $1 AND hamming_within(fp, $2, k)` reading only that domain's
+-- rows.  A scope column's operator class: its equality (strategy 1) and its
+-- type's extended hash (support function 1, as hash partitioning uses it).
+-- Other types: an operator class of the same two members.
+---------------------------------------------------------------------------
+
+DO $scope$
+DECLARE
+    scope record;
+BEGIN
+    FOR scope IN SELECT * FROM (VALUES ('text', 'text_mih_ops', 'hashtextextended'),
+                                       ('bigint', 'int8_mih_ops', 'hashint8extended'),
+                                       ('integer', 'int4_mih_ops', 'hashint4extended'),
+                                       ('smallint', 'int2_mih_ops', 'hashint2extended'),
+                                       ('uuid', 'uuid_mih_ops', 'uuid_hash_extended'))
+                             AS t(type, opclass, hash)
+    LOOP
+        EXECUTE format('CREATE OPERATOR CLASS %I DEFAULT FOR TYPE %s USING simhash_mih AS '
+                       'OPERATOR 1 = (%2$s, %2$s), FUNCTION 1 %3$s(%2$s, bigint)',
+                       scope.opclass, scope.type, scope.hash);
+    END LOOP;
+END
+$scope$;
