@@ -172,7 +172,8 @@ typedef struct MihRunWriter
 	Relation	index;
 	bool		with_tids;		/* the first run */
 	bool		logged;			/* WAL-log each page (a build logs them all at its end) */
-	int			n;				/* entries waiting */
+	int			start;			/* entries start..n wait */
+	int			n;
 	uint64	   *keys;
 	ItemPointerData *tids;
 	int64		npages;
@@ -299,6 +300,7 @@ extern MihMeta mih_read_meta(Relation index);
 extern void mih_scope_check_columns(Relation index);
 extern void mih_scope_init(MihScope *scope, Relation index);
 extern uint64 mih_scope_hash(const MihScope *scope, int column, Datum value);
+extern uint64 mih_scope_hash_key(const MihScope *scope, Relation index, ScanKey key);
 extern uint64 mih_scope_combine(const MihScope *scope, const uint64 *hashes);
 extern bool mih_fold(const MihScope *scope, const Datum *values, const bool *isnull, uint64 *fp);
 

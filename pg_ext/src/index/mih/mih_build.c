@@ -14,6 +14,7 @@
 #include "commands/progress.h"
 #include "optimizer/optimizer.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 
 /* The memory of each of a build's participants: maintenance_work_mem shared out. */
 Size
@@ -84,7 +85,12 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	Buffer		buffer;
 	GenericXLogState *xlog;
 	double		reltuples;
+	instr_time	start,
+				scanned,
+				written,
+				logged;
 
+	INSTR_TIME_SET_CURRENT(start);
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
 	mih_scope_check_columns(index);
@@ -102,6 +108,7 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		reltuples = mih_parallel_scan(leader, heap, index, indexInfo, &state, &spilled, &done);
 	else
 		reltuples = mih_build_scan(heap, index, indexInfo, NULL, true, &state);
+	INSTR_TIME_SET_CURRENT(scanned);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, MIH_BUILD_PHASE_WRITE);
 	set = mih_sorter_write_set(state.sorter, index, false, mih_build_budget(1), leader ? &spilled : NULL);
@@ -111,18 +118,25 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	mih_meta_add_set(mih_meta_of(GenericXLogRegisterBuffer(xlog, buffer, 0)), &set);
 	GenericXLogFinish(xlog);
 	UnlockReleaseBuffer(buffer);
+	INSTR_TIME_SET_CURRENT(written);
 	/* The run pages went unlogged (mih_write_page): logged now, 32 pages a record, as GIN's build does. */
 	if (RelationNeedsWAL(index))
 		log_newpage_range(index, MAIN_FORKNUM, 0, RelationGetNumberOfBlocks(index), true);
 	mih_sorter_end(state.sorter, &stats);
+	INSTR_TIME_SET_CURRENT(logged);
+	INSTR_TIME_SUBTRACT(logged, written);
+	INSTR_TIME_SUBTRACT(written, scanned);
+	INSTR_TIME_SUBTRACT(scanned, start);
 
 	/* What the build did, for tests (workers really used, spilling) and tuning. */
 	ereport(DEBUG1,
-			errmsg_internal("simhash_mih: index \"%s\" built by %d processes (%d parallel workers requested): " INT64_FORMAT " rows, " INT64_FORMAT " chunks spilled (%s), %d merge passes, peak sort memory %s in the leader, %s in a worker",
+			errmsg_internal("simhash_mih: index \"%s\" built by %d processes (%d parallel workers requested): " INT64_FORMAT " rows, " INT64_FORMAT " chunks spilled (%s), %d merge passes, peak sort memory %s in the leader, %s in a worker; scan %.2f s, runs %.2f s, WAL %.2f s",
 							RelationGetRelationName(index), leader ? mih_parallel_participants(leader) : 1,
 							leader ? mih_parallel_requested(leader) : 0, set.nentries,
 							stats.chunks + done.chunks, megabytes(stats.spilled_bytes + done.spilled_bytes),
-							stats.merge_passes, megabytes(stats.peak_bytes), megabytes(done.peak_bytes)));
+							stats.merge_passes, megabytes(stats.peak_bytes), megabytes(done.peak_bytes),
+							INSTR_TIME_GET_DOUBLE(scanned), INSTR_TIME_GET_DOUBLE(written),
+							INSTR_TIME_GET_DOUBLE(logged)));
 	if (leader)
 		mih_end_parallel(leader);
 	result->heap_tuples = reltuples;

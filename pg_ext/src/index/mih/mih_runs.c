@@ -8,6 +8,7 @@
 #include "index/mih/mih_page.h"
 
 #include "access/generic_xlog.h"
+#include "access/xloginsert.h"
 #include "storage/indexfsm.h"
 
 #include "index/mih/mih_sort.h"
@@ -123,8 +124,12 @@ mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *
 	return next;
 }
 
-/* Room for twice the most a page holds: a full page's worth always waits behind the next. */
-#define MIH_WRITER_ROOM (2 * MIH_RUN_MAX_ENTRIES)
+/*
+ * Room for several times the most a page holds: pages are packed from the
+ * front while a page's worth waits behind, and what remains moves to the
+ * start only when the room is full (one move per several pages).
+ */
+#define MIH_WRITER_ROOM (8 * MIH_RUN_MAX_ENTRIES)
 
 /*
  * Starts a run: its first run (with_tids: heap TIDs beside the keys) or a
@@ -162,16 +167,13 @@ mih_run_writer_page(MihRunWriter *w)
 		w->first_key = repalloc_huge(w->first_key, w->cap * sizeof(uint64));
 		w->blkno = repalloc_huge(w->blkno, w->cap * sizeof(BlockNumber));
 	}
-	mih_run_fit(w->keys, w->tids, w->n, -1, &shape);
+	mih_run_fit(w->keys + w->start, w->tids ? w->tids + w->start : NULL, w->n - w->start, -1, &shape);
 	memset(w->page, 0, MIH_PAGE_DATA);
-	size = mih_run_pack(w->page, &shape, w->keys, w->tids);
-	w->first_key[w->npages] = w->keys[0];
+	size = mih_run_pack(w->page, &shape, w->keys + w->start, w->tids ? w->tids + w->start : NULL);
+	w->first_key[w->npages] = w->keys[w->start];
 	w->blkno[w->npages] = mih_write_page(w->index, w->page, size, w->logged);
 	w->npages++;
-	w->n -= shape.n;
-	memmove(w->keys, w->keys + shape.n, w->n * sizeof(uint64));
-	if (w->tids)
-		memmove(w->tids, w->tids + shape.n, w->n * sizeof(ItemPointerData));
+	w->start += shape.n;
 	CHECK_FOR_INTERRUPTS();
 }
 
@@ -181,7 +183,18 @@ mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int 
 {
 	while (n > 0)
 	{
-		int			take = Min(n, MIH_WRITER_ROOM - w->n);
+		int			take;
+
+		if (w->n == MIH_WRITER_ROOM)
+		{
+			/* Full: what waits moves to the front. */
+			w->n -= w->start;
+			memmove(w->keys, w->keys + w->start, w->n * sizeof(uint64));
+			if (w->tids)
+				memmove(w->tids, w->tids + w->start, w->n * sizeof(ItemPointerData));
+			w->start = 0;
+		}
+		take = Min(n, MIH_WRITER_ROOM - w->n);
 
 		memcpy(w->keys + w->n, keys, take * sizeof(uint64));
 		if (w->tids)
@@ -192,7 +205,7 @@ mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int 
 		if (tids)
 			tids += take;
 		n -= take;
-		while (w->n >= MIH_RUN_MAX_ENTRIES)
+		while (w->n - w->start >= MIH_RUN_MAX_ENTRIES)
 			mih_run_writer_page(w);
 	}
 }
@@ -203,7 +216,7 @@ mih_run_writer_end(MihRunWriter *w, BlockNumber *npages)
 {
 	BlockNumber head;
 
-	while (w->n > 0)
+	while (w->n > w->start)
 		mih_run_writer_page(w);
 	head = mih_write_directory(w->index, w->first_key, w->blkno, w->npages, w->logged);
 	*npages = (BlockNumber) w->npages;
@@ -406,18 +419,24 @@ mih_collect_run(Relation index, BlockNumber blkno, void *arg)
 		mih_sorter_add(c->sorter, unlead(keys[j], c->mask), &tids[j]);
 }
 
+/*
+ * The metapage of an empty index, in `fork`: the main fork, or an unlogged
+ * table's init fork (ambuildempty), which is WAL-logged whatever the
+ * table's persistence: crash recovery copies the init fork over the main
+ * one, and replaying this record is what puts the page on disk (generic WAL
+ * logs nothing for an unlogged relation, leaving a zeroed page there).
+ */
 void
 mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 {
 	Buffer		buffer = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
-	GenericXLogState *state;
 	Page		page;
 	MihMeta    *meta;
 
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 	Assert(BufferGetBlockNumber(buffer) == 0);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
+	page = BufferGetPage(buffer);
+	START_CRIT_SECTION();
 	PageInit(page, BLCKSZ, 0);
 	meta = mih_meta_of(page);
 	memset(meta, 0, sizeof(MihMeta));
@@ -427,7 +446,10 @@ mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 	meta->nscope = nscope;
 	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihMeta);
-	GenericXLogFinish(state);
+	MarkBufferDirty(buffer);
+	if (fork == INIT_FORKNUM || RelationNeedsWAL(index))
+		log_newpage_buffer(buffer, true);
+	END_CRIT_SECTION();
 	UnlockReleaseBuffer(buffer);
 }
 

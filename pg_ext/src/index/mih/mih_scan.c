@@ -382,7 +382,7 @@ mih_read_keys(IndexScanDesc scan, MihQuery *q)
 		}
 		else
 		{
-			uint64		hash = mih_scope_hash(&scope, column, key->sk_argument);
+			uint64		hash = mih_scope_hash_key(&scope, index, key);
 
 			/* Equal values hash alike: two hashes, two values, no row has both. */
 			if (given[column] && hashes[column] != hash)

@@ -28,7 +28,9 @@
 #include "index/mih/mih.h"
 
 #include "access/genam.h"
+#include "access/skey.h"
 #include "common/hashfn.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
 /* The support function of a scope column's operator class: its type's extended hash. */
@@ -91,6 +93,31 @@ mih_scope_hash(const MihScope *scope, int column, Datum value)
 {
 	return DatumGetUInt64(FunctionCall2Coll(scope->hash[column], scope->collation[column], value,
 											UInt64GetDatum(MIH_SCOPE_SEED)));
+}
+
+/*
+ * The hash of a scan key's value on a scope column: a value of another type
+ * than the column's (an integer of another width: the equality across types
+ * of the operator family) is hashed by its own type's function, which the
+ * family guarantees to agree on equal values.
+ */
+uint64
+mih_scope_hash_key(const MihScope *scope, Relation index, ScanKey key)
+{
+	int			column = key->sk_attno - 1;
+	Oid			proc;
+
+	if (!OidIsValid(key->sk_subtype) || key->sk_subtype == index->rd_opcintype[column])
+		return mih_scope_hash(scope, column, key->sk_argument);
+	proc = get_opfamily_proc(index->rd_opfamily[column], key->sk_subtype, key->sk_subtype,
+							 MIH_SCOPE_HASH_PROC);
+	if (!OidIsValid(proc))
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_FUNCTION),
+				errmsg("operator family of column %d of simhash_mih index \"%s\" has no hash function for type %s",
+					   column + 1, RelationGetRelationName(index), format_type_be(key->sk_subtype)));
+	return DatumGetUInt64(OidFunctionCall2Coll(proc, scope->collation[column], key->sk_argument,
+											   UInt64GetDatum(MIH_SCOPE_SEED)));
 }
 
 /* The scope's hash H from each column's (0 without scope columns: fp is kept as it is). */

@@ -358,18 +358,18 @@ sink_put(MihSorter *s, MihSink *sink, const uint64 *keys, const uint64 *tids, in
 	CHECK_FOR_INTERRUPTS();
 }
 
-static inline uint64
-source_key(const MihSource *src)
+/* A source in the merge's heap, with its next key beside it (no pointer to chase to compare). */
+typedef struct MihHeapItem
 {
-	return src->keys[src->at];
-}
+	uint64		key;
+	MihSource  *src;
+} MihHeapItem;
 
 /* Restores the heap order below heap[i] (the smallest next key on top). */
-static void
-sift_down(MihSource **heap, int n, int i)
+static inline void
+sift_down(MihHeapItem *heap, int n, int i)
 {
-	MihSource  *moving = heap[i];
-	uint64		key = source_key(moving);
+	MihHeapItem moving = heap[i];
 
 	for (;;)
 	{
@@ -377,9 +377,9 @@ sift_down(MihSource **heap, int n, int i)
 
 		if (child >= n)
 			break;
-		if (child + 1 < n && source_key(heap[child + 1]) < source_key(heap[child]))
+		if (child + 1 < n && heap[child + 1].key < heap[child].key)
 			child++;
-		if (key <= source_key(heap[child]))
+		if (moving.key <= heap[child].key)
 			break;
 		heap[i] = heap[child];
 		i = child;
@@ -390,15 +390,17 @@ sift_down(MihSource **heap, int n, int i)
 /*
  * Merges the files (each sorted by run t's key) and the chunk in memory (if
  * `memory`, sorted for run t) into the sink, closing the files.  A binary
- * heap picks the smallest next key; the last source left goes through as it
- * is, a buffer at a time.
+ * heap picks the smallest next key; the source on top goes on giving
+ * entries while they stay at or below the next smallest (no heap work for
+ * a stretch of one source); the last source left goes through as it is,
+ * a buffer at a time.
  */
 static void
 merge(MihSorter *s, BufFile **files, int nfiles, bool memory, int t, MihSink *sink)
 {
 	int			nsources = nfiles + (memory ? 1 : 0);
 	MihSource  *sources = palloc(Max(nsources, 1) * sizeof(MihSource));
-	MihSource **heap = palloc(Max(nsources, 1) * sizeof(MihSource *));
+	MihHeapItem *heap = palloc(Max(nsources, 1) * sizeof(MihHeapItem));
 	uint64	   *out_keys = palloc(MIH_SORT_IO_ROWS * sizeof(uint64));
 	uint64	   *out_tids = t == 0 ? palloc(MIH_SORT_IO_ROWS * sizeof(uint64)) : NULL;
 	int			nheap = 0;
@@ -418,40 +420,49 @@ merge(MihSorter *s, BufFile **files, int nfiles, bool memory, int t, MihSink *si
 	}
 	for (int i = 0; i < nsources; i++)
 		if (sources[i].at < sources[i].n || source_fill(&sources[i]))
-			heap[nheap++] = &sources[i];
+		{
+			heap[nheap].key = sources[i].keys[sources[i].at];
+			heap[nheap++].src = &sources[i];
+		}
 	for (int i = nheap / 2 - 1; i >= 0; i--)
 		sift_down(heap, nheap, i);
-	while (nheap > 0)
+	while (nheap > 1)
 	{
-		MihSource  *top = heap[0];
+		MihSource  *top = heap[0].src;
+		/* The next smallest key of the other sources: a child of the top. */
+		uint64		bound = nheap == 2 || heap[1].key <= heap[2].key ? heap[1].key : heap[2].key;
+		int64		at = top->at;
 
-		if (nheap == 1)
+		do
 		{
-			if (nout > 0)
+			out_keys[nout] = top->keys[at];
+			if (out_tids)
+				out_tids[nout] = top->tids[at];
+			at++;
+			if (++nout == MIH_SORT_IO_ROWS)
+			{
 				sink_put(s, sink, out_keys, out_tids, nout);
-			nout = 0;
-			do
-				sink_put(s, sink, top->keys + top->at, out_tids ? top->tids + top->at : NULL,
-						 top->n - top->at);
-			while (source_fill(top));
-			break;
-		}
-		out_keys[nout] = top->keys[top->at];
-		if (out_tids)
-			out_tids[nout] = top->tids[top->at];
-		top->at++;
-		if (++nout == MIH_SORT_IO_ROWS)
-		{
-			sink_put(s, sink, out_keys, out_tids, nout);
-			nout = 0;
-		}
-		if (top->at == top->n && !source_fill(top))
+				nout = 0;
+			}
+		} while (at < top->n && top->keys[at] <= bound);
+		top->at = at;
+		if (at == top->n && !source_fill(top))
 			heap[0] = heap[--nheap];
-		if (nheap > 0)
-			sift_down(heap, nheap, 0);
+		else
+			heap[0].key = top->keys[top->at];
+		sift_down(heap, nheap, 0);
 	}
 	if (nout > 0)
 		sink_put(s, sink, out_keys, out_tids, nout);
+	if (nheap == 1)
+	{
+		MihSource  *last = heap[0].src;
+
+		do
+			sink_put(s, sink, last->keys + last->at, out_tids ? last->tids + last->at : NULL,
+					 last->n - last->at);
+		while (source_fill(last));
+	}
 	for (int i = 0; i < nfiles; i++)
 		source_close(s, &sources[i]);
 	pfree(sources);
