@@ -154,6 +154,7 @@ StaticAssertDecl(MIH_PENDING_CAP <= PG_UINT16_MAX && MIH_DIR_CAP <= PG_UINT16_MA
 typedef void (*MihPageVisitor) (Relation index, BlockNumber blkno, void *arg);
 
 struct MihSorter;
+struct BufFile;
 
 /* Collects the rows of pending or first-run pages (keys unrotated with `mask`) into a sorter. */
 typedef struct MihCollect
@@ -181,6 +182,7 @@ typedef struct MihRunWriter
 	uint64	   *first_key;
 	BlockNumber *blkno;
 	struct MihRunPage *page;
+	struct BufFile *images;		/* not NULL: pages go there, for the leader to copy in */
 } MihRunWriter;
 
 /* The scope columns' hash functions (mih_scope.c). */
@@ -279,6 +281,7 @@ extern BlockNumber mih_write_page(Relation index, const void *contents, Size siz
 extern void mih_run_writer_begin(MihRunWriter *w, Relation index, bool with_tids, bool logged);
 extern void mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int n);
 extern BlockNumber mih_run_writer_end(MihRunWriter *w, BlockNumber *npages);
+extern BlockNumber mih_run_copy_images(Relation index, struct BufFile *images, BlockNumber *npages);
 extern void mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode);
 extern Buffer mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode);
 extern void mih_read_directory(Relation index, const MihRunSet *set, int t, MemoryContext context,

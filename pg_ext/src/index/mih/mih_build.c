@@ -23,6 +23,16 @@ mih_build_budget(int participants)
 	return (Size) maintenance_work_mem * 1024 / Max(participants, 1);
 }
 
+/*
+ * The rows each participant may expect: the table's estimate (pg_class, as
+ * VACUUM or ANALYZE left it) shared out; 0 when there is none.
+ */
+double
+mih_build_expected_rows(Relation heap, int participants)
+{
+	return heap->rd_rel->reltuples > 0 ? heap->rd_rel->reltuples / Max(participants, 1) : 0;
+}
+
 static void
 mih_build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 				   bool tupleIsAlive, void *arg)
@@ -78,13 +88,14 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	int			request;
 	MihBuildLeader *leader = NULL;
 	MihBuildState state;
-	MihSpilled	spilled;
+	int32		nchunks = 0;
 	MihWorkersDone done = {0};
 	MihSortStats stats;
 	MihRunSet	set;
 	Buffer		buffer;
 	GenericXLogState *xlog;
 	double		reltuples;
+	int			participants;
 	instr_time	start,
 				scanned,
 				written,
@@ -101,17 +112,20 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		leader = mih_begin_parallel(heap, index, indexInfo->ii_Concurrent, request);
 	memset(&state, 0, sizeof(state));
 	mih_scope_init(&state.scope, index);
-	state.sorter = mih_sorter_begin(runs, mih_build_budget(leader ? mih_parallel_participants(leader) : 1),
-									NULL, -1);
+	participants = leader ? mih_parallel_participants(leader) : 1;
+	state.sorter = mih_sorter_begin(runs, mih_build_budget(participants), leader ? mih_parallel_fileset(leader) : NULL,
+									leader ? mih_parallel_leader_number(leader) : -1,
+									mih_build_expected_rows(heap, participants));
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, MIH_BUILD_PHASE_SCAN);
 	if (leader)
-		reltuples = mih_parallel_scan(leader, heap, index, indexInfo, &state, &spilled, &done);
+		reltuples = mih_parallel_scan(leader, heap, index, indexInfo, &state, &nchunks, &done);
 	else
 		reltuples = mih_build_scan(heap, index, indexInfo, NULL, true, &state);
 	INSTR_TIME_SET_CURRENT(scanned);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, MIH_BUILD_PHASE_WRITE);
-	set = mih_sorter_write_set(state.sorter, index, false, mih_build_budget(1), leader ? &spilled : NULL);
+	set = leader ? mih_parallel_write_set(leader, index, state.sorter, nchunks) :
+		mih_sorter_write_set(state.sorter, index, false, mih_build_budget(1));
 	buffer = ReadBuffer(index, 0);
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 	xlog = GenericXLogStart(index);
@@ -128,17 +142,17 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	INSTR_TIME_SUBTRACT(written, scanned);
 	INSTR_TIME_SUBTRACT(scanned, start);
 
+	if (leader)
+		mih_end_parallel(leader, &done);
 	/* What the build did, for tests (workers really used, spilling) and tuning. */
 	ereport(DEBUG1,
-			errmsg_internal("simhash_mih: index \"%s\" built by %d processes (%d parallel workers requested): " INT64_FORMAT " rows, " INT64_FORMAT " chunks spilled (%s), %d merge passes, peak sort memory %s in the leader, %s in a worker; scan %.2f s, runs %.2f s, WAL %.2f s",
+			errmsg_internal("simhash_mih: index \"%s\" built by %d processes (%d parallel workers requested): " INT64_FORMAT " rows, " INT64_FORMAT " chunks spilled (%s), %d merge passes, peak sort memory %s in the leader, %s in a worker; scan %.2f s, runs %.2f s, WAL %.2f s; the leader's radix sorts %.2f s",
 							RelationGetRelationName(index), leader ? mih_parallel_participants(leader) : 1,
 							leader ? mih_parallel_requested(leader) : 0, set.nentries,
 							stats.chunks + done.chunks, megabytes(stats.spilled_bytes + done.spilled_bytes),
 							stats.merge_passes, megabytes(stats.peak_bytes), megabytes(done.peak_bytes),
 							INSTR_TIME_GET_DOUBLE(scanned), INSTR_TIME_GET_DOUBLE(written),
-							INSTR_TIME_GET_DOUBLE(logged)));
-	if (leader)
-		mih_end_parallel(leader);
+							INSTR_TIME_GET_DOUBLE(logged), stats.sort_seconds));
 	result->heap_tuples = reltuples;
 	result->index_tuples = set.nentries;
 	return result;

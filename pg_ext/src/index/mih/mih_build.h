@@ -6,9 +6,10 @@
  * A build is one or more participants, each scanning blocks of the table
  * (all of them, or those a parallel scan hands it) into a sorter of its
  * own (mih_sort.h) with maintenance_work_mem / participants of memory,
- * spilling sorted chunks past it; the leader (the backend running CREATE
- * INDEX) then merges every participant's chunks, run by run, into the
- * index's pages.
+ * spilling sorted chunks past it; then every participant's chunks are
+ * merged, run by run, into the index's pages: by the backend running
+ * CREATE INDEX alone, or, in a parallel build, by every participant at
+ * once, a run each.
  */
 #ifndef SIMHASH_MIH_BUILD_H
 #define SIMHASH_MIH_BUILD_H
@@ -32,7 +33,7 @@ typedef struct MihBuildState
 	double		indtuples;
 } MihBuildState;
 
-/* What the leader learns of the workers at the end of their scans. */
+/* What the leader learns of the workers: at the end of their scans, and of their merges. */
 typedef struct MihWorkersDone
 {
 	double		reltuples;
@@ -45,6 +46,7 @@ typedef struct MihWorkersDone
 
 /* mih_build.c */
 extern Size mih_build_budget(int participants);
+extern double mih_build_expected_rows(Relation heap, int participants);
 extern double mih_build_scan(Relation heap, Relation index, IndexInfo *indexInfo, TableScanDesc scan,
 							 bool progress, MihBuildState *state);
 extern char *mih_build_phase_name(int64 phase);
@@ -55,8 +57,12 @@ typedef struct MihBuildLeader MihBuildLeader;
 extern MihBuildLeader *mih_begin_parallel(Relation heap, Relation index, bool isconcurrent, int request);
 extern int	mih_parallel_participants(const MihBuildLeader *leader);
 extern int	mih_parallel_requested(const MihBuildLeader *leader);
+extern SharedFileSet *mih_parallel_fileset(const MihBuildLeader *leader);
+extern int	mih_parallel_leader_number(const MihBuildLeader *leader);
 extern double mih_parallel_scan(MihBuildLeader *leader, Relation heap, Relation index, IndexInfo *indexInfo,
-								MihBuildState *state, MihSpilled *spilled, MihWorkersDone *done);
-extern void mih_end_parallel(MihBuildLeader *leader);
+								MihBuildState *state, int32 *nchunks, MihWorkersDone *done);
+extern MihRunSet mih_parallel_write_set(MihBuildLeader *leader, Relation index, MihSorter *sorter,
+										int32 nchunks);
+extern void mih_end_parallel(MihBuildLeader *leader, MihWorkersDone *done);
 
 #endif							/* SIMHASH_MIH_BUILD_H */

@@ -23,9 +23,9 @@ mih_flush_pending(Relation index, Buffer meta_buffer)
 	if (meta->nsets >= MIH_MAX_SETS || meta->nretired >= MIH_MAX_RETIRED)
 		return;					/* VACUUM merges and recycles first */
 	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert. */
-	collect.sorter = mih_sorter_begin(meta->ntables, (Size) work_mem * 1024, NULL, -1);
+	collect.sorter = mih_sorter_begin(meta->ntables, (Size) work_mem * 1024, NULL, -1, (double) meta->pending_count);
 	mih_visit_chain(index, meta->pending_head, meta->pending_count, mih_collect_pending, &collect);
-	set = mih_sorter_write_set(collect.sorter, index, true, (Size) work_mem * 1024, NULL);
+	set = mih_sorter_write_set(collect.sorter, index, true, (Size) work_mem * 1024);
 	mih_sorter_end(collect.sorter, NULL);
 	chain.chain_head = meta->pending_head;
 

@@ -9,6 +9,7 @@
 
 #include "access/generic_xlog.h"
 #include "access/xloginsert.h"
+#include "storage/buffile.h"
 #include "storage/indexfsm.h"
 
 #include "index/mih/mih_sort.h"
@@ -171,7 +172,16 @@ mih_run_writer_page(MihRunWriter *w)
 	memset(w->page, 0, MIH_PAGE_DATA);
 	size = mih_run_pack(w->page, &shape, w->keys + w->start, w->tids ? w->tids + w->start : NULL);
 	w->first_key[w->npages] = w->keys[w->start];
-	w->blkno[w->npages] = mih_write_page(w->index, w->page, size, w->logged);
+	if (w->images)
+	{
+		uint32		bytes = (uint32) size;
+
+		BufFileWrite(w->images, &bytes, sizeof(bytes));
+		BufFileWrite(w->images, w->page, size);
+		w->blkno[w->npages] = InvalidBlockNumber;
+	}
+	else
+		w->blkno[w->npages] = mih_write_page(w->index, w->page, size, w->logged);
 	w->npages++;
 	w->start += shape.n;
 	CHECK_FOR_INTERRUPTS();
@@ -210,15 +220,20 @@ mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int 
 	}
 }
 
-/* Writes the last pages and the run's directory; sets *npages, returns the directory's first page. */
+/*
+ * Writes the last pages and the run's directory; sets *npages, returns the
+ * directory's first page (InvalidBlockNumber for a run written to images:
+ * the leader writes its directory as it copies it in).
+ */
 BlockNumber
 mih_run_writer_end(MihRunWriter *w, BlockNumber *npages)
 {
-	BlockNumber head;
+	BlockNumber head = InvalidBlockNumber;
 
 	while (w->n > w->start)
 		mih_run_writer_page(w);
-	head = mih_write_directory(w->index, w->first_key, w->blkno, w->npages, w->logged);
+	if (!w->images)
+		head = mih_write_directory(w->index, w->first_key, w->blkno, w->npages, w->logged);
 	*npages = (BlockNumber) w->npages;
 	pfree(w->keys);
 	if (w->tids)
@@ -226,6 +241,50 @@ mih_run_writer_end(MihRunWriter *w, BlockNumber *npages)
 	pfree(w->first_key);
 	pfree(w->blkno);
 	pfree(w->page);
+	return head;
+}
+
+/*
+ * Copies a run's pages a parallel worker packed (each page's size, then its
+ * contents: mih_run_writer_page) into the index, unlogged as a build writes,
+ * then writes the run's directory; sets *npages, returns the directory's
+ * first page.  A page's first key is its base (mih_run_pack).
+ */
+BlockNumber
+mih_run_copy_images(Relation index, BufFile *images, BlockNumber *npages)
+{
+	int64		cap = 64;
+	int64		pages = 0;
+	uint64	   *first_key = palloc(cap * sizeof(uint64));
+	BlockNumber *blkno = palloc(cap * sizeof(BlockNumber));
+	MihRunPage *page = palloc(MIH_PAGE_DATA);
+	BlockNumber head;
+	uint32		size;
+
+	if (BufFileSeek(images, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR, errcode_for_file_access(),
+				errmsg("simhash_mih: could not rewind a temporary file of the build: %m"));
+	while (BufFileRead(images, &size, sizeof(size)) == sizeof(size))
+	{
+		if (size > MIH_RUN_AREA)
+			elog(ERROR, "simhash_mih: a page of %u bytes in a temporary file of the build", size);
+		simhash_buffile_read(images, page, size);
+		if (pages == cap)
+		{
+			cap *= 2;
+			first_key = repalloc_huge(first_key, cap * sizeof(uint64));
+			blkno = repalloc_huge(blkno, cap * sizeof(BlockNumber));
+		}
+		first_key[pages] = page->base;
+		blkno[pages] = mih_write_page(index, page, size, false);
+		pages++;
+		CHECK_FOR_INTERRUPTS();
+	}
+	head = mih_write_directory(index, first_key, blkno, pages, false);
+	*npages = (BlockNumber) pages;
+	pfree(first_key);
+	pfree(blkno);
+	pfree(page);
 	return head;
 }
 

@@ -20,6 +20,7 @@
 
 #include "commands/progress.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "storage/buffile.h"
 #include "utils/memutils.h"
 
@@ -48,6 +49,7 @@ struct MihSorter
 	uint64	   *tids;			/* packed; in the first run's order once sorted for it */
 	int64		room;			/* of keys and tids */
 	int64		n;
+	int64		expected;		/* rows the caller expects: the room first taken */
 	int			sorted_for;		/* the run keys are sorted for; -1: none yet */
 	uint64	   *key_buf;		/* the radix sort's copies */
 	uint64	   *tid_buf;
@@ -73,10 +75,11 @@ held_change(MihSorter *s, int64 bytes)
 /*
  * A sorter for a run set of ntables runs, holding at most `budget` bytes of
  * rows.  fileset: where a worker of a parallel build spills, under names of
- * its number `worker`; NULL for private temporary files.
+ * its number `worker`; NULL for private temporary files.  expected: the rows
+ * it will likely be given (0: unknown), a hint for its first allocation.
  */
 MihSorter *
-mih_sorter_begin(int ntables, Size budget, SharedFileSet *fileset, int worker)
+mih_sorter_begin(int ntables, Size budget, SharedFileSet *fileset, int worker, double expected)
 {
 	MemoryContext context = AllocSetContextCreate(CurrentMemoryContext, "simhash_mih sort",
 												  ALLOCSET_DEFAULT_SIZES);
@@ -87,6 +90,7 @@ mih_sorter_begin(int ntables, Size budget, SharedFileSet *fileset, int worker)
 	/* What the file buffer leaves; the radix sort counts rows in 32 bits. */
 	s->cap = ((int64) budget - MIH_SORT_IO_ROWS * (int64) MIH_SPILL_FIRST_BYTES) / MIH_SORT_BYTES_PER_ROW;
 	s->cap = Min(Max(s->cap, MIH_SORT_MIN_ROWS), (int64) PG_UINT32_MAX);
+	s->expected = expected > 0 ? (int64) Min(expected, (double) s->cap) : 0;
 	s->sorted_for = -1;
 	s->fileset = fileset;
 	s->worker = worker;
@@ -107,6 +111,8 @@ static void
 chunk_sort(MihSorter *s, int t)
 {
 	uint64		to = s->blocks.mask[t];
+	instr_time	start,
+				end;
 
 	Assert(t > s->sorted_for);
 	if (s->sorted_for < 0)
@@ -135,7 +141,11 @@ chunk_sort(MihSorter *s, int t)
 		held_change(s, 2 * s->buf_room * (int64) sizeof(uint64));
 		MemoryContextSwitchTo(old);
 	}
+	INSTR_TIME_SET_CURRENT(start);
 	simhash_radix_sort_with(s->keys, t == 0 ? s->tids : NULL, (uint32) s->n, s->key_buf, s->tid_buf);
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	s->stats.sort_seconds += INSTR_TIME_GET_DOUBLE(end);
 	s->sorted_for = t;
 }
 
@@ -221,8 +231,12 @@ mih_sorter_add(MihSorter *s, uint64 fp, ItemPointer tid)
 			chunk_spill(s);
 		else
 		{
-			/* Grown as rows come, so a small sort takes little. */
-			int64		room = Min(s->cap, Max(2 * s->room, MIH_SORT_MIN_ROWS));
+			/*
+			 * Grown as rows come, so a small sort takes little: to the rows
+			 * expected first, then by half (doubling would leave up to half
+			 * the room unused, and the radix sort's copies match the rows).
+			 */
+			int64		room = Min(s->cap, Max(Max(s->room + s->room / 2, MIH_SORT_MIN_ROWS), s->expected));
 
 			s->keys = s->keys ? repalloc_huge(s->keys, room * sizeof(uint64)) :
 				MemoryContextAllocHuge(s->context, room * sizeof(uint64));
@@ -239,8 +253,9 @@ mih_sorter_add(MihSorter *s, uint64 fp, ItemPointer tid)
 }
 
 /*
- * A worker's end of the scan: its last rows spilled too (the leader merges
- * every worker's chunks by name).  Returns how many chunks it spilled.
+ * A parallel build's process at the end of its scan: its last rows spilled
+ * too (every process merges runs from every process's chunks, by name).
+ * Returns how many chunks it spilled.
  */
 int32
 mih_sorter_hand_over(MihSorter *s)
@@ -472,102 +487,161 @@ merge(MihSorter *s, BufFile **files, int nfiles, bool memory, int t, MihSink *si
 		pfree(out_tids);
 }
 
-/*
- * Writes the run set: for each run, every chunk spilled — this process's,
- * and the workers' in `others` — and the chunk in memory (sorted for it),
- * merged into the run's pages.  merge_budget: the memory the merge may hold,
- * the chunk in memory included.  Each file being merged takes a read buffer
- * (MIH_SOURCE_BYTES); when there are more files than the budget has buffers
- * for, groups of them are first merged into one file, in as many passes as
- * needed.  Pages are WAL-logged unless not `logged` (a build's).
- */
-MihRunSet
-mih_sorter_write_set(MihSorter *s, Relation index, bool logged, Size merge_budget,
-					 const MihSpilled *others)
+/* Frees the chunk's memory once nothing is left in it: the room goes to read buffers. */
+static void
+chunk_free(MihSorter *s)
 {
-	MemoryContext old = MemoryContextSwitchTo(s->context);
-	MihRunSet	set;
-	int			nspilled = s->nchunks;
-	int			fan_in;
-
-	for (int w = 0; others && w < others->nworkers; w++)
-		nspilled += others->nchunks[w];
-	/* The chunk in memory stays only if it leaves room for a read buffer per file. */
-	if (nspilled > 0 && s->n > 0 && s->held + (Size) nspilled * MIH_SOURCE_BYTES > merge_budget)
+	if (s->keys)
 	{
-		chunk_spill(s);
-		nspilled++;
-	}
-	if (s->n == 0 && s->keys)
-	{
-		/* Nothing left in memory: the room goes to read buffers. */
 		pfree(s->keys);
 		pfree(s->tids);
 		held_change(s, -2 * s->room * (int64) sizeof(uint64));
 		s->keys = s->tids = NULL;
 		s->room = 0;
-		if (s->key_buf)
-		{
-			pfree(s->key_buf);
-			pfree(s->tid_buf);
-			held_change(s, -2 * s->buf_room * (int64) sizeof(uint64));
-			s->key_buf = s->tid_buf = NULL;
-			s->buf_room = 0;
-		}
 	}
-	fan_in = (int) Max(2, ((int64) merge_budget - (int64) s->held) / (int64) MIH_SOURCE_BYTES);
+	if (s->key_buf)
+	{
+		pfree(s->key_buf);
+		pfree(s->tid_buf);
+		held_change(s, -2 * s->buf_room * (int64) sizeof(uint64));
+		s->key_buf = s->tid_buf = NULL;
+		s->buf_room = 0;
+	}
+}
 
+/* The spilled files of run t in `spilled`, opened by name (deleted once merged). */
+static int
+open_spilled(const MihSpilled *spilled, int t, BufFile **files)
+{
+	int			nfiles = 0;
+
+	for (int w = 0; spilled && w < spilled->nworkers; w++)
+		for (int c = 0; c < spilled->nchunks[w]; c++)
+		{
+			char		name[MAXPGPATH];
+
+			spill_name(name, w, c, t);
+			files[nfiles++] = simhash_shared_file_open(spilled->fileset, name);
+		}
+	return nfiles;
+}
+
+/* Deletes the spilled files of run t, merged: their disk space back now, not at the build's end. */
+static void
+delete_spilled(const MihSpilled *spilled, int t)
+{
+	for (int w = 0; spilled && w < spilled->nworkers; w++)
+		for (int c = 0; c < spilled->nchunks[w]; c++)
+		{
+			char		name[MAXPGPATH];
+
+			spill_name(name, w, c, t);
+			simhash_shared_file_delete(spilled->fileset, name);
+		}
+}
+
+/*
+ * Merges run t's files (and the chunk in memory, if any, sorted for run t
+ * here) into the writer; returns the entries written.  Each file being
+ * merged takes a read buffer (MIH_SOURCE_BYTES); with more files than
+ * `fan_in` buffers, groups of them are first merged into one file, in as
+ * many passes as needed.
+ */
+static int64
+merge_run(MihSorter *s, int t, BufFile **files, int nfiles, int fan_in, MihRunWriter *writer)
+{
+	MihSink		sink = {writer, NULL, t, 0};
+
+	while (nfiles > fan_in)
+	{
+		MihSink		pass = {NULL, BufFileCreateTemp(false), t, 0};
+		int			group = Min(fan_in, nfiles - fan_in + 1);
+
+		merge(s, files, group, false, t, &pass);
+		files[0] = pass.file;
+		memmove(files + 1, files + group, (nfiles - group) * sizeof(BufFile *));
+		nfiles -= group - 1;
+		s->stats.merge_passes++;
+	}
+	if (s->n > 0)
+		chunk_sort(s, t);
+	merge(s, files, nfiles, s->n > 0, t, &sink);
+	return sink.rows;
+}
+
+/* The read buffers a merge may hold besides what the sorter holds now. */
+static int
+fan_in_of(MihSorter *s, Size merge_budget)
+{
+	return (int) Max(2, ((int64) merge_budget - (int64) s->held) / (int64) MIH_SOURCE_BYTES);
+}
+
+/*
+ * Writes the run set of a sort in one process: for each run, the chunks it
+ * spilled and the one in memory, merged into the run's pages.  merge_budget:
+ * the memory the merge may hold, the chunk in memory included (which stays
+ * there only if it leaves room for a read buffer per file).  Pages are
+ * WAL-logged unless not `logged` (a build's).
+ */
+MihRunSet
+mih_sorter_write_set(MihSorter *s, Relation index, bool logged, Size merge_budget)
+{
+	MemoryContext old = MemoryContextSwitchTo(s->context);
+	MihRunSet	set;
+	int			fan_in;
+
+	Assert(s->fileset == NULL);
+	if (s->nchunks > 0 && s->n > 0 && s->held + (Size) s->nchunks * MIH_SOURCE_BYTES > merge_budget)
+		chunk_spill(s);
+	if (s->n == 0)
+		chunk_free(s);
+	fan_in = fan_in_of(s, merge_budget);
 	memset(&set, 0, sizeof(set));
 	for (int t = 0; t < s->blocks.nblocks; t++)
 	{
-		BufFile   **files = palloc(Max(nspilled, 1) * sizeof(BufFile *));
-		int			nfiles = 0;
+		BufFile   **files = palloc(Max(s->nchunks, 1) * sizeof(BufFile *));
 		MihRunWriter writer;
-		MihSink		sink = {&writer, NULL, t, 0};
+		int64		rows;
 
 		for (int c = 0; c < s->nchunks; c++)
-			files[nfiles++] = s->files[c][t];
-		for (int w = 0; others && w < others->nworkers; w++)
-			for (int c = 0; c < others->nchunks[w]; c++)
-			{
-				char		name[MAXPGPATH];
-
-				spill_name(name, w, c, t);
-				files[nfiles++] = simhash_shared_file_open(others->fileset, name);
-			}
-		/* More files than read buffers: groups of them merged into one, until not. */
-		while (nfiles > fan_in)
-		{
-			MihSink		pass = {NULL, BufFileCreateTemp(false), t, 0};
-			int			group = Min(fan_in, nfiles - fan_in + 1);
-
-			merge(s, files, group, false, t, &pass);
-			files[0] = pass.file;
-			memmove(files + 1, files + group, (nfiles - group) * sizeof(BufFile *));
-			nfiles -= group - 1;
-			s->stats.merge_passes++;
-		}
-		if (s->n > 0)
-			chunk_sort(s, t);
+			files[c] = s->files[c][t];
 		mih_run_writer_begin(&writer, index, t == 0, logged);
-		merge(s, files, nfiles, s->n > 0, t, &sink);
+		rows = merge_run(s, t, files, s->nchunks, fan_in, &writer);
 		set.dir_head[t] = mih_run_writer_end(&writer, &set.npages[t]);
 		if (t == 0)
-			set.nentries = sink.rows;
+			set.nentries = rows;
 		pfree(files);
-		/* The workers' files of this run are read: their disk space back now, not at the end. */
-		for (int w = 0; others && w < others->nworkers; w++)
-			for (int c = 0; c < others->nchunks[w]; c++)
-			{
-				char		name[MAXPGPATH];
-
-				spill_name(name, w, c, t);
-				simhash_shared_file_delete(others->fileset, name);
-			}
 	}
 	s->nchunks = 0;				/* every file was closed by its merge */
 	MemoryContextSwitchTo(old);
 	return set;
+}
+
+/*
+ * A parallel build's run t, by any of its processes: every process's chunks
+ * (`spilled`: all spilled by then, mih_sorter_hand_over) merged into the
+ * writer, within merge_budget; returns the entries written.  s: the
+ * process's own sorter, for its memory and statistics.
+ */
+int64
+mih_sorter_merge_run(MihSorter *s, int t, const MihSpilled *spilled, Size merge_budget, MihRunWriter *writer)
+{
+	MemoryContext old = MemoryContextSwitchTo(s->context);
+	int			nfiles = 0;
+	BufFile   **files;
+	int64		rows;
+
+	Assert(s->n == 0);
+	chunk_free(s);
+	for (int w = 0; w < spilled->nworkers; w++)
+		nfiles += spilled->nchunks[w];
+	files = palloc(Max(nfiles, 1) * sizeof(BufFile *));
+	nfiles = open_spilled(spilled, t, files);
+	rows = merge_run(s, t, files, nfiles, fan_in_of(s, merge_budget), writer);
+	delete_spilled(spilled, t);
+	pfree(files);
+	MemoryContextSwitchTo(old);
+	return rows;
 }
 
 /* Frees everything the sorter holds; its statistics into *stats (may be NULL). */

@@ -236,17 +236,20 @@ mih_merge_sets(Relation index)
 	GenericXLogState *state;
 	MihMeta    *live;
 	int			nmerged = meta.nsets;
+	int64		total = 0;
 	Size		budget = (Size) maintenance_work_mem * 1024;	/* as the removal batches (above) */
 	MihCollect	collect;
 
 	if (meta.nsets < 2 || meta.nretired + meta.nsets > MIH_MAX_RETIRED)
 		return;
 	simhash_blocks_init(&blocks, meta.ntables);
-	collect.sorter = mih_sorter_begin(meta.ntables, budget, NULL, -1);
+	for (int s = 0; s < nmerged; s++)
+		total += meta.sets[s].nentries;
+	collect.sorter = mih_sorter_begin(meta.ntables, budget, NULL, -1, (double) total);
 	collect.mask = blocks.mask[0];
 	for (int s = 0; s < nmerged; s++)
 		mih_visit_run(index, &meta.sets[s], 0, false, mih_collect_run, &collect);
-	merged = mih_sorter_write_set(collect.sorter, index, true, budget, NULL);
+	merged = mih_sorter_write_set(collect.sorter, index, true, budget);
 	mih_sorter_end(collect.sorter, NULL);
 
 	/* Swap: the merged sets were the first nmerged; flushes only append. */
