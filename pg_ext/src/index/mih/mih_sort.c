@@ -72,6 +72,19 @@ held_change(MihSorter *s, int64 bytes)
 	s->stats.peak_bytes = Max(s->stats.peak_bytes, s->held);
 }
 
+/* Frees a pair of arrays of `room` entries each (none if NULL). */
+static void
+free_pair(MihSorter *s, uint64 **a, uint64 **b, int64 *room)
+{
+	if (*a == NULL)
+		return;
+	pfree(*a);
+	pfree(*b);
+	held_change(s, -2 * *room * (int64) sizeof(uint64));
+	*a = *b = NULL;
+	*room = 0;
+}
+
 /*
  * A sorter for a run set of ntables runs, holding at most `budget` bytes of
  * rows.  fileset: where a worker of a parallel build spills, under names of
@@ -129,12 +142,7 @@ chunk_sort(MihSorter *s, int t)
 	{
 		MemoryContext old = MemoryContextSwitchTo(s->context);
 
-		if (s->key_buf)
-		{
-			pfree(s->key_buf);
-			pfree(s->tid_buf);
-			held_change(s, -2 * s->buf_room * (int64) sizeof(uint64));
-		}
+		free_pair(s, &s->key_buf, &s->tid_buf, &s->buf_room);
 		s->buf_room = s->n;
 		s->key_buf = MemoryContextAllocHuge(s->context, s->buf_room * sizeof(uint64));
 		s->tid_buf = MemoryContextAllocHuge(s->context, s->buf_room * sizeof(uint64));
@@ -491,22 +499,8 @@ merge(MihSorter *s, BufFile **files, int nfiles, bool memory, int t, MihSink *si
 static void
 chunk_free(MihSorter *s)
 {
-	if (s->keys)
-	{
-		pfree(s->keys);
-		pfree(s->tids);
-		held_change(s, -2 * s->room * (int64) sizeof(uint64));
-		s->keys = s->tids = NULL;
-		s->room = 0;
-	}
-	if (s->key_buf)
-	{
-		pfree(s->key_buf);
-		pfree(s->tid_buf);
-		held_change(s, -2 * s->buf_room * (int64) sizeof(uint64));
-		s->key_buf = s->tid_buf = NULL;
-		s->buf_room = 0;
-	}
+	free_pair(s, &s->keys, &s->tids, &s->room);
+	free_pair(s, &s->key_buf, &s->tid_buf, &s->buf_room);
 }
 
 /* The spilled files of run t in `spilled`, opened by name (deleted once merged). */
