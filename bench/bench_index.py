@@ -23,8 +23,22 @@ one).  Prints:
 4. (blocks, max_distance) trade-offs at SIMHASH_BENCH_TRADEOFF_ROWS rows
    (default 200k: the layouts with many tables take minutes to build at 1M).
 
+5. builds side by side at each size (--only builds: this table alone): btree,
+   simhash_mih and GIN on the same column with 0, 1 and 2 parallel workers
+   (max_parallel_maintenance_workers), one after the other by worker count:
+   time, size, the leader's and workers' peak private memory (RssAnon of
+   each process, sampled every 20 ms, summed) and, for simhash_mih, its own
+   report (sort memory, chunks spilled, where the time went); the machine's
+   load average before and after.
+
+6. single-row inserts while queries run (--only writes: this table alone), on
+   the smallest size: for simhash_mih and GIN (fastupdate = off), one client
+   inserting rows one by one (autocommit, synchronous_commit as the server
+   has it) while another queries k = 3 and k = 8 in turn, for WRITE_SECONDS
+   each, the kinds taking turns twice: inserts/s, query p50/p99.
+
 Options (others are other benchmarks'): --rows 1000000,10000000; --only
-radius (table 1 alone); --columns mih,gin,gin-1.0,bit_count (which of table
+radius (table 1 alone), --only builds (table 5 alone), --only writes (table 6); --columns mih,gin,gin-1.0,bit_count (which of table
 1's columns; at 100M rows the 1.0 behaviour and bit_count take hours);
 --queries N (per radius, default 300); --compare-dsn DSN; --mih-runs 2,3,4
 (after table 1, simhash_mih with each run count, one after the other).
@@ -38,9 +52,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import threading
 import time
 from math import comb
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -312,11 +329,153 @@ def tradeoff_table(conn: psycopg.Connection, rng: np.random.Generator) -> None:
               f" {p(times, 99):>6.3f}ms {candidates:>12.1f}")
 
 
+BUILDS = {  # table 5: what each index is, and whether its build takes parallel workers
+    "btree": "btree (fp)",
+    "simhash_mih": "simhash_mih (fp)",
+    "GIN": "gin (fp simhash64_ops) WITH (fastupdate = off)",
+}
+BUILD_WORKERS = (0, 1, 2)
+MIH_REPORT = re.compile(r"chunks spilled \((?P<spilled>[\d.]+ MB)\).*peak sort memory (?P<leader>[\d.]+ MB) in the leader, "
+                        r"(?P<worker>[\d.]+ MB) in a worker; scan (?P<scan>[\d.]+) s, runs (?P<runs>[\d.]+) s, WAL (?P<wal>[\d.]+) s")
+
+
+def private_kb(pid: int) -> int:
+    """A process's private (anonymous) resident memory: not shared buffers."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def peak_private_mb(dsn: str, leader: int, stop: threading.Event, out: list[float]) -> None:
+    """Samples, until stop, the private memory of the backend `leader` and its
+    parallel workers (found in pg_stat_activity), summed; appends the peak (MB)
+    above the backend's own before the build."""
+    with psycopg.connect(dsn, autocommit=True) as watcher:
+        base = private_kb(leader)
+        peak = 0
+        workers: list[int] = []
+        while not stop.is_set():
+            workers = [r[0] for r in watcher.execute(
+                "SELECT pid FROM pg_stat_activity WHERE leader_pid = %s AND pid <> %s", (leader, leader))] or workers
+            peak = max(peak, private_kb(leader) - base + sum(private_kb(w) for w in workers))
+            time.sleep(0.02)
+        out.append(peak / 1024)
+
+
+def build_row(conn: psycopg.Connection, dsn: str, rows: int, name: str, workers: int) -> str:
+    """One row of table 5: builds the index with `workers` workers asked for."""
+    messages: list[str] = []
+    conn.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
+    conn.execute("DROP INDEX IF EXISTS docs_fp")
+    conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
+    conn.execute("SET client_min_messages = debug1")
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    stop, peak = threading.Event(), []
+    watcher = threading.Thread(target=peak_private_mb, args=(dsn, pid, stop, peak))
+    watcher.start()
+    start = time.perf_counter()
+    conn.execute(f"CREATE INDEX docs_fp ON docs USING {BUILDS[name]}")
+    seconds = time.perf_counter() - start
+    stop.set()
+    watcher.join()
+    conn.execute("RESET client_min_messages")
+    conn.execute("RESET max_parallel_maintenance_workers")
+    size = conn.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
+    launched = next((m for m in messages if "parallel workers" in m or "serially" in m), "")
+    report = next((MIH_REPORT.search(m) for m in messages if MIH_REPORT.search(m)), None)
+    detail = (f"sort memory {report['leader']} leader, {report['worker']} a worker, spilled {report['spilled']};"
+              f" scan {report['scan']} s, runs {report['runs']} s, WAL {report['wal']} s") if report else ""
+    conn.execute("DROP INDEX docs_fp")
+    workers_text = re.search(r"request for (\d+) parallel workers", launched)
+    return (f"{name:<12} {workers:>7} {workers_text[1] if workers_text else 0:>9} {seconds:>8.1f}s"
+            f" {size / rows:>9.1f} {peak[0]:>10.0f}  {detail}")
+
+
+def builds_table(conn: psycopg.Connection, dsn: str, rng: np.random.Generator, rows_list: list[int]) -> None:
+    """Table 5 at each size: every index kind's build with 0, 1, 2 workers."""
+    for rows in rows_list:
+        load(conn, fingerprints(rng, rows))
+        conn.execute("CHECKPOINT")
+        mwm = conn.execute("SHOW maintenance_work_mem").fetchone()[0]
+        print(f"Builds at {rows:,} rows (maintenance_work_mem {mwm}), load average {os.getloadavg()[0]:.1f}:")
+        print(f"{'index':<12} {'workers':>7} {'requested':>9} {'time':>9} {'bytes/row':>9} {'peak MB':>10}"
+              "  simhash_mih's own report")
+        for workers in BUILD_WORKERS:
+            for name in BUILDS:
+                print(build_row(conn, dsn, rows, name, workers), flush=True)
+        print(f"(peak MB: private memory of the backend and its workers; load average after {os.getloadavg()[0]:.1f})\n")
+
+
+WRITE_SECONDS = 10
+WRITES = {  # table 6: the index each kind's writes go through
+    "simhash_mih": "simhash_mih (fp)",
+    "GIN, fastupdate off": "gin (fp simhash64_ops) WITH (fastupdate = off)",
+}
+
+
+def insert_loop(dsn: str, rng_seed: int, stop: threading.Event, count: list[int]) -> None:
+    rng = np.random.default_rng(rng_seed)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while not stop.is_set():
+            conn.execute("INSERT INTO docs (fp) VALUES (%s::bigint::simhash64)",
+                         (int(rng.integers(-(2**63), 2**63 - 1)),), prepare=True)
+            count[0] += 1
+
+
+WRITE_RADII = (3, 8)
+
+
+def query_loop(dsn: str, centres: list[int], stop: threading.Event, times: dict[int, list[float]]) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        i = 0
+        while not stop.is_set():
+            k = WRITE_RADII[i % len(WRITE_RADII)]
+            start = time.perf_counter()
+            conn.execute(INDEXED.format(k=k), (centres[i % len(centres)],), prepare=True).fetchall()
+            times[k].append((time.perf_counter() - start) * 1000)
+            i += 1
+
+
+def writes_table(conn: psycopg.Connection, dsn: str, rng: np.random.Generator, rows: int) -> None:
+    """Table 6: inserts and queries at once, each index kind in turn, twice
+    (the first turn inserts into the table as loaded, the second after it)."""
+    fps = fingerprints(rng, rows)
+    centres = queries(rng, fps, 300)
+    load(conn, fps)
+    print(f"Single-row inserts while another client queries (k = 3 and 8 in turn), {rows:,} rows,"
+          f" {WRITE_SECONDS} s a turn; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'index':<22} {'turn':>4} {'inserts/s':>10} {'queries/s':>10}"
+          + "".join(f" {'k = ' + str(k) + ' p50':>11} {'p99':>9}" for k in WRITE_RADII))
+    for turn in (1, 2):
+        for name, using in WRITES.items():
+            conn.execute("DROP INDEX IF EXISTS docs_fp")
+            conn.execute(f"CREATE INDEX docs_fp ON docs USING {using}")
+            conn.execute("VACUUM ANALYZE docs")
+            prewarm(conn)
+            stop, count, times = threading.Event(), [0], {k: [] for k in WRITE_RADII}
+            threads = [threading.Thread(target=insert_loop, args=(dsn, turn, stop, count)),
+                       threading.Thread(target=query_loop, args=(dsn, centres, stop, times))]
+            for thread in threads:
+                thread.start()
+            time.sleep(WRITE_SECONDS)
+            stop.set()
+            for thread in threads:
+                thread.join()
+            print(f"{name:<22} {turn:>4} {count[0] / WRITE_SECONDS:>10,.0f}"
+                  f" {sum(map(len, times.values())) / WRITE_SECONDS:>10,.0f}"
+                  + "".join(f" {p(times[k], 50):>9.3f}ms {p(times[k], 99):>7.3f}ms" for k in WRITE_RADII), flush=True)
+    print(f"(load average after {os.getloadavg()[0]:.1f})\n")
+
+
 def parse_options():
     sizes = os.environ.get("SIMHASH_BENCH_SIZES", "10000000,1000000")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default=sizes, help=f"table sizes for table 1, comma-separated (default {sizes})")
-    parser.add_argument("--only", choices=["radius"], help="table 1 alone")
+    parser.add_argument("--only", choices=["radius", "builds", "writes"], help="table 1, 5 or 6 alone")
     parser.add_argument("--columns", default=",".join(COLUMNS), help="table 1's columns, of " + ",".join(COLUMNS))
     parser.add_argument("--queries", type=int, default=300, help="queries per radius (default 300)")
     parser.add_argument("--compare-dsn", help="another server whose simhash_mih is measured beside this one's")
@@ -339,11 +498,16 @@ def main() -> None:
     try:
         for server in servers:
             server.execute("CREATE EXTENSION IF NOT EXISTS simhash")
-        centres = main_table(servers, rng, options)
         conn = servers[0]
-        if options.only != "radius":
+        if options.only in (None, "radius"):
+            centres = main_table(servers, rng, options)
+        if options.only is None:
             layouts_side_by_side(conn, centres, options.rows[-1])
             tradeoff_table(conn, rng)
+        if options.only in (None, "builds"):
+            builds_table(conn, dsns[0], rng, options.rows)
+        if options.only in (None, "writes"):
+            writes_table(conn, dsns[0], rng, min(options.rows))
         conn.execute("DROP TABLE docs")
     finally:
         for server in servers:

@@ -110,6 +110,32 @@
 #endif
 
 /*
+ * Parallel index builds of an access method of our own.  PostgreSQL 17 added
+ * amcanbuildparallel: index_build then asks the planner for the workers
+ * (plan_create_index_workers: max_parallel_maintenance_workers, the table's
+ * size and parallel_workers, parallel safety) and passes the number in
+ * ii_ParallelWorkers.  Before 17 index_build asks only for btree, so ambuild
+ * asks the planner itself, as index_build would (never in bootstrap or
+ * single-user processing).
+ */
+#if PG_VERSION_NUM >= 170000
+#define simhash_am_builds_in_parallel(am) ((am)->amcanbuildparallel = true)
+#define simhash_index_build_workers(heap, index, info) ((info)->ii_ParallelWorkers)
+#else
+#define simhash_am_builds_in_parallel(am) ((void) (am))
+#define simhash_index_build_workers(heap, index, info) \
+	(IsNormalProcessingMode() ? \
+	 plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index)) : 0)
+#endif
+
+/* The query id a parallel worker reports as its leader's: PostgreSQL 18 made it signed. */
+#if PG_VERSION_NUM >= 180000
+typedef int64 simhash_query_id;
+#else
+typedef uint64 simhash_query_id;
+#endif
+
+/*
  * A function that never returns (it raises an ERROR), written before the
  * declaration: PostgreSQL 18 spells it pg_noreturn (C11's _Noreturn), the
  * older majors pg_attribute_noreturn() (GCC's attribute, which may lead too).

@@ -5,7 +5,7 @@ and edits made while the index's server is down.
 
 Each page's contents start after the 24-byte page header.  The metapage is
 (magic, version, ntables, generation, nsets, sets[16] of (nentries,
-dir_head[8], npages[8]), ...); every other page starts with (kind, n) as two
+dir_head[8], npages[8]), ..., nscope); every other page starts with (kind, n) as two
 uint16: a directory page is (kind, n, next, first_key[680], blkno[680]), a
 pending page (kind, n, next, fps[583], tids[583]), a run page (kind, n,
 key_bits, bucket_bits, block_bits, offset_bits, base, bucket_start[2^bucket_bits],
@@ -35,6 +35,7 @@ META_NSETS = 16
 SET0 = 24                          # sets[0]: nentries (int64), dir_head[8], npages[8]
 SET0_NPAGES = SET0 + 8 + 32
 META_PENDING_HEAD = SET0 + 16 * 72
+META_NSCOPE = 4016                 # after retired[32] (88 bytes each, from 1200): the scope column count
 KIND_RUN, KIND_DIRECTORY, KIND_PENDING, KIND_DELETED = 0x5201, 0x5202, 0x5203, 0x52FF
 # A run page's header fields: (offset in the contents, struct format)
 RUN_FIELDS = {"kind": (0, "<H"), "n": (2, "<H"), "key_bits": (4, "B"), "bucket_bits": (5, "B"),

@@ -18,46 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolbox import MAX_FINGERPRINT as MAX, brute_force_within, copy_rows, error_of, flip
+from toolbox import MAX_FINGERPRINT as MAX, copy_rows, error_of, flip, module_database
+from toolbox.mih_builds import assert_exact, build, replay
 from toolbox.mih_pages import META_VERSION, connect, edit_index, own_server
-
-RADII = range(65)
-
-# Every query at every radius in one statement, through the index: (qid, k, matching ids).
-THROUGH_INDEX = """
-SELECT q.qid, r.k, coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.id IS NOT NULL), '{}')
-FROM queries q CROSS JOIN generate_series(0, 64) r(k)
-LEFT JOIN LATERAL (SELECT id FROM docs WHERE hamming_within(fp, q.center, r.k)) d ON true
-GROUP BY q.qid, r.k ORDER BY q.qid, r.k
-"""
 
 
 @pytest.fixture(scope="module")
 def format_db(postgresql_proc):
     """A database of this module's own (hypothesis runs a test body many times)."""
-    server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user)
-    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
-        admin.execute("CREATE DATABASE mih_format")
-    with psycopg.connect(dbname="mih_format", autocommit=True, **server) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
-        yield conn
-
-
-def assert_exact(conn: psycopg.Connection, rows: dict[int, int | None], centres: list[int]) -> None:
-    """Every centre at every radius 0..64, through the index, equals brute force."""
-    conn.execute("DROP TABLE IF EXISTS queries")
-    conn.execute("CREATE TABLE queries (qid int, center simhash64)")
-    copy_rows(conn, "COPY queries FROM STDIN", enumerate(centres))
-    conn.execute("SET enable_seqscan = off")
-    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + THROUGH_INDEX))
-    assert "Bitmap Index Scan on docs_fp" in plan, plan
-    ids = sorted(rows)
-    fps = [rows[i] for i in ids]
-    got = conn.execute(THROUGH_INDEX).fetchall()
-    conn.execute("RESET enable_seqscan")
-    expected = [(qid, k, [ids[j] for j in brute_force_within(fps, centre, k)])
-                for qid, centre in enumerate(centres) for k in RADII]
-    assert got == expected
+    yield from module_database(postgresql_proc, "mih_format")
 
 
 def near(rng: random.Random, centre: int, bits: int) -> int:
@@ -85,7 +54,8 @@ def fingerprints(draw, centres: list[int]) -> int | None:
 
 @st.composite
 def histories(draw):
-    """A table's rows and what happens to them: (runs, pending limit, rows, operations)."""
+    """A table's rows and what happens to them: (runs, pending limit, rows,
+    operations, centres, the parallel workers every build asks for)."""
     centres = draw(st.lists(st.integers(0, MAX), min_size=1, max_size=4))
     values = fingerprints(centres)
     rows = draw(st.lists(values, max_size=300))
@@ -96,36 +66,24 @@ def histories(draw):
         st.tuples(st.just("vacuum")),
         st.tuples(st.just("reindex concurrently")),
     ), max_size=6))
-    return draw(st.sampled_from([1, 2, 3, 4])), draw(st.sampled_from([7, 50, 65536])), rows, operations, centres
+    return (draw(st.sampled_from([1, 2, 3, 4])), draw(st.sampled_from([7, 50, 65536])), rows, operations, centres,
+            draw(st.sampled_from([0, 1, 2])))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(history=histories())
 def test_exact_at_every_radius_through_every_kind_of_write(format_db: psycopg.Connection, history) -> None:
-    runs, pending_limit, initial, operations, centres = history
+    runs, pending_limit, initial, operations, centres, workers = history
     conn = format_db
     conn.execute("DROP TABLE IF EXISTS docs")
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64) WITH (autovacuum_enabled = off)")
-    rows = dict(enumerate(initial))
-    copy_rows(conn, "COPY docs FROM STDIN", rows.items())
-    conn.execute(f"CREATE INDEX docs_fp ON docs USING simhash_mih (fp) WITH (runs = {runs})")
+    rows = {i: (fp,) for i, fp in enumerate(initial)}
+    copy_rows(conn, "COPY docs FROM STDIN", ((i, fp) for i, (fp,) in rows.items()))
+    report = build(conn, f"CREATE INDEX docs_fp ON docs USING simhash_mih (fp) WITH (runs = {runs})", workers)
+    assert report.processes == workers + 1
     conn.execute(f"SET simhash.mih_pending_limit = {pending_limit}")
-    for operation in operations:
-        if operation[0] == "insert":
-            new = dict(enumerate(operation[1], start=max(rows, default=0) + 1))
-            copy_rows(conn, "COPY docs FROM STDIN", new.items())
-            rows.update(new)
-        elif operation[0] == "delete":
-            _, modulus, remainder = operation
-            conn.execute("DELETE FROM docs WHERE id %% %s = %s", (modulus, remainder))
-            rows = {i: fp for i, fp in rows.items() if i % modulus != remainder}
-        elif operation[0] == "update":
-            _, modulus, bit = operation
-            conn.execute("UPDATE docs SET fp = (fp::bigint # (1::bigint << %s))::simhash64 WHERE id %% %s = 0",
-                         (bit, modulus))
-            rows = {i: (fp ^ (1 << bit) if fp is not None and i % modulus == 0 else fp) for i, fp in rows.items()}
-        else:
-            conn.execute("VACUUM docs" if operation[0] == "vacuum" else "REINDEX INDEX CONCURRENTLY docs_fp")
+    rows = {i: fp for i, (fp,) in replay(conn, rows, [
+        ("insert", [(fp,) for fp in op[1]]) if op[0] == "insert" else op for op in operations], workers).items()}
     conn.execute("RESET simhash.mih_pending_limit")
     rng = random.Random(len(rows))
     assert_exact(conn, rows, centres + [near(rng, c, 3) for c in centres] + [0, MAX, rng.getrandbits(64)])

@@ -21,6 +21,13 @@
  * the next VACUUM, after it has waited for every scan holding a pin on the
  * metapage (a scan pins it from reading the layout until it is done).
  *
+ * Scope columns (mih_scope.c): an index USING simhash_mih (domain, fp) keeps
+ * fp XOR a 64-bit hash of the scope values in place of fp, everywhere
+ * (runs, pending list); a query folds the hash of its scope into its centre
+ * the same way, so it reaches the rows of its own scope exactly as an index
+ * without scope would, while another scope's rows land at random places.
+ * Below, "fingerprint" means that folded value.
+ *
  * Results are rechecked at the heap, so an entry whose TID VACUUM has not yet
  * removed (a flush may copy it between VACUUM's passes) is harmless; so is a
  * fingerprint a later run still holds after VACUUM took it out of the first
@@ -63,12 +70,6 @@
 #define MIH_PENDING_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(ItemPointerData)))
 #define MIH_DIR_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(BlockNumber)))
 #define MIH_MAX_PROBES 100000
-/*
- * Memory a run set's rows take while sorted into runs (mih_write_set): the
- * rows (14 bytes), keys, row numbers and the radix sort's copies of both (8
- * each), the first run's TIDs in order (6).
- */
-#define MIH_SORT_BYTES_PER_ROW 56
 
 /* The first field of every page but the metapage. */
 typedef enum MihPageKind
@@ -108,6 +109,12 @@ typedef struct MihMeta
 	int64		pending_count;	/* rows added since the last flush (>= pending pages) */
 	int32		nretired;
 	MihRetired	retired[MIH_MAX_RETIRED];
+	/*
+	 * Scope columns before the fingerprint (the index's columns but one).
+	 * Last, so that an index written before it had one reads 0 here: the
+	 * page was zeroed.
+	 */
+	int32		nscope;
 } MihMeta;
 
 StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
@@ -143,24 +150,48 @@ StaticAssertDecl(sizeof(MihPendingPage) <= MIH_PAGE_DATA, "pending page fits");
 StaticAssertDecl(sizeof(MihDirPage) <= MIH_PAGE_DATA, "directory page fits");
 StaticAssertDecl(MIH_PENDING_CAP <= PG_UINT16_MAX && MIH_DIR_CAP <= PG_UINT16_MAX, "counts fit n");
 
-/* Entries of rows being sorted into a run set. */
-typedef struct MihEntries
-{
-	uint64	   *fps;
-	ItemPointerData *tids;
-	int64		n;
-	int64		cap;
-} MihEntries;
-
 /* Called with each page of a run or chain. */
 typedef void (*MihPageVisitor) (Relation index, BlockNumber blkno, void *arg);
 
-/* Collects the rows of pending or first-run pages (keys unrotated with `mask`). */
+struct MihSorter;
+struct BufFile;
+
+/* Collects the rows of pending or first-run pages (keys unrotated with `mask`) into a sorter. */
 typedef struct MihCollect
 {
-	MihEntries *entries;
+	struct MihSorter *sorter;
 	uint64		mask;
 } MihCollect;
+
+/*
+ * A run being written page by page (mih_runs.c): entries arrive sorted, in
+ * batches; a page is packed once MIH_RUN_MAX_ENTRIES entries are waiting
+ * (the most a page holds, so its shape is what the whole run would give it).
+ */
+typedef struct MihRunWriter
+{
+	Relation	index;
+	bool		with_tids;		/* the first run */
+	bool		logged;			/* WAL-log each page (a build logs them all at its end) */
+	int			start;			/* entries start..n wait */
+	int			n;
+	uint64	   *keys;
+	ItemPointerData *tids;
+	int64		npages;
+	int64		cap;			/* of first_key and blkno */
+	uint64	   *first_key;
+	BlockNumber *blkno;
+	struct MihRunPage *page;
+	struct BufFile *images;		/* not NULL: pages go there, for the leader to copy in */
+} MihRunWriter;
+
+/* The scope columns' hash functions (mih_scope.c). */
+typedef struct MihScope
+{
+	int			ncolumns;		/* the index's columns before the fingerprint */
+	FmgrInfo   *hash[INDEX_MAX_KEYS];
+	Oid			collation[INDEX_MAX_KEYS];
+} MihScope;
 
 /* A run's directory in memory: each run page's first key and block. */
 typedef struct MihRunDir
@@ -186,6 +217,19 @@ unlead(uint64 key, uint64 mask)
 	int			s = 63 - pg_leftmost_one_pos64(mask);
 
 	return s == 0 ? key : (key >> s) | (key << (64 - s));
+}
+
+/* A heap TID in one integer, ordered as TIDs are: what the build sorts and spills. */
+static inline uint64
+mih_tid_pack(ItemPointer tid)
+{
+	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) | ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
+static inline void
+mih_tid_unpack(uint64 packed, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) (packed >> 16), (OffsetNumber) (packed & 0xFFFF));
 }
 
 /*
@@ -233,11 +277,11 @@ extern int	mih_pending_limit;
 /* mih_runs.c: pages, run sets, the metapage */
 simhash_noreturn extern void mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...) pg_attribute_printf(3, 4);
 extern Buffer mih_new_buffer(Relation index);
-extern BlockNumber mih_write_page(Relation index, const void *contents, Size size);
-extern void mih_entries_init(MihEntries *e);
-extern void mih_entries_add(MihEntries *e, uint64 fp, ItemPointer tid);
-extern void mih_entries_free(MihEntries *e);
-extern MihRunSet mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e);
+extern BlockNumber mih_write_page(Relation index, const void *contents, Size size, bool logged);
+extern void mih_run_writer_begin(MihRunWriter *w, Relation index, bool with_tids, bool logged);
+extern void mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int n);
+extern BlockNumber mih_run_writer_end(MihRunWriter *w, BlockNumber *npages);
+extern BlockNumber mih_run_copy_images(Relation index, struct BufFile *images, BlockNumber *npages);
 extern void mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode);
 extern Buffer mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode);
 extern void mih_read_directory(Relation index, const MihRunSet *set, int t, MemoryContext context,
@@ -249,11 +293,19 @@ extern Buffer mih_read_pending(Relation index, BlockNumber blkno, int64 pages, i
 extern void mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPageVisitor visit, void *arg);
 extern void mih_collect_pending(Relation index, BlockNumber blkno, void *arg);
 extern void mih_collect_run(Relation index, BlockNumber blkno, void *arg);
-extern void mih_init_meta(Relation index, ForkNumber fork, int ntables);
+extern void mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope);
 extern void mih_meta_add_set(MihMeta *meta, const MihRunSet *set);
 extern bool mih_meta_retire(MihMeta *meta, const MihRetired *what);
 extern void mih_check_meta(Relation index, const MihMeta *meta);
 extern MihMeta mih_read_meta(Relation index);
+
+/* mih_scope.c: scope columns */
+extern void mih_scope_check_columns(Relation index);
+extern void mih_scope_init(MihScope *scope, Relation index);
+extern uint64 mih_scope_hash(const MihScope *scope, int column, Datum value);
+extern uint64 mih_scope_hash_key(const MihScope *scope, Relation index, ScanKey key);
+extern uint64 mih_scope_combine(const MihScope *scope, const uint64 *hashes);
+extern bool mih_fold(const MihScope *scope, const Datum *values, const bool *isnull, uint64 *fp);
 
 /* mih_build.c, mih_insert.c, mih_vacuum.c, mih_scan.c: the access method's entry points */
 extern IndexBuildResult *mih_build(Relation heap, Relation index, IndexInfo *indexInfo);

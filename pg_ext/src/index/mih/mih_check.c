@@ -44,6 +44,7 @@ typedef struct MihChecker
 	PGAlignedBlock copy;		/* the page being checked, copied out of its buffer */
 	SimhashBlocks blocks;
 	int			ntables;
+	MihScope	scope;			/* heap rows' fingerprints folded as the index keeps them */
 	bloom_filter *runs[MIH_MAX_TABLES]; /* heapallindexed: each run's entries */
 } MihChecker;
 
@@ -254,14 +255,15 @@ check_heap_row(Relation index, ItemPointer tid, Datum *values, bool *isnull, boo
 {
 	MihChecker *c = (MihChecker *) arg;
 	MihCheckEntry entry;
+	uint64		fp;
 
-	if (isnull[0])
+	if (!mih_fold(&c->scope, values, isnull, &fp))
 		return;
 	for (int t = 0; t < c->ntables; t++)
 	{
 		/* As add_entry puts it: the TID in the first run only. */
 		memset(&entry, 0, sizeof(entry));
-		entry.fp = DatumGetSimhash64(values[0]);
+		entry.fp = fp;
 		if (t == 0)
 		{
 			entry.block = ItemPointerGetBlockNumber(tid);
@@ -300,6 +302,7 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 	mih_check_meta(c->index, &meta);
 	c->ntables = meta.ntables;
 	simhash_blocks_init(&c->blocks, meta.ntables);
+	mih_scope_init(&c->scope, c->index);
 
 	if (heapallindexed)
 	{

@@ -38,42 +38,89 @@ mih_run_size(const MihRunShape *shape)
 		(rem_bits + 7) / 8 + (tid_bits + 7) / 8;
 }
 
+/* Where mih_run_fit is: the entries it may take, and their TIDs' widths so far. */
+typedef struct MihFit
+{
+	const uint64 *keys;
+	const ItemPointerData *tids;
+	int			bucket_bits;	/* -1: by the entry count */
+	int			known;			/* max_block[i] and max_offset[i] are known for i < known */
+	BlockNumber max_block[MIH_RUN_MAX_ENTRIES];	/* of the first i + 1 TIDs */
+	OffsetNumber max_offset[MIH_RUN_MAX_ENTRIES];
+} MihFit;
+
+/* The shape of a page of the first n entries; whether it fits. */
+static bool
+fit_shape(MihFit *f, int n, MihRunShape *shape)
+{
+	if (f->tids)
+		for (; f->known < n; f->known++)
+		{
+			int			i = f->known;
+
+			f->max_block[i] = Max(i > 0 ? f->max_block[i - 1] : 0,
+								  ItemPointerGetBlockNumberNoCheck(&f->tids[i]));
+			f->max_offset[i] = Max(i > 0 ? f->max_offset[i - 1] : 0,
+								   ItemPointerGetOffsetNumberNoCheck(&f->tids[i]));
+		}
+	shape->n = n;
+	shape->key_bits = bits_for(f->keys[n - 1] - f->keys[0]);	/* sorted: the span */
+	shape->bucket_bits = f->bucket_bits < 0 ? bucket_bits_for(n, shape->key_bits) :
+		Min(f->bucket_bits, shape->key_bits);
+	shape->block_bits = f->tids ? bits_for(f->max_block[n - 1]) : 0;
+	shape->offset_bits = f->tids ? bits_for(f->max_offset[n - 1]) : 0;
+	return n == 1 || mih_run_size(shape) <= MIH_RUN_AREA;
+}
+
 /*
  * The shape of the next page: as many of keys[0..avail) (sorted; with their
  * TIDs unless tids is NULL) as fit, at least one.  bucket_bits: -1 chooses
  * them by the entry count; VACUUM passes the page's own, so that a page
  * rewritten with fewer entries never grows.
+ *
+ * A page's size grows with its entries (their span, TID widths and count),
+ * so the most that fit are found by doubling from 64, then bisecting, in
+ * about 20 tries rather than one per entry (what a build spends most of its
+ * packing time on otherwise); where a bucket bit more makes a page exactly
+ * as large (its table doubles as each entry loses a bit), any count found
+ * fits.
  */
 void
 mih_run_fit(const uint64 *keys, const ItemPointerData *tids, int64 avail, int bucket_bits,
 			MihRunShape *shape)
 {
+	MihFit	   *f = palloc(sizeof(MihFit));
 	int			most = (int) Min(avail, MIH_RUN_MAX_ENTRIES);
-	BlockNumber max_block = 0;
-	OffsetNumber max_offset = 0;
-	uint64		span = 0;		/* the largest key - keys[0]: the last one's when sorted */
+	int			fits = 1;		/* a count known to fit */
+	int			over = most + 1;	/* one known not to (or past the end) */
+	MihRunShape tried;
 
-	memset(shape, 0, sizeof(*shape));
-	for (int n = 1; n <= most; n++)
+	f->keys = keys;
+	f->tids = tids;
+	f->bucket_bits = bucket_bits;
+	f->known = 0;
+	for (int n = Min(64, most); over == most + 1; n = Min(2 * n, most))
 	{
-		MihRunShape next;
-
-		if (tids)
-		{
-			max_block = Max(max_block, ItemPointerGetBlockNumberNoCheck(&tids[n - 1]));
-			max_offset = Max(max_offset, ItemPointerGetOffsetNumberNoCheck(&tids[n - 1]));
-		}
-		span = Max(span, keys[n - 1] - keys[0]);
-		next.n = n;
-		next.key_bits = bits_for(span);
-		next.bucket_bits = bucket_bits < 0 ? bucket_bits_for(n, next.key_bits) :
-			Min(bucket_bits, next.key_bits);
-		next.block_bits = bits_for(max_block);
-		next.offset_bits = bits_for(max_offset);
-		if (n > 1 && mih_run_size(&next) > MIH_RUN_AREA)
+		if (!fit_shape(f, n, &tried))
+			over = n;
+		else if (n == most)
 			break;
-		*shape = next;
+		else
+			fits = n;
 	}
+	if (over == most + 1)
+		fits = most;
+	while (over - fits > 1)
+	{
+		int			mid = fits + (over - fits) / 2;
+
+		if (fit_shape(f, mid, &tried))
+			fits = mid;
+		else
+			over = mid;
+	}
+	fit_shape(f, fits, shape);
+	pfree(f);
 }
 
 /* ORs the width-bit value into the field at bit `bit` of a zeroed area. */

@@ -1,20 +1,22 @@
 /*
  * mih_runs.c — the pages of a simhash_mih index: page allocation (recycled
- * pages first), run sets written from sorted entries, walks over a run's or a
- * chain's pages and a run's directory, and the metapage.  Every page read
+ * pages first), runs written page by page from sorted entries, walks over a
+ * run's or a chain's pages and a run's directory, and the metapage.  Every page read
  * here is checked before use (kind, counts): a corrupted one is an ERROR
  * naming its block.
  */
 #include "index/mih/mih_page.h"
 
 #include "access/generic_xlog.h"
+#include "access/xloginsert.h"
+#include "storage/buffile.h"
 #include "storage/indexfsm.h"
+
+#include "index/mih/mih_sort.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-
-#include "blocks/radix_sort.h"
 
 /* The one form of every corruption report: SQLSTATE XX002, the index, the block. */
 void
@@ -69,61 +71,41 @@ mih_new_buffer(Relation index)
 }
 
 /*
- * Writes `size` bytes of `contents` as a fresh page, WAL-logged.  pd_lower
- * covers them: WAL leaves out the hole between pd_lower and pd_upper.
+ * Writes `size` bytes of `contents` as a fresh page, WAL-logged unless a
+ * build writes it (`logged` false: the build logs every page at its end, as
+ * GIN's does, rather than one record a page).  pd_lower covers them: WAL
+ * leaves out the hole between pd_lower and pd_upper.
  */
 BlockNumber
-mih_write_page(Relation index, const void *contents, Size size)
+mih_write_page(Relation index, const void *contents, Size size, bool logged)
 {
 	Buffer		buffer = mih_new_buffer(index);
-	GenericXLogState *state = GenericXLogStart(index);
-	Page		page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
 	BlockNumber blkno = BufferGetBlockNumber(buffer);
+	GenericXLogState *state = NULL;
+	Page		page;
 
+	if (logged)
+	{
+		state = GenericXLogStart(index);
+		page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
+	}
+	else
+		page = BufferGetPage(buffer);
 	PageInit(page, BLCKSZ, 0);
 	memcpy(PageGetContents(page), contents, size);
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + size;
-	GenericXLogFinish(state);
+	if (logged)
+		GenericXLogFinish(state);
+	else
+		MarkBufferDirty(buffer);
 	UnlockReleaseBuffer(buffer);
 	return blkno;
 }
 
-void
-mih_entries_init(MihEntries *e)
-{
-	e->cap = 1024;
-	e->n = 0;
-	e->fps = palloc_extended(e->cap * sizeof(uint64), MCXT_ALLOC_HUGE);
-	e->tids = palloc_extended(e->cap * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
-}
-
-void
-mih_entries_add(MihEntries *e, uint64 fp, ItemPointer tid)
-{
-	if (e->n == e->cap)
-	{
-		if ((Size) e->cap * 2 * sizeof(uint64) > MaxAllocHugeSize / 2)
-			ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-							errmsg("simhash_mih: too many rows to sort at once")));
-		e->cap *= 2;
-		e->fps = repalloc_huge(e->fps, e->cap * sizeof(uint64));
-		e->tids = repalloc_huge(e->tids, e->cap * sizeof(ItemPointerData));
-	}
-	e->fps[e->n] = fp;
-	e->tids[e->n] = *tid;
-	e->n++;
-}
-
-void
-mih_entries_free(MihEntries *e)
-{
-	pfree(e->fps);
-	pfree(e->tids);
-}
-
 /* Writes the directory of one run; returns its first page. */
 static BlockNumber
-mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *blkno, int64 npages)
+mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *blkno, int64 npages,
+					bool logged)
 {
 	MihDirPage *dir = palloc0(sizeof(MihDirPage));
 	BlockNumber next = InvalidBlockNumber;
@@ -137,97 +119,173 @@ mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *
 		dir->next = next;
 		memcpy(dir->first_key, first_key + start, dir->n * sizeof(uint64));
 		memcpy(dir->blkno, blkno + start, dir->n * sizeof(BlockNumber));
-		next = mih_write_page(index, dir, sizeof(MihDirPage));
+		next = mih_write_page(index, dir, sizeof(MihDirPage), logged);
 	}
 	pfree(dir);
 	return next;
 }
 
 /*
- * Writes one run: keys[0..n) sorted, with their TIDs (the first run) or
- * without (tids NULL), packed into compact run pages, then its directory.
- * Sets *npages; returns the directory's first page.
+ * Room for several times the most a page holds: pages are packed from the
+ * front while a page's worth waits behind, and what remains moves to the
+ * start only when the room is full (one move per several pages).
  */
-static BlockNumber
-mih_write_run(Relation index, const uint64 *keys, const ItemPointerData *tids, int64 n,
-			  BlockNumber *npages)
+#define MIH_WRITER_ROOM (8 * MIH_RUN_MAX_ENTRIES)
+
+/*
+ * Starts a run: its first run (with_tids: heap TIDs beside the keys) or a
+ * later one, pages WAL-logged one by one or not (logged, mih_write_page).
+ */
+void
+mih_run_writer_begin(MihRunWriter *w, Relation index, bool with_tids, bool logged)
 {
-	int64		cap = n / 256 + 16;
-	uint64	   *first_key = palloc_extended(cap * sizeof(uint64), MCXT_ALLOC_HUGE);
-	BlockNumber *blkno = palloc_extended(cap * sizeof(BlockNumber), MCXT_ALLOC_HUGE);
-	MihRunPage *page = palloc(MIH_PAGE_DATA);
-	int64		pages = 0;
-	BlockNumber head;
+	memset(w, 0, sizeof(*w));
+	w->index = index;
+	w->with_tids = with_tids;
+	w->logged = logged;
+	w->keys = palloc(MIH_WRITER_ROOM * sizeof(uint64));
+	if (with_tids)
+		w->tids = palloc(MIH_WRITER_ROOM * sizeof(ItemPointerData));
+	w->cap = 64;
+	w->first_key = palloc(w->cap * sizeof(uint64));
+	w->blkno = palloc(w->cap * sizeof(BlockNumber));
+	w->page = palloc(MIH_PAGE_DATA);
+}
 
-	for (int64 at = 0; at < n; pages++)
+/* Packs the next page from the waiting entries (as many as fit) and writes it. */
+static void
+mih_run_writer_page(MihRunWriter *w)
+{
+	MihRunShape shape;
+	Size		size;
+
+	if (w->npages == w->cap)
 	{
-		MihRunShape shape;
-		Size		size;
+		if (w->cap > MaxBlockNumber)
+			ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+							errmsg("simhash_mih: a run of more than %u pages", MaxBlockNumber)));
+		w->cap *= 2;
+		w->first_key = repalloc_huge(w->first_key, w->cap * sizeof(uint64));
+		w->blkno = repalloc_huge(w->blkno, w->cap * sizeof(BlockNumber));
+	}
+	mih_run_fit(w->keys + w->start, w->tids ? w->tids + w->start : NULL, w->n - w->start, -1, &shape);
+	memset(w->page, 0, MIH_PAGE_DATA);
+	size = mih_run_pack(w->page, &shape, w->keys + w->start, w->tids ? w->tids + w->start : NULL);
+	w->first_key[w->npages] = w->keys[w->start];
+	if (w->images)
+	{
+		uint32		bytes = (uint32) size;
 
+		BufFileWrite(w->images, &bytes, sizeof(bytes));
+		BufFileWrite(w->images, w->page, size);
+		w->blkno[w->npages] = InvalidBlockNumber;
+	}
+	else
+		w->blkno[w->npages] = mih_write_page(w->index, w->page, size, w->logged);
+	w->npages++;
+	w->start += shape.n;
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* Adds n entries (keys sorted, and above every key added before; tids packed, the first run's). */
+void
+mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int n)
+{
+	while (n > 0)
+	{
+		int			take;
+
+		if (w->n == MIH_WRITER_ROOM)
+		{
+			/* Full: what waits moves to the front. */
+			w->n -= w->start;
+			memmove(w->keys, w->keys + w->start, w->n * sizeof(uint64));
+			if (w->tids)
+				memmove(w->tids, w->tids + w->start, w->n * sizeof(ItemPointerData));
+			w->start = 0;
+		}
+		take = Min(n, MIH_WRITER_ROOM - w->n);
+
+		memcpy(w->keys + w->n, keys, take * sizeof(uint64));
+		if (w->tids)
+			for (int i = 0; i < take; i++)
+				mih_tid_unpack(tids[i], &w->tids[w->n + i]);
+		w->n += take;
+		keys += take;
+		if (tids)
+			tids += take;
+		n -= take;
+		while (w->n - w->start >= MIH_RUN_MAX_ENTRIES)
+			mih_run_writer_page(w);
+	}
+}
+
+/*
+ * Writes the last pages and the run's directory; sets *npages, returns the
+ * directory's first page (InvalidBlockNumber for a run written to images:
+ * the leader writes its directory as it copies it in).
+ */
+BlockNumber
+mih_run_writer_end(MihRunWriter *w, BlockNumber *npages)
+{
+	BlockNumber head = InvalidBlockNumber;
+
+	while (w->n > w->start)
+		mih_run_writer_page(w);
+	if (!w->images)
+		head = mih_write_directory(w->index, w->first_key, w->blkno, w->npages, w->logged);
+	*npages = (BlockNumber) w->npages;
+	pfree(w->keys);
+	if (w->tids)
+		pfree(w->tids);
+	pfree(w->first_key);
+	pfree(w->blkno);
+	pfree(w->page);
+	return head;
+}
+
+/*
+ * Copies a run's pages a parallel worker packed (each page's size, then its
+ * contents: mih_run_writer_page) into the index, unlogged as a build writes,
+ * then writes the run's directory; sets *npages, returns the directory's
+ * first page.  A page's first key is its base (mih_run_pack).
+ */
+BlockNumber
+mih_run_copy_images(Relation index, BufFile *images, BlockNumber *npages)
+{
+	int64		cap = 64;
+	int64		pages = 0;
+	uint64	   *first_key = palloc(cap * sizeof(uint64));
+	BlockNumber *blkno = palloc(cap * sizeof(BlockNumber));
+	MihRunPage *page = palloc(MIH_PAGE_DATA);
+	BlockNumber head;
+	uint32		size;
+
+	if (BufFileSeek(images, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR, errcode_for_file_access(),
+				errmsg("simhash_mih: could not rewind a temporary file of the build: %m"));
+	while (BufFileRead(images, &size, sizeof(size)) == sizeof(size))
+	{
+		if (size > MIH_RUN_AREA)
+			elog(ERROR, "simhash_mih: a page of %u bytes in a temporary file of the build", size);
+		simhash_buffile_read(images, page, size);
 		if (pages == cap)
 		{
 			cap *= 2;
 			first_key = repalloc_huge(first_key, cap * sizeof(uint64));
 			blkno = repalloc_huge(blkno, cap * sizeof(BlockNumber));
 		}
-		mih_run_fit(keys + at, tids ? tids + at : NULL, n - at, -1, &shape);
-		memset(page, 0, MIH_PAGE_DATA);
-		size = mih_run_pack(page, &shape, keys + at, tids ? tids + at : NULL);
-		first_key[pages] = keys[at];
-		blkno[pages] = mih_write_page(index, page, size);
-		at += shape.n;
+		first_key[pages] = page->base;
+		blkno[pages] = mih_write_page(index, page, size, false);
+		pages++;
 		CHECK_FOR_INTERRUPTS();
 	}
-	if (pages > MaxBlockNumber)
-		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("simhash_mih: a run of more than %u pages", MaxBlockNumber)));
-	head = mih_write_directory(index, first_key, blkno, pages);
+	head = mih_write_directory(index, first_key, blkno, pages, false);
 	*npages = (BlockNumber) pages;
 	pfree(first_key);
 	pfree(blkno);
 	pfree(page);
 	return head;
-}
-
-/*
- * Sorts the entries into one run per block and writes them: a new run set.
- * The first run carries the TIDs; the others the keys alone (mih.h).
- */
-MihRunSet
-mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e)
-{
-	MihRunSet	set;
-	int64		n = e->n;
-	uint64	   *keys;
-	uint64	   *rows;
-	ItemPointerData *tids;
-
-	/* The radix sort's limit, and so a run set's. */
-	if (n > PG_UINT32_MAX)
-		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						errmsg("simhash_mih: more than 2^32 rows to sort into one run set")));
-	keys = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	rows = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	tids = palloc_extended(Max(n, 1) * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
-	memset(&set, 0, sizeof(set));
-	set.nentries = n;
-	for (int t = 0; t < blocks->nblocks; t++)
-	{
-		for (int64 i = 0; i < n; i++)
-		{
-			keys[i] = lead_with(e->fps[i], blocks->mask[t]);
-			rows[i] = i;
-		}
-		simhash_radix_sort(keys, t == 0 ? rows : NULL, (uint32) n);
-		if (t == 0)
-			for (int64 i = 0; i < n; i++)
-				tids[i] = e->tids[rows[i]];
-		set.dir_head[t] = mih_write_run(index, keys, t == 0 ? tids : NULL, n, &set.npages[t]);
-	}
-	pfree(keys);
-	pfree(rows);
-	pfree(tids);
-	return set;
 }
 
 /*
@@ -389,7 +447,7 @@ mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPageVisitor vi
 	}
 }
 
-/* Adds the rows of a pending page to c->entries. */
+/* Adds the rows of a pending page to c->sorter. */
 void
 mih_collect_pending(Relation index, BlockNumber blkno, void *arg)
 {
@@ -398,11 +456,11 @@ mih_collect_pending(Relation index, BlockNumber blkno, void *arg)
 	MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
 
 	for (uint32 j = 0; j < page->n; j++)
-		mih_entries_add(c->entries, page->fps[j], &page->tids[j]);
+		mih_sorter_add(c->sorter, page->fps[j], &page->tids[j]);
 	UnlockReleaseBuffer(buffer);
 }
 
-/* Adds the rows of a first-run page to c->entries (keys unrotated with c->mask). */
+/* Adds the rows of a first-run page to c->sorter (keys unrotated with c->mask). */
 void
 mih_collect_run(Relation index, BlockNumber blkno, void *arg)
 {
@@ -417,30 +475,40 @@ mih_collect_run(Relation index, BlockNumber blkno, void *arg)
 	n = mih_run_decode(&view, keys, tids);
 	UnlockReleaseBuffer(buffer);
 	for (int j = 0; j < n; j++)
-		mih_entries_add(c->entries, unlead(keys[j], c->mask), &tids[j]);
+		mih_sorter_add(c->sorter, unlead(keys[j], c->mask), &tids[j]);
 }
 
+/*
+ * The metapage of an empty index, in `fork`: the main fork, or an unlogged
+ * table's init fork (ambuildempty), which is WAL-logged whatever the
+ * table's persistence: crash recovery copies the init fork over the main
+ * one, and replaying this record is what puts the page on disk (generic WAL
+ * logs nothing for an unlogged relation, leaving a zeroed page there).
+ */
 void
-mih_init_meta(Relation index, ForkNumber fork, int ntables)
+mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 {
 	Buffer		buffer = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
-	GenericXLogState *state;
 	Page		page;
 	MihMeta    *meta;
 
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 	Assert(BufferGetBlockNumber(buffer) == 0);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
+	page = BufferGetPage(buffer);
+	START_CRIT_SECTION();
 	PageInit(page, BLCKSZ, 0);
 	meta = mih_meta_of(page);
 	memset(meta, 0, sizeof(MihMeta));
 	meta->magic = MIH_MAGIC;
 	meta->version = MIH_VERSION;
 	meta->ntables = ntables;
+	meta->nscope = nscope;
 	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihMeta);
-	GenericXLogFinish(state);
+	MarkBufferDirty(buffer);
+	if (fork == INIT_FORKNUM || RelationNeedsWAL(index))
+		log_newpage_buffer(buffer, true);
+	END_CRIT_SECTION();
 	UnlockReleaseBuffer(buffer);
 }
 
@@ -489,6 +557,10 @@ mih_check_meta(Relation index, const MihMeta *meta)
 	for (int s = 0; s < meta->nsets; s++)
 		if (meta->sets[s].nentries < 0)
 			mih_corrupt(index, 0, "run set %d has a negative entry count", s);
+	/* The fingerprints are folded with as many scope columns as the index has before its last. */
+	if (meta->nscope != IndexRelationGetNumberOfKeyAttributes(index) - 1)
+		mih_corrupt(index, 0, "the metapage says %d scope columns, the index has %d",
+					meta->nscope, IndexRelationGetNumberOfKeyAttributes(index) - 1);
 }
 
 /* A copy of the metapage, checked. */

@@ -1,7 +1,8 @@
 /*
- * mih_scan.c — a radius query on simhash_mih: the probe plan, the probes into
- * every run of every run set, the first run's TIDs of the matches found in
- * later runs, the pending list, all into the bitmap.
+ * mih_scan.c — a radius query on simhash_mih: its keys (the scope folded
+ * into the centre), the probe plan, the probes into every run of every run
+ * set, the first run's TIDs of the matches found in later runs, the pending
+ * list, all into the bitmap.
  */
 #include "index/mih/mih_page.h"
 
@@ -138,6 +139,18 @@ mih_plan(const SimhashBlocks *blocks, int k, SimhashProbePlan *plan)
 	return true;
 }
 
+/*
+ * What a scan's keys ask, the scope folded in (mih_scope.c): the ball the
+ * probes search, and any further balls every match must also lie in.
+ */
+typedef struct MihQuery
+{
+	bool		folded;			/* every scope column given: centres folded */
+	SimhashBall probe;
+	int			nothers;
+	SimhashBall *others;
+} MihQuery;
+
 typedef struct MihProbe
 {
 	Relation	index;
@@ -147,6 +160,7 @@ typedef struct MihProbe
 	TIDBitmap  *tbm;
 	uint64		center;
 	int			k;
+	const MihQuery *query;
 	int64		found;
 	/* Fingerprints matched in later runs, whose TIDs the first run holds. */
 	uint64	   *lookups;
@@ -168,6 +182,16 @@ found_in_earlier_run(const MihProbe *s, int run, uint64 fp)
 			pg_popcount64((fp ^ s->center) & s->cache->blocks.mask[t]) <= s->plan->radius[t])
 			return true;
 	return false;
+}
+
+/* Whether fp lies in every other ball of the query (several radius conditions on one column). */
+static inline bool
+in_other_balls(const MihProbe *s, uint64 fp)
+{
+	for (int i = 0; i < s->query->nothers; i++)
+		if (pg_popcount64(fp ^ s->query->others[i].center) > s->query->others[i].radius)
+			return false;
+	return true;
 }
 
 static void
@@ -237,7 +261,8 @@ mih_probe_run(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uint6
 				past = true;
 				break;
 			}
-			if (pg_popcount64(key ^ query) > k || found_in_earlier_run(s, t, unlead(key, mask)))
+			if (pg_popcount64(key ^ query) > k || found_in_earlier_run(s, t, unlead(key, mask)) ||
+				!in_other_balls(s, unlead(key, mask)))
 				continue;
 			if (t == 0)
 			{
@@ -306,7 +331,7 @@ mih_scan_pending(MihProbe *s, BlockNumber blkno, int64 rows)
 		MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
 
 		for (uint32 j = 0; j < page->n; j++)
-			if (pg_popcount64(page->fps[j] ^ s->center) <= s->k)
+			if (pg_popcount64(page->fps[j] ^ s->center) <= s->k && in_other_balls(s, page->fps[j]))
 			{
 				if (!mih_tid_valid(&page->tids[j]))
 				{
@@ -322,20 +347,88 @@ mih_scan_pending(MihProbe *s, BlockNumber blkno, int64 rows)
 	}
 }
 
+/*
+ * The scan's keys, folded: false when no row can match (a NULL key, a ball
+ * of NULLs, two different values for one scope column).  Without every
+ * scope column given (a query on some of them, or the scope alone), the
+ * centre cannot be folded: q->folded is false and the scan returns every
+ * row, for the heap to recheck.  With several balls, the probes search the
+ * smallest; the others filter.
+ */
+static bool
+mih_read_keys(IndexScanDesc scan, MihQuery *q)
+{
+	Relation	index = scan->indexRelation;
+	MihScope	scope;
+	uint64		hashes[INDEX_MAX_KEYS];
+	bool		given[INDEX_MAX_KEYS] = {false};
+	SimhashBall *balls = palloc(Max(scan->numberOfKeys, 1) * sizeof(SimhashBall));
+	int			nballs = 0;
+	uint64		folding;
+
+	mih_scope_init(&scope, index);
+	for (int i = 0; i < scan->numberOfKeys; i++)
+	{
+		ScanKey		key = &scan->keyData[i];
+		int			column = key->sk_attno - 1;
+
+		if (key->sk_flags & SK_ISNULL)
+			return false;
+		if (column == scope.ncolumns)
+		{
+			if (!simhash_ball_read(key->sk_argument, &balls[nballs]))
+				return false;
+			nballs++;
+		}
+		else
+		{
+			uint64		hash = mih_scope_hash_key(&scope, index, key);
+
+			/* Equal values hash alike: two hashes, two values, no row has both. */
+			if (given[column] && hashes[column] != hash)
+				return false;
+			given[column] = true;
+			hashes[column] = hash;
+		}
+	}
+	memset(q, 0, sizeof(*q));
+	q->folded = nballs > 0;
+	for (int i = 0; i < scope.ncolumns; i++)
+		q->folded &= given[i];
+	if (!q->folded)
+	{
+		q->probe.radius = SIMHASH64_BITS;
+		return true;
+	}
+	folding = mih_scope_combine(&scope, hashes);
+	for (int i = 1; i < nballs; i++)
+		if (balls[i].radius < balls[0].radius)
+		{
+			SimhashBall smallest = balls[i];
+
+			balls[i] = balls[0];
+			balls[0] = smallest;
+		}
+	for (int i = 0; i < nballs; i++)
+		balls[i].center ^= folding;
+	q->probe = balls[0];
+	q->nothers = nballs - 1;
+	q->others = balls + 1;
+	return true;
+}
+
 int64
 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	Relation	index = scan->indexRelation;
 	MihProbe	s;
-	SimhashBall ball;
+	MihQuery	query;
 	SimhashProbePlan plan;
 	Buffer		meta_buffer;
 	MihMeta		meta;
 	bool		planned;
 
-	if (scan->numberOfKeys != 1 || (scan->keyData[0].sk_flags & SK_ISNULL))
-		return 0;
-	if (!simhash_ball_read(scan->keyData[0].sk_argument, &ball))
+	if (!mih_read_keys(scan, &query))
 		return 0;
 	/* The pin stays until the scan is done: VACUUM waits for it to recycle. */
 	meta_buffer = ReadBuffer(index, 0);
@@ -348,9 +441,10 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	s.index = index;
 	s.cache = mih_cache(index, &meta);
 	s.tbm = tbm;
-	s.center = ball.center;
-	s.k = ball.radius;
-	planned = mih_plan(&s.cache->blocks, ball.radius, &plan);
+	s.query = &query;
+	s.center = query.probe.center;
+	s.k = query.probe.radius;
+	planned = mih_plan(&s.cache->blocks, s.k, &plan);
 	s.plan = planned ? &plan : NULL;
 	for (s.set = 0; s.set < s.cache->nsets; s.set++)
 	{

@@ -5,6 +5,7 @@
  * read them.
  */
 #include "index/mih/mih_page.h"
+#include "index/mih/mih_sort.h"
 
 #include "access/generic_xlog.h"
 #include "commands/vacuum.h"
@@ -220,35 +221,36 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	return v.stats;
 }
 
-/* Merges every run set into one (if it fits in maintenance_work_mem). */
+/*
+ * Merges every run set into one: the first runs' rows sorted again, within
+ * the memory of VACUUM (spilling past it, so a merge is never put off for
+ * want of memory).
+ */
 static void
 mih_merge_sets(Relation index)
 {
 	MihMeta		meta = mih_read_meta(index);
-	MihEntries	e;
 	SimhashBlocks blocks;
 	MihRunSet	merged;
 	Buffer		buffer;
 	GenericXLogState *state;
 	MihMeta    *live;
-	int64		total = 0;
 	int			nmerged = meta.nsets;
+	int64		total = 0;
+	Size		budget = (Size) maintenance_work_mem * 1024;	/* as the removal batches (above) */
+	MihCollect	collect;
 
 	if (meta.nsets < 2 || meta.nretired + meta.nsets > MIH_MAX_RETIRED)
 		return;
+	simhash_blocks_init(&blocks, meta.ntables);
 	for (int s = 0; s < nmerged; s++)
 		total += meta.sets[s].nentries;
-	if (total * MIH_SORT_BYTES_PER_ROW > (Size) maintenance_work_mem * 1024)
-		return;
-	simhash_blocks_init(&blocks, meta.ntables);
-	mih_entries_init(&e);
+	collect.sorter = mih_sorter_begin(meta.ntables, budget, NULL, -1, (double) total);
+	collect.mask = blocks.mask[0];
 	for (int s = 0; s < nmerged; s++)
-	{
-		MihCollect	collect = {&e, blocks.mask[0]};
-
 		mih_visit_run(index, &meta.sets[s], 0, false, mih_collect_run, &collect);
-	}
-	merged = mih_write_set(index, &blocks, &e);
+	merged = mih_sorter_write_set(collect.sorter, index, true, budget);
+	mih_sorter_end(collect.sorter, NULL);
 
 	/* Swap: the merged sets were the first nmerged; flushes only append. */
 	buffer = ReadBuffer(index, 0);
@@ -267,7 +269,6 @@ mih_merge_sets(Relation index)
 	live->generation++;
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buffer);
-	mih_entries_free(&e);
 }
 
 static void
