@@ -7,6 +7,8 @@ does, for render_item; migrations that use them import it too)::
     op.create_simhash_index("documents_fingerprint_idx", "documents", "fingerprint",
                             method="simhash_mih")            # runs=4: its option
     op.create_simhash_index("pages_domain_fingerprint_idx", "pages", "fingerprint",
+                            method="simhash_mih", scope=["domain"])  # per site
+    op.create_simhash_index("pages_domain_fingerprint_gin", "pages", "fingerprint",
                             method="gin", scope=["domain"])  # two-column GIN (btree_gin)
     op.create_simhash_index("documents_fingerprint_gin", "documents", "fingerprint",
                             method="gin", blocks=6, max_distance=3)

@@ -12,12 +12,9 @@ INDEX_METHODS = (GIN, MIH)
 
 DEFAULT_METHOD = MIH
 """What simhash_index(), autogenerate and `pysimhash-sql ingest` make when no
-method is named: fast at every radius and the smaller of the two."""
-
-SCOPED_METHOD = GIN
-"""What an index with scope columns is when no method is named (GIN takes
-scope columns, and so does this kind): the two-column GIN index (btree_gin)
-until simhash_mih takes scope columns; then this line becomes MIH."""
+method is named: fast at every radius and the smaller of the two; with scope
+columns, simhash_mih (domain, fp), which reads only the scope's rows
+(docs/index.md, "Scope columns")."""
 
 MIGRATION_METHOD = GIN
 """What op.create_simhash_index makes when a migration names no method: GIN,
@@ -26,18 +23,13 @@ meant (it wrote method= only for simhash_mih).  Autogenerate writes the method
 in every new file, so this never changes."""
 
 
-def takes_scope(method: str) -> bool:
-    """Whether an index of ``method`` can have scope columns before the fingerprint."""
-    return method in (GIN, SCOPED_METHOD)
-
-
 def choose_method(method: str | None, *, gin_options: bool = False, mih_options: bool = False,
-                  scope: bool = False, migration: bool = False) -> str:
+                  migration: bool = False) -> str:
     """The index method to make: ``method`` if named; else the kind whose
     options were given (blocks, max_distance or fastupdate: GIN; runs:
     simhash_mih), so that code written when GIN was the default keeps its
-    index; else MIGRATION_METHOD in a migration; else SCOPED_METHOD with scope
-    columns, DEFAULT_METHOD without."""
+    index; else MIGRATION_METHOD in a migration; else DEFAULT_METHOD (scope
+    columns or not)."""
     if method is not None:
         if method not in INDEX_METHODS:
             raise ValueError(f"simhash index method must be one of {', '.join(INDEX_METHODS)}, not {method!r}")
@@ -51,4 +43,4 @@ def choose_method(method: str | None, *, gin_options: bool = False, mih_options:
         return MIH
     if migration:
         return MIGRATION_METHOD
-    return SCOPED_METHOD if scope else DEFAULT_METHOD
+    return DEFAULT_METHOD

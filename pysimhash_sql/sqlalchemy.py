@@ -22,7 +22,7 @@ from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import UserDefinedType
 
 from .fingerprint import check_fingerprint, to_sql_literal
-from .index_kinds import GIN, MIH, OPCLASS, choose_method, takes_scope
+from .index_kinds import GIN, MIH, OPCLASS, choose_method
 
 __all__ = [
     "OPCLASS",
@@ -145,9 +145,9 @@ def simhash_index(
     radius, the smaller) or ``method="gin"`` (the ``simhash64_ops`` operator
     class); docs/index.md says which to pick.
 
-    Without a method: simhash_mih, unless the arguments are GIN's — ``scope``
-    (simhash_mih has no scope columns yet), or ``blocks``, ``max_distance`` or
-    ``fastupdate``, so code written when GIN was the default keeps its index.
+    Without a method: simhash_mih, unless the arguments are GIN's —
+    ``blocks``, ``max_distance`` or ``fastupdate`` — so code written when GIN
+    was the default with those keeps its index.
 
     ``column`` is a column name (as in ``__table_args__``) or a column.
     Parameters left as None take the index's defaults: ``blocks`` and
@@ -160,16 +160,14 @@ def simhash_index(
     after loading.
 
     ``scope``: columns the queries also compare with ``=`` (a crawler's
-    ``domain``), put before the fingerprint in one multi-column GIN index;
-    needs ``CREATE EXTENSION btree_gin``.  Usually a plain index on the
-    fingerprint is as fast (the scope is checked on the few candidate rows);
-    docs/crawling.md has the measurements of when the two-column index pays.
+    ``domain``), put before the fingerprint: simhash_mih folds them into its
+    keys and reads only the scope's rows (text, integer and uuid columns); a
+    GIN index with scope needs ``CREATE EXTENSION btree_gin``.
+    docs/crawling.md measures the scoped shapes against a plain index.
     """
     key = column if isinstance(column, str) else column.key
     gin_options = blocks is not None or max_distance is not None or fastupdate is not None
-    method = choose_method(method, gin_options=gin_options, mih_options=runs is not None, scope=bool(scope))
-    if scope and not takes_scope(method):
-        raise ValueError(f"a {method} index has the fingerprint alone: for a scope, use method={GIN!r}")
+    method = choose_method(method, gin_options=gin_options, mih_options=runs is not None)
     if method == GIN:
         if runs is not None:
             raise ValueError("runs is an option of simhash_mih indexes, not of GIN ones")

@@ -34,7 +34,8 @@ class Page(Base):
 INDEXES = {
     "simhash_mih (the default)": {},
     "gin": {"method": "gin"},
-    "gin (domain, fingerprint)": {"scope": ["domain"]},
+    "simhash_mih (domain, fingerprint)": {"scope": ["domain"]},
+    "gin (domain, fingerprint)": {"scope": ["domain"], "method": "gin"},
 }
 
 
@@ -45,7 +46,7 @@ def engine(request, simhash_engine):
     options = dict(INDEXES[request.param])
     options["scope"] = [table.c[name] for name in options.get("scope", ())]
     with simhash_engine.begin() as conn:
-        if options["scope"]:
+        if options["scope"] and options.get("method") == "gin":
             conn.execute(text("CREATE EXTENSION IF NOT EXISTS btree_gin"))
         simhash_index("crawled_fingerprint_idx", table.c.fingerprint, **options).create(conn)
         method = conn.scalar(text("SELECT amname FROM pg_class JOIN pg_am ON pg_am.oid = relam"
