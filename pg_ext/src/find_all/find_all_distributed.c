@@ -17,14 +17,26 @@
  */
 #include "simhash.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/params.h"
+#include "port/pg_bswap.h"
+#include "storage/fd.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/tuplestore.h"
 
 #include "find_all/clusters.h"
 #include "find_all/find_all.h"
 #include "find_all/find_all_row_buffer.h"
+#include "find_all/find_all_spill.h"
 #include "find_all/find_all_sql.h"
 #include "find_all/progress.h"
 #include "blocks/permute.h"
@@ -248,4 +260,842 @@ simhash_components(PG_FUNCTION_ARGS)
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(work);
 	return (Datum) 0;
+}
+
+
+/* ---------- 1.2: each shard's rows streamed to the search's passes ---------- */
+
+/*
+ * The single-node search (find_all.h) groups its tables into passes by
+ * their lowest block, and each pass needs at once only the entries that
+ * share its block's bits.  On Citus each row is therefore sent once per
+ * pass, to the bucket that the bits of the pass's block hash to, and each
+ * bucket searches that pass's tables over the rows it received: the same
+ * work as one node, tables and units alike, spread over the buckets.  A
+ * pair is reported from the first table it agrees on, which belongs to one
+ * pass, whose block both agree on, so the pair sits in one bucket: exactly
+ * once over the cluster.
+ *
+ * The rows travel as batches, a bytea of entries per "part", part = bucket
+ * * passes + pass.  Citus's worker_partition_query_result() writes them into
+ * a file per bucket and fetch_intermediate_results() moves the files
+ * (simhash_partition_rows in the SQL, docs/citus.md): a COPY row per
+ * thousands of entries, not one per entry.  Their bytes are most of the
+ * cost of the move (each is written to a file, sent, written again, read),
+ * so an entry is its hash (8 bytes, network order) and its key as the
+ * difference from the batch's previous key (a zigzag varint): ids read in
+ * order differ by little, and an entry takes 10 or 11 bytes instead of 16.
+ */
+
+/* The most bytes an entry takes in a batch: the hash, and a varint of up to 10. */
+#define BATCH_ENTRY_MAX_BYTES (sizeof(uint64) + 10)
+
+/*
+ * The batches being filled, one per part, share this much memory (a batch
+ * holds BATCH_MIN_ROWS to BATCH_MAX_ROWS entries): enough rows that the
+ * per-row costs of the COPY files vanish, and little enough that the
+ * batches stay in the CPU's caches, and that each is an ordinary allocation
+ * (not an mmap of its own, fresh pages each time).
+ */
+#define BATCH_BUFFER_BYTES (2 * 1024 * 1024)
+#define BATCH_MIN_ROWS 256
+#define BATCH_MAX_ROWS 2048
+
+/* Appends an entry to a batch at out, after the key *last_key; returns the end. */
+static inline char *
+encode_entry(char *out, uint64 hash, uint64 key, uint64 *last_key)
+{
+	uint64		delta = key - *last_key;
+	uint64		zigzag = (delta << 1) ^ (uint64) ((int64) delta >> 63);
+	uint64		wire = pg_hton64(hash);
+
+	*last_key = key;
+	memcpy(out, &wire, sizeof(wire));
+	out += sizeof(wire);
+	while (zigzag >= 0x80)
+	{
+		*out++ = (char) (zigzag | 0x80);
+		zigzag >>= 7;
+	}
+	*out++ = (char) zigzag;
+	return out;
+}
+
+/* Reads the entry at in (before end), after the key *last_key; returns its end, NULL if cut short. */
+static inline const char *
+decode_entry(const char *in, const char *end, SimhashEntry *entry, uint64 *last_key)
+{
+	uint64		wire;
+	uint64		zigzag = 0;
+	int			shift = 0;
+	uint8		byte;
+
+	if (end - in < (ptrdiff_t) sizeof(wire) + 1)
+		return NULL;
+	memcpy(&wire, in, sizeof(wire));
+	in += sizeof(wire);
+	do
+	{
+		if (in == end || shift > 63)
+			return NULL;
+		byte = (uint8) *in++;
+		zigzag |= (uint64) (byte & 0x7F) << shift;
+		shift += 7;
+	} while (byte & 0x80);
+	entry->hash = pg_ntoh64(wire);
+	entry->key = *last_key + ((zigzag >> 1) ^ (~(zigzag & 1) + 1));
+	*last_key = entry->key;
+	return in;
+}
+
+/*
+ * The search for pairs within k bits over `rows` rows in all, for entries
+ * [0..n): the layout simhash_find_all would choose for that many rows, and
+ * its passes (search->npasses, each cut by search->pass_mask[pass]).  Every
+ * source and bucket of a run derives the same from the same arguments.
+ */
+static void
+search_passes(int k, int64 rows, SimhashSearch *search, SimhashStripes *stripes, SimhashEntry *entries,
+			  Size n, SimhashPairFn emit, void *arg)
+{
+	SimhashBlocks layout;
+
+	simhash_check_distance(k);
+	if (rows < 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("rows must be 0 or more, got " INT64_FORMAT, rows));
+	simhash_blocks_init(&layout, simhash_choose_blocks(k, (Size) rows));
+	simhash_stripes_init(stripes, entries, n, 1, NULL);
+	simhash_search_init(search, k, &layout, 0, stripes, emit, arg);
+	/* simhash_partition_rows() numbers the parts so. */
+	if (search->npasses != k + 1)
+		elog(ERROR, "simhash: a search within %d bits has %d passes, not %d", k, search->npasses, k + 1);
+}
+
+/*
+ * The part of the rows whose bits under the pass's mask are those of hash:
+ * the bucket from the top 32 bits of their mix (times buckets, shifted, as
+ * a modulo would but without the division), salted per pass.
+ */
+static int
+part_of(uint64 hash, const SimhashSearch *search, int pass, const uint64 *salt, int buckets)
+{
+	uint64		mixed = mix64((hash & search->pass_mask[pass]) ^ salt[pass]);
+
+	return (int) (((mixed >> 32) * (uint64) buckets) >> 32) * search->npasses + pass;
+}
+
+/* A batch being filled. */
+typedef struct Batch
+{
+	bytea	   *data;			/* allocated when first used */
+	char	   *end;			/* where the next entry goes */
+	int			count;
+	uint64		last_key;
+} Batch;
+
+/* A source's rows on their way out, a call of simhash_partition_batches at a time. */
+typedef struct Scatter
+{
+	MemoryContext context;		/* of the calls: the batches live there */
+	TupleDesc	desc;
+	SimhashSearch passes;
+	uint64		salt[SIMHASH_MAX_BLOCKS];	/* per pass */
+	int			buckets;
+	int			nparts;
+	int			batch_rows;
+	Batch	   *batches;		/* per part */
+	/* the rows read, a chunk at a time: from memory, or once spilled from their file */
+	SimhashRows input;
+	int			chunk;			/* the next chunk in memory */
+	SimhashEntry *rows;			/* the current chunk */
+	Size		nrows;
+	Size		row;			/* the row being sent */
+	int			pass;			/* and the next of its passes */
+	int			flushed;		/* once every row is sent: the parts put so far */
+} Scatter;
+
+static void
+scatter_init(FunctionCallInfo fcinfo, Scatter *scatter)
+{
+	SimhashStripes none;
+
+	scatter->context = CurrentMemoryContext;
+	if (get_call_result_type(fcinfo, NULL, &scatter->desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	scatter->desc = BlessTupleDesc(scatter->desc);
+	search_passes(PG_GETARG_INT32(1), PG_GETARG_INT64(2), &scatter->passes, &none, NULL, 0, NULL, NULL);
+	scatter->buckets = PG_GETARG_INT32(3);
+	if (scatter->buckets < 1 || scatter->buckets > PG_INT32_MAX / scatter->passes.npasses)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("buckets must be between 1 and %d, got %d",
+					   PG_INT32_MAX / scatter->passes.npasses, scatter->buckets));
+	scatter->nparts = scatter->buckets * scatter->passes.npasses;
+	scatter->batch_rows = (int) Max(BATCH_MIN_ROWS, Min(BATCH_MAX_ROWS,
+														BATCH_BUFFER_BYTES / BATCH_ENTRY_MAX_BYTES / scatter->nparts));
+	scatter->batches = palloc0(sizeof(Batch) * scatter->nparts);
+	for (int pass = 0; pass < scatter->passes.npasses; pass++)
+		scatter->salt[pass] = mix64((uint64) pass + 1);
+
+	simhash_rows_init(&scatter->input, "simhash_find_all_distributed", 0, true);
+	simhash_read_query(PG_GETARG_TEXT_PP(0), simhash_type_oid(fcinfo), &scatter->input);
+	scatter->rows = NULL;
+	if (scatter->input.spill != NULL)
+	{
+		simhash_rows_finish_spill(&scatter->input);
+		scatter->rows = palloc(sizeof(SimhashEntry) * SIMHASH_ROWS_CHUNK);
+	}
+	scatter->chunk = 0;
+	scatter->nrows = 0;
+	scatter->row = 0;
+	scatter->pass = 0;
+	scatter->flushed = 0;
+}
+
+/* Whether there is a row to send, moving to the next chunk when one is done. */
+static bool
+scatter_has_row(Scatter *scatter)
+{
+	SimhashRows *input = &scatter->input;
+
+	if (scatter->row < scatter->nrows)
+		return true;
+	CHECK_FOR_INTERRUPTS();
+	scatter->row = 0;
+	if (input->spill != NULL)
+		scatter->nrows = simhash_entry_file_read(input->spill, scatter->rows, SIMHASH_ROWS_CHUNK);
+	else if (scatter->chunk < input->nchunks)
+	{
+		Size		first = (Size) scatter->chunk * SIMHASH_ROWS_CHUNK;
+
+		if (scatter->rows != NULL)
+			pfree(scatter->rows);
+		scatter->rows = input->chunks[scatter->chunk++];
+		scatter->nrows = Min(input->count - first, SIMHASH_ROWS_CHUNK);
+	}
+	else
+		scatter->nrows = 0;
+	return scatter->nrows > 0;
+}
+
+/* The (part, batch) row of a part's batch, which is then empty again. */
+static Datum
+scatter_put(Scatter *scatter, int part)
+{
+	Batch	   *batch = &scatter->batches[part];
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	HeapTuple	tuple;
+
+	SET_VARSIZE(batch->data, batch->end - (char *) batch->data);
+	values[0] = Int32GetDatum(part);
+	values[1] = PointerGetDatum(batch->data);
+	tuple = heap_form_tuple(scatter->desc, values, nulls);
+	batch->end = VARDATA(batch->data);
+	batch->count = 0;
+	batch->last_key = 0;
+	return HeapTupleGetDatum(tuple);
+}
+
+/* Sends rows until a batch is full; then every batch left; false when all are out. */
+static bool
+scatter_next(Scatter *scatter, Datum *result)
+{
+	int			npasses = scatter->passes.npasses;
+
+	while (scatter_has_row(scatter))
+	{
+		const SimhashEntry *rows = scatter->rows;
+		Size		nrows = scatter->nrows;
+		Size		row = scatter->row;
+		int			pass = scatter->pass;
+
+		for (; row < nrows; row++, pass = 0)
+			for (; pass < npasses; pass++)
+			{
+				int			part = part_of(rows[row].hash, &scatter->passes, pass, scatter->salt,
+										   scatter->buckets);
+				Batch	   *batch = &scatter->batches[part];
+
+				if (batch->data == NULL)
+				{
+					batch->data = MemoryContextAlloc(scatter->context,
+													 VARHDRSZ + (Size) scatter->batch_rows * BATCH_ENTRY_MAX_BYTES);
+					batch->end = VARDATA(batch->data);
+				}
+				batch->end = encode_entry(batch->end, rows[row].hash, rows[row].key, &batch->last_key);
+				if (++batch->count == scatter->batch_rows)
+				{
+					/* Back here at the next call: the same row's next pass, or the next row. */
+					scatter->row = pass + 1 < npasses ? row : row + 1;
+					scatter->pass = pass + 1 < npasses ? pass + 1 : 0;
+					*result = scatter_put(scatter, part);
+					return true;
+				}
+			}
+		scatter->row = row;
+		scatter->pass = 0;
+	}
+	while (scatter->flushed < scatter->nparts)
+	{
+		int			part = scatter->flushed++;
+
+		if (scatter->batches[part].count > 0)
+		{
+			*result = scatter_put(scatter, part);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * simhash_partition_batches(sql, max_distance, rows, buckets): the query's
+ * (id, fingerprint) rows as batches of entries, each row in the part of
+ * each pass (TABLE(part integer, batch bytea)); rows is the number of rows
+ * of the whole run, which sets the layout.  Value per call, so that the
+ * batches stream into Citus's files as they fill (a set-returning function
+ * in the select list; in FROM they would first be stored whole).
+ */
+PG_FUNCTION_INFO_V1(simhash_partition_batches);
+Datum
+simhash_partition_batches(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *call;
+	Datum		result;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		MemoryContext old;
+
+		call = SRF_FIRSTCALL_INIT();
+		if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+			SRF_RETURN_DONE(call);
+		old = MemoryContextSwitchTo(call->multi_call_memory_ctx);
+		call->user_fctx = palloc(sizeof(Scatter));
+		scatter_init(fcinfo, call->user_fctx);
+		MemoryContextSwitchTo(old);
+	}
+	call = SRF_PERCALL_SETUP();
+	if (call->user_fctx != NULL && scatter_next(call->user_fctx, &result))
+		SRF_RETURN_NEXT(call, result);
+	if (call->user_fctx != NULL && ((Scatter *) call->user_fctx)->input.spill != NULL)
+		simhash_entry_file_close(((Scatter *) call->user_fctx)->input.spill);
+	SRF_RETURN_DONE(call);
+}
+
+/* The rows of a bucket as they arrive, a SimhashRows per pass. */
+typedef struct BatchReceiver
+{
+	DestReceiver pub;
+	const char *caller;
+	int			npasses;
+	SimhashRows *rows;			/* [npasses] */
+} BatchReceiver;
+
+static void
+batch_receiver_startup(DestReceiver *self, int operation, TupleDesc desc)
+{
+	BatchReceiver *receiver = (BatchReceiver *) self;
+
+	if (desc->natts != 2 || getBaseType(TupleDescAttr(desc, 0)->atttypid) != INT4OID ||
+		getBaseType(TupleDescAttr(desc, 1)->atttypid) != BYTEAOID)
+		ereport(ERROR,
+				errcode(ERRCODE_DATATYPE_MISMATCH),
+				errmsg("%s: the query must return 2 columns, a part of type integer and a batch of type bytea",
+					   receiver->caller));
+}
+
+static bool
+batch_receiver_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	BatchReceiver *receiver = (BatchReceiver *) self;
+	SimhashRows *rows;
+	bytea	   *batch;
+	const char *data;
+	const char *end;
+	uint64		last_key = 0;
+
+	slot_getsomeattrs(slot, 2);
+	if (slot->tts_isnull[0] || slot->tts_isnull[1] || DatumGetInt32(slot->tts_values[0]) < 0)
+		ereport(ERROR,
+				errcode(ERRCODE_DATA_CORRUPTED),
+				errmsg("%s: a batch without a part", receiver->caller));
+	rows = &receiver->rows[DatumGetInt32(slot->tts_values[0]) % receiver->npasses];
+	batch = DatumGetByteaPP(slot->tts_values[1]);
+	data = VARDATA_ANY(batch);
+	end = data + VARSIZE_ANY_EXHDR(batch);
+	while (data < end)
+	{
+		SimhashEntry entry;
+
+		data = decode_entry(data, end, &entry, &last_key);
+		if (data == NULL)
+			ereport(ERROR,
+					errcode(ERRCODE_DATA_CORRUPTED),
+					errmsg("%s: a batch ends inside an entry", receiver->caller));
+		simhash_rows_add(rows, entry.key, entry.hash);
+	}
+	if ((Pointer) batch != DatumGetPointer(slot->tts_values[1]))
+		pfree(batch);
+	return true;
+}
+
+static void
+batch_receiver_nothing(DestReceiver *self)
+{
+}
+
+/* Runs sql and adds the entries of the (part, batch) rows it returns to the rows of their pass. */
+static void
+read_batches(text *sql, const char *caller, int npasses, SimhashRows *rows)
+{
+	char	   *query = text_to_cstring(sql);
+	BatchReceiver receiver = {
+		.pub = {
+			.receiveSlot = batch_receiver_receive,
+			.rStartup = batch_receiver_startup,
+			.rShutdown = batch_receiver_nothing,
+			.rDestroy = batch_receiver_nothing,
+			.mydest = DestNone,
+		},
+		.caller = caller,
+		.npasses = npasses,
+		.rows = rows,
+	};
+	SPIExecuteOptions options = {.dest = &receiver.pub};
+	SPIPlanPtr	plan;
+	int			result;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare(query, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	result = SPI_execute_plan_extended(plan, &options);
+	if (result < 0)
+		elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(result));
+	SPI_finish();
+}
+
+/*
+ * Reading a bucket's files directly.  read_intermediate_results() parses
+ * each file into a tuplestore, whose copy of every batch costs more than the
+ * search's own work on it; the files are plain COPY in binary format, in the
+ * directory of the distributed transaction, and are read here with one
+ * buffer, each batch decoded straight into its pass's array.  Where the
+ * files are not (a Citus that keeps them elsewhere) the query is run instead.
+ */
+
+/* Bytes read from a file at a time; a batch's row fits many times over. */
+#define READ_BUFFER_BYTES (1024 * 1024)
+
+/* The entries of a pass: one array, grown in place (repalloc of a huge chunk moves no bytes). */
+typedef struct PassArray
+{
+	SimhashEntry *entries;
+	Size		n;
+	Size		capacity;
+} PassArray;
+
+/*
+ * The directory of this distributed transaction's intermediate results
+ * (Citus's IntermediateResultsDirectory(): the user, the node that began
+ * the transaction and its number), relative to the data directory; NULL
+ * outside one.
+ */
+static char *
+result_directory(void)
+{
+	char	   *directory = NULL;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT initiator_node_identifier, transaction_number"
+					" FROM pg_catalog.get_current_transaction_id()", true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		null_node;
+		bool		null_number;
+		int32		node = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+													   &null_node));
+		int64		number = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+														 &null_number));
+
+		if (!null_node && !null_number && number > 0)
+			directory = MemoryContextStrdup(CurrentMemoryContext,
+											psprintf("base/pgsql_job_cache/%u_%d_" INT64_FORMAT,
+													 GetUserId(), node, number));
+	}
+	SPI_finish();
+	return directory;
+}
+
+/* A file being read: its descriptor and the buffer, data[start, end) not yet parsed. */
+typedef struct ResultFile
+{
+	const char *path;
+	int			fd;
+	char	   *data;
+	Size		start;
+	Size		end;
+} ResultFile;
+
+static void
+file_corrupted(const ResultFile *file, const char *what)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_DATA_CORRUPTED),
+			errmsg("simhash: intermediate result \"%s\" is not as written: %s", file->path, what));
+}
+
+/* Makes the next n bytes readable at data + start. */
+static void
+file_need(ResultFile *file, Size n)
+{
+	if (file->end - file->start >= n)
+		return;
+	if (n > READ_BUFFER_BYTES)
+		file_corrupted(file, "a row longer than a batch");
+	memmove(file->data, file->data + file->start, file->end - file->start);
+	file->end -= file->start;
+	file->start = 0;
+	while (file->end < n)
+	{
+		ssize_t		got = read(file->fd, file->data + file->end, READ_BUFFER_BYTES - file->end);
+
+		if (got < 0)
+			ereport(ERROR, errcode_for_file_access(), errmsg("could not read file \"%s\": %m", file->path));
+		if (got == 0)
+			file_corrupted(file, "it ends early");
+		file->end += got;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+static uint32
+file_uint32(ResultFile *file)
+{
+	uint32		value;
+
+	file_need(file, sizeof(value));
+	memcpy(&value, file->data + file->start, sizeof(value));
+	file->start += sizeof(value);
+	return pg_ntoh32(value);
+}
+
+static uint16
+file_uint16(ResultFile *file)
+{
+	uint16		value;
+
+	file_need(file, sizeof(value));
+	memcpy(&value, file->data + file->start, sizeof(value));
+	file->start += sizeof(value);
+	return pg_ntoh16(value);
+}
+
+static void
+pass_add(PassArray *pass, const SimhashEntry *entry)
+{
+	if (pass->n == pass->capacity)
+	{
+		pass->capacity = Max(pass->capacity + pass->capacity / 2, 1024);
+		pass->entries = repalloc_huge(pass->entries, sizeof(SimhashEntry) * pass->capacity);
+	}
+	pass->entries[pass->n++] = *entry;
+}
+
+/* The (part, batch) rows of a file in COPY's binary format, into the arrays of their passes. */
+static void
+read_result_file(ResultFile *file, int npasses, PassArray *passes)
+{
+	static const char signature[11] = "PGCOPY\n\377\r\n\0";
+
+	file_need(file, sizeof(signature) + 2 * sizeof(uint32));
+	if (memcmp(file->data, signature, sizeof(signature)) != 0)
+		file_corrupted(file, "no COPY signature");
+	file->start = sizeof(signature) + sizeof(uint32);
+	file->start += file_uint32(file);	/* the header extension */
+	for (;;)
+	{
+		uint16		fields = file_uint16(file);
+		int32		part;
+		uint32		length;
+		const char *data;
+		const char *end;
+		uint64		last_key = 0;
+
+		if (fields == (uint16) -1)
+			break;
+		if (fields != 2 || file_uint32(file) != sizeof(int32))
+			file_corrupted(file, "a row is not (part integer, batch bytea)");
+		part = (int32) file_uint32(file);
+		length = file_uint32(file);
+		if (part < 0 || length == (uint32) -1)
+			file_corrupted(file, "a batch without a part");
+		file_need(file, length);
+		data = file->data + file->start;
+		end = data + length;
+		while (data < end)
+		{
+			SimhashEntry entry;
+
+			data = decode_entry(data, end, &entry, &last_key);
+			if (data == NULL)
+				file_corrupted(file, "a batch ends inside an entry");
+			pass_add(&passes[part % npasses], &entry);
+		}
+		file->start += length;
+	}
+}
+
+/*
+ * The entries of the bucket whose results are named, into an array per
+ * pass, when their files are where Citus keeps them and their entries fit
+ * in memory (each needs bytes_per_row, and takes at least the smallest
+ * encoding in a file); false otherwise, having read nothing.
+ */
+static bool
+read_result_files(ArrayType *results, int npasses, Size bytes_per_row, PassArray *passes)
+{
+	char	   *directory = result_directory();
+	Datum	   *ids;
+	int			nids;
+	char	  **paths;
+	uint64		bytes = 0;
+	ResultFile	file;
+
+	if (directory == NULL)
+		return false;
+	deconstruct_array(results, TEXTOID, -1, false, TYPALIGN_INT, &ids, NULL, &nids);
+	paths = palloc(sizeof(char *) * Max(nids, 1));
+	for (int i = 0; i < nids; i++)
+	{
+		struct stat st;
+
+		paths[i] = psprintf("%s/%s.data", directory, TextDatumGetCString(ids[i]));
+		if (stat(paths[i], &st) != 0)
+			return false;
+		bytes += st.st_size;
+	}
+	if (!simhash_spill_fits(bytes / (sizeof(uint64) + 1), bytes / (sizeof(uint64) + 1) * bytes_per_row))
+		return false;
+	for (int pass = 0; pass < npasses; pass++)
+	{
+		/* About a pass's share at 10 bytes an entry, grown if need be. */
+		passes[pass].capacity = Max(bytes / 10 / npasses + bytes / 100 / npasses, 1024);
+		passes[pass].entries = MemoryContextAllocHuge(CurrentMemoryContext,
+													  sizeof(SimhashEntry) * passes[pass].capacity);
+		passes[pass].n = 0;
+	}
+	file.data = palloc(READ_BUFFER_BYTES);
+	for (int i = 0; i < nids; i++)
+	{
+		file.path = paths[i];
+		file.fd = OpenTransientFile(paths[i], O_RDONLY | PG_BINARY);
+		if (file.fd < 0)
+			ereport(ERROR, errcode_for_file_access(), errmsg("could not open file \"%s\": %m", paths[i]));
+		file.start = file.end = 0;
+		read_result_file(&file, npasses, passes);
+		CloseTransientFile(file.fd);
+	}
+	pfree(file.data);
+	return true;
+}
+
+/* A pair, or an edge of clusters, between the ids of two keys. */
+static void
+put_edge(void *arg, uint64 key1, uint64 key2, int distance)
+{
+	simhash_result_put(arg, SIMHASH_ID_OF_KEY(key1), SIMHASH_ID_OF_KEY(key2), distance);
+}
+
+/* Joins nothing: equal fingerprints are joined by pass 0 alone. */
+static void
+join_nothing(void *arg, uint64 key1, uint64 key2, int distance)
+{
+}
+
+/*
+ * Clusters of one pass in memory: each row that has a pair in this pass,
+ * with an id of its component among this pass's pairs (the coordinator
+ * joins the components of every pass and bucket).
+ */
+static void
+pass_clusters(SimhashResultSink *sink, SimhashEntry *entries, Size n, int k, int64 total, int pass)
+{
+	SimhashClusters clusters;
+	SimhashSearch search;
+	SimhashStripes stripes;
+	int64	   *ids = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(int64) * Max(n, 1));
+	Size		ndistinct;
+	uint64		done = 0;
+
+	for (Size row = 0; row < n; row++)
+	{
+		ids[row] = SIMHASH_ID_OF_KEY(entries[row].key);
+		entries[row].key = row;
+	}
+	simhash_clusters_init(&clusters, n);
+	/* Equal fingerprints share every block: pass 0 of their bucket joins them. */
+	ndistinct = simhash_distinct(entries, n, pass == 0 ? simhash_clusters_join : join_nothing, &clusters);
+	search_passes(k, total, &search, &stripes, entries, ndistinct, simhash_clusters_join, &clusters);
+	simhash_search_pass(&search, pass, &stripes, &done, 0);
+	simhash_resolve_roots(clusters.leader, n);
+	for (Size row = 0; row < n; row++)
+		if (simhash_clusters_has_pair(&clusters, row))
+			simhash_result_put(sink, ids[row], ids[clusters.leader[row]], 0);
+}
+
+/* The pairs, or the clusters' edges, of one pass whose entries are in memory. */
+static void
+search_entries(SimhashResultSink *sink, SimhashEntry *entries, Size n, int k, int64 total, int pass,
+			   bool clusters)
+{
+	if (clusters)
+		pass_clusters(sink, entries, n, k, total, pass);
+	else
+	{
+		SimhashSearch search;
+		SimhashStripes stripes;
+		uint64		done = 0;
+
+		search_passes(k, total, &search, &stripes, entries, n, put_edge, sink);
+		simhash_search_pass(&search, pass, &stripes, &done, 0);
+		simhash_search_free(&search);
+		pfree(stripes.piece_start);
+	}
+}
+
+/*
+ * One pass of a bucket: its pairs, or its clusters' edges.  Rows past
+ * maintenance_work_mem are searched through temporary files; for clusters
+ * every pair between their distinct fingerprints is then an edge, and equal
+ * fingerprints are joined to one of them.
+ */
+static void
+search_pass(SimhashResultSink *sink, SimhashRows *rows, int k, int64 total, int blocks, int pass,
+			bool clusters)
+{
+	if (rows->spill != NULL)
+	{
+		Size		rows_in_memory = simhash_spill_rows_in_memory((Size) maintenance_work_mem * 1024,
+																  rows->caller);
+		SimhashEntryFile *input = rows->spill;
+		SimhashEntryFile distinct;
+
+		simhash_rows_finish_spill(rows);
+		if (clusters)
+		{
+			simhash_spill_distinct(input, rows_in_memory, pass == 0 ? put_edge : join_nothing, sink,
+								   &distinct);
+			input = &distinct;
+		}
+		simhash_spill_find_pass_pairs(input, k, blocks, pass, rows_in_memory, put_edge, sink);
+	}
+	else
+	{
+		Size		n = rows->count;
+
+		search_entries(sink, simhash_rows_to_array(rows), n, k, total, pass, clusters);
+	}
+}
+
+/*
+ * Every pass of a bucket, read at once, searched one at a time: from its
+ * files when they can be read directly (ARG_RESULTS), else from the query.
+ */
+static Datum
+search_bucket(FunctionCallInfo fcinfo, const char *caller, bool clusters)
+{
+	SimhashResultSink sink;
+	SimhashSearch passes;
+	SimhashStripes none;
+	SimhashRows *rows;
+	PassArray  *arrays;
+	MemoryContext work;
+	MemoryContext old;
+	MemoryContext *pass_context;
+	/* What a row of a pass costs in memory, searched (find_all_row_buffer.h, clusters.h). */
+	Size		per_row = sizeof(SimhashEntry) + sizeof(SimhashEntry) / 8 +
+		(clusters ? SIMHASH_CLUSTERS_BYTES_PER_ROW + sizeof(int64) : 0);
+	uint64		read = 0;
+	int			k;
+	int64		total;
+
+	simhash_result_init(fcinfo, &sink);
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		return (Datum) 0;
+	k = PG_GETARG_INT32(1);
+	total = PG_GETARG_INT64(2);
+	sink.keys_are_ids = true;
+	simhash_progress_begin(caller);
+	work = AllocSetContextCreate(CurrentMemoryContext, "simhash bucket", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(work);
+	search_passes(k, total, &passes, &none, NULL, 0, NULL, NULL);
+	arrays = palloc0(sizeof(PassArray) * passes.npasses);
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3) &&
+		read_result_files(PG_GETARG_ARRAYTYPE_P(3), passes.npasses, per_row, arrays))
+	{
+		for (int pass = 0; pass < passes.npasses; pass++)
+		{
+			read += arrays[pass].n;
+			search_entries(&sink, arrays[pass].entries, arrays[pass].n, k, total, pass, clusters);
+			pfree(arrays[pass].entries);
+		}
+		simhash_progress_end(read / passes.npasses, sink.count);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(work);
+		return (Datum) 0;
+	}
+	rows = palloc(sizeof(SimhashRows) * passes.npasses);
+	pass_context = palloc(sizeof(MemoryContext) * passes.npasses);
+	for (int pass = 0; pass < passes.npasses; pass++)
+	{
+		pass_context[pass] = AllocSetContextCreate(work, "simhash pass", ALLOCSET_DEFAULT_SIZES);
+		MemoryContextSwitchTo(pass_context[pass]);
+		/*
+		 * The passes are in memory together: each counts the others' rows
+		 * as its own (about as many), so that all fit the budget.
+		 */
+		simhash_rows_init(&rows[pass], caller, passes.npasses * per_row - sizeof(SimhashEntry) -
+						  sizeof(SimhashEntry) / 8, true);
+	}
+	MemoryContextSwitchTo(work);
+	read_batches(PG_GETARG_TEXT_PP(0), caller, passes.npasses, rows);
+	for (int pass = 0; pass < passes.npasses; pass++)
+	{
+		read += rows[pass].count;
+		MemoryContextSwitchTo(pass_context[pass]);
+		search_pass(&sink, &rows[pass], k, total, passes.layout.nblocks, pass, clusters);
+		MemoryContextSwitchTo(work);
+		MemoryContextDelete(pass_context[pass]);
+	}
+	simhash_progress_end(read / passes.npasses, sink.count);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(work);
+	return (Datum) 0;
+}
+
+/*
+ * simhash_find_all_batches(sql, max_distance, rows): the pairs among the
+ * entries of the (part, batch) rows of a bucket that the query returns, each
+ * pass's from its part (part mod passes).
+ */
+PG_FUNCTION_INFO_V1(simhash_find_all_batches);
+Datum
+simhash_find_all_batches(PG_FUNCTION_ARGS)
+{
+	return search_bucket(fcinfo, "simhash_find_all_distributed", false);
+}
+
+/* simhash_clusters_batches(sql, max_distance, rows): the same as edges (id, id of its component). */
+PG_FUNCTION_INFO_V1(simhash_clusters_batches);
+Datum
+simhash_clusters_batches(PG_FUNCTION_ARGS)
+{
+	return search_bucket(fcinfo, "simhash_clusters_distributed", true);
 }

@@ -392,9 +392,10 @@ search_file(SpillSearch *spill, SimhashEntryFile *file, int table, int bits_used
 	free_partitions(&parts);
 }
 
-void
-simhash_spill_find_pairs(SimhashEntryFile *input, int k, int blocks, Size rows_in_memory,
-						 SimhashPairFn emit, void *arg)
+/* Passes [first_pass, end_pass) of the search (end_pass < 0: to the last). */
+static void
+spill_find_pairs(SimhashEntryFile *input, int k, int blocks, int first_pass, int end_pass,
+				 Size rows_in_memory, SimhashPairFn emit, void *arg)
 {
 	SpillSearch spill;
 	SimhashBlocks layout;
@@ -410,7 +411,9 @@ simhash_spill_find_pairs(SimhashEntryFile *input, int k, int blocks, Size rows_i
 	simhash_stripes_init(&geometry, spill.memory, rows_in_memory, 1, spill.piece_start);
 	simhash_search_init(&spill.search, k, &layout, 0, &geometry, emit, arg);
 	spill.total = input->count;
-	for (spill.pass = 0; spill.pass < spill.search.npasses; spill.pass++)
+	if (end_pass < 0)
+		end_pass = spill.search.npasses;
+	for (spill.pass = first_pass; spill.pass < end_pass; spill.pass++)
 	{
 		spill.done = 0;
 		simhash_entry_file_rewind(input);
@@ -420,6 +423,20 @@ simhash_spill_find_pairs(SimhashEntryFile *input, int k, int blocks, Size rows_i
 	simhash_search_free(&spill.search);
 	pfree(spill.memory);
 	pfree(spill.piece_start);
+}
+
+void
+simhash_spill_find_pairs(SimhashEntryFile *input, int k, int blocks, Size rows_in_memory,
+						 SimhashPairFn emit, void *arg)
+{
+	spill_find_pairs(input, k, blocks, 0, -1, rows_in_memory, emit, arg);
+}
+
+void
+simhash_spill_find_pass_pairs(SimhashEntryFile *input, int k, int blocks, int pass,
+							  Size rows_in_memory, SimhashPairFn emit, void *arg)
+{
+	spill_find_pairs(input, k, blocks, pass, pass + 1, rows_in_memory, emit, arg);
 }
 
 /* ---------- distinct fingerprints ---------- */
