@@ -165,23 +165,40 @@ RETURNS TABLE(part integer, batch bytea)
 COMMENT ON FUNCTION simhash_partition_batches(text, integer, bigint, integer) IS
     'the query''s (id, simhash64) rows as batches of entries, once per pass of the search, by bucket (simhash_find_all_distributed)';
 
--- The pairs of one bucket: sql returns its (part, batch) rows, each batch of
--- pass part mod passes.  results, when given, names the Citus intermediate
--- results that sql reads: their files are then read directly where Citus
--- keeps them (the query runs otherwise).
+-- The same batches, into the Citus intermediate results <result_prefix>_<bucket>
+-- (one per bucket, empty or not), as worker_partition_query_result would
+-- write them from simhash_partition_batches, but with less copying.
+CREATE FUNCTION simhash_write_batches(sql text, max_distance integer, rows bigint, buckets integer,
+                                      result_prefix text)
+RETURNS void
+    AS 'MODULE_PATHNAME', 'simhash_write_batches' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION simhash_write_batches(text, integer, bigint, integer, text) IS
+    'simhash_partition_batches into Citus intermediate results, one per bucket (simhash_find_all_distributed)';
+
+-- The pairs of one bucket, packed (simhash_unpack_pairs): sql returns its
+-- (part, batch) rows, each batch of pass part mod passes.  results, when
+-- given, names the Citus intermediate results that sql reads: their files
+-- are then read directly where Citus keeps them (the query runs otherwise).
 CREATE FUNCTION simhash_find_all_batches(sql text, max_distance integer, rows bigint, results text[] DEFAULT NULL)
-RETURNS TABLE(id1 bigint, id2 bigint, distance integer)
+RETURNS TABLE(pairs integer, batch bytea)
     AS 'MODULE_PATHNAME', 'simhash_find_all_batches' LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
 COMMENT ON FUNCTION simhash_find_all_batches(text, integer, bigint, text[]) IS
-    'pairs within max_distance bits among the batches of one bucket, pass by pass (simhash_find_all_distributed)';
+    'pairs within max_distance bits among the batches of one bucket, pass by pass, packed (simhash_find_all_distributed)';
 
 -- The same as edges for clusters: each row with a pair, with an id of its
--- component among the pairs of the pass.
+-- component among the pairs of the pass (distance 0).
 CREATE FUNCTION simhash_clusters_batches(sql text, max_distance integer, rows bigint, results text[] DEFAULT NULL)
-RETURNS TABLE(id bigint, cluster_id bigint)
+RETURNS TABLE(pairs integer, batch bytea)
     AS 'MODULE_PATHNAME', 'simhash_clusters_batches' LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
 COMMENT ON FUNCTION simhash_clusters_batches(text, integer, bigint, text[]) IS
-    'edges of the clusters of one bucket''s batches, pass by pass (simhash_clusters_distributed)';
+    'edges of the clusters of one bucket''s batches, pass by pass, packed (simhash_clusters_distributed)';
+
+-- The pairs of a packed batch.
+CREATE FUNCTION simhash_unpack_pairs(batch bytea)
+RETURNS TABLE(id1 bigint, id2 bigint, distance integer)
+    AS 'MODULE_PATHNAME', 'simhash_unpack_pairs' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 3072;
+COMMENT ON FUNCTION simhash_unpack_pairs(bytea) IS
+    'the (id1, id2, distance) pairs of a batch of simhash_find_all_batches or simhash_clusters_batches';
 
 -- Checks the arguments as the single-node functions do; then, when Citus
 -- shards the relation, sends every row with a fingerprint to the buckets of
@@ -218,12 +235,12 @@ DECLARE
     fingerprints bigint;
     shards integer;
     nodes integer;
+    work_shards integer;
     split integer;
     buckets integer;
     -- The passes of the search: its tables grouped by their lowest block, one
     -- per block 0 .. max_distance (find_all.h; simhash_partition_batches checks).
     passes integer := max_distance + 1;
-    extension_schema name;
     work_name text;
     work regclass;
     work_slots bigint[];
@@ -282,9 +299,6 @@ BEGIN
     IF fingerprints = 0 THEN
         RETURN NULL;
     END IF;
-    SELECT n.nspname INTO extension_schema
-      FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
-     WHERE e.extname = 'simhash';
 
     -- Each shard of the relation: its name and a node that has it.
     SELECT array_agg(pg_catalog.shard_name(relation, shardid) ORDER BY shardid), array_agg(groupid ORDER BY shardid)
@@ -308,6 +322,10 @@ BEGIN
     -- and enough buckets that a bucket's passes (all read at once, 18 bytes a
     -- row) fit in maintenance_work_mem on a worker twice over.
     split := least(shards, greatest(nodes, ceil(sqrt(fingerprints / 65536.0))));
+    -- A shard of the work table per source or bucket that runs at once, and
+    -- one on every node that may hold it (Citus places them round robin).
+    SELECT greatest(split, count(*)) INTO work_shards FROM pg_catalog.pg_dist_node
+     WHERE shouldhaveshards AND isactive AND noderole = 'primary';
     buckets := greatest(split,
                         ceil(fingerprints * passes * 36.0
                              / pg_catalog.pg_size_bytes(current_setting('maintenance_work_mem'))));
@@ -318,17 +336,17 @@ BEGIN
                                               batches text, results text[])',
                    work_name);
     work := quote_ident(work_name)::regclass;
-    PERFORM create_distributed_table(work, 'slot', shard_count := shards, colocate_with := 'none');
+    PERFORM create_distributed_table(work, 'slot', shard_count := work_shards, colocate_with := 'none');
     -- Each shard of the work table: a slot value that lands in it, and its node.
     SELECT array_agg(s.slot ORDER BY s.shardid), array_agg(p.groupid ORDER BY s.shardid)
       INTO work_slots, work_groups
       FROM (SELECT DISTINCT ON (shardid) shardid, v AS slot
               FROM (SELECT pg_catalog.get_shard_id_for_distribution_column(work, v) AS shardid, v
-                      FROM generate_series(0::bigint, 64 * shards) v) c
+                      FROM generate_series(0::bigint, 64 * work_shards) v) c
              ORDER BY shardid, v) s
       JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid;
-    IF cardinality(work_slots) <> shards THEN
-        RAISE EXCEPTION '%: found slots for % of the % shards of %', caller, cardinality(work_slots), shards, work;
+    IF cardinality(work_slots) <> work_shards THEN
+        RAISE EXCEPTION '%: found slots for % of the % shards of %', caller, cardinality(work_slots), work_shards, work;
     END IF;
     IF EXISTS (SELECT unnest(node_groups) EXCEPT SELECT unnest(work_groups)) THEN
         RAISE EXCEPTION '%: a shard of % is on a node that holds no shard of a new table', caller, relation
@@ -352,13 +370,12 @@ BEGIN
           FROM source JOIN (SELECT grp, max(n) AS n FROM slot GROUP BY grp) slot USING (grp)
          GROUP BY 1, 2)
     SELECT array_agg(slot.slot), array_agg(task.grp), array_agg(format('%s_%s_%s', work_name, task.grp, task.task)),
-           array_agg(format('SELECT (b).part, (b).batch FROM (SELECT %I.simhash_partition_batches(%L, %s, %s, %s) AS b) s',
-                            extension_schema, task.query, max_distance, fingerprints, buckets))
+           array_agg(task.query)
       INTO task_slots, task_groups, task_prefixes, task_queries
       FROM task JOIN slot ON slot.grp = task.grp AND slot.r = task.task;
     EXECUTE format('INSERT INTO %s (slot, scatter, result_prefix) SELECT * FROM unnest($1, $2, $3)', work)
         USING task_slots, task_queries, task_prefixes;
-    -- Bucket b is searched on the work table's shard number b mod shards.
+    -- Bucket b is searched on the work table's shard number b mod work_shards.
     -- 2. A fetch per node and other node: the other's files of the node's buckets.
     EXECUTE format($sql$
         WITH bucket AS (
@@ -377,7 +394,7 @@ BEGIN
           JOIN unnest($7::integer[], $8::text[], $9::integer[]) WITH ORDINALITY node(grp, host, port, i)
             ON node.grp = pull.source_grp
           JOIN slot ON slot.grp = pull.grp AND slot.r = node.i %% slot.n$sql$, work)
-        USING work_groups, shards, buckets, work_slots, task_prefixes, task_groups, node_groups, node_hosts, node_ports;
+        USING work_groups, work_shards, buckets, work_slots, task_prefixes, task_groups, node_groups, node_hosts, node_ports;
     -- 3. A row per bucket: its results, and the query that reads them.
     EXECUTE format($sql$
         INSERT INTO %s (slot, rows, results, batches)
@@ -387,19 +404,15 @@ BEGIN
           FROM (SELECT ($1::bigint[])[b %% $2 + 1] AS slot,
                        ARRAY(SELECT prefix || '_' || b FROM unnest($4::text[]) prefix) AS results
                   FROM generate_series(0, $5 - 1) b) bucket$sql$, work)
-        USING work_slots, shards, fingerprints, task_prefixes, buckets;
+        USING work_slots, work_shards, fingerprints, task_prefixes, buckets;
     -- Without statistics the planner on each worker expects many rows here,
     -- each returning ROWS 1000 rows, and compiles the queries with JIT.
     EXECUTE format('ANALYZE %s', work);
 
-    -- Every file is written, empty or not (generate_empty_results), so that
-    -- the lists above hold.  Bucket b is part b * passes .. b * passes + passes - 1.
-    EXECUTE format($sql$
-        SELECT count(*) FROM (
-            SELECT pg_catalog.worker_partition_query_result(result_prefix, scatter, 0, 'range', $1, $2, true, false, true)
-              FROM %s WHERE scatter IS NOT NULL) s$sql$, work)
-        USING (SELECT array_agg((b * passes)::text ORDER BY b) FROM generate_series(0, buckets - 1) b),
-              (SELECT array_agg((b * passes + passes - 1)::text ORDER BY b) FROM generate_series(0, buckets - 1) b);
+    -- Every file is written, empty or not, so that the lists above hold.
+    EXECUTE format('SELECT count(*) FROM (SELECT simhash_write_batches(scatter, %s, %s, %s, result_prefix)
+                                            FROM %s WHERE scatter IS NOT NULL) s',
+                   max_distance, fingerprints, buckets, work);
     EXECUTE format('SELECT sum(pg_catalog.fetch_intermediate_results(fetch_ids, fetch_host, fetch_port))
                       FROM %s WHERE fetch_ids IS NOT NULL', work);
     RETURN work;
@@ -424,9 +437,13 @@ BEGIN
             format('SELECT %I, %I FROM %s', id_column, fingerprint_column, relation), max_distance);
         RETURN;
     END IF;
+    -- The batches come to the coordinator as they are (MATERIALIZED: the CTE
+    -- runs on the workers, the rest here) and are unpacked here.
     RETURN QUERY EXECUTE format(
-        $$SELECT (p).id1, (p).id2, (p).distance
-          FROM (SELECT simhash_find_all_batches(batches, %1$s, rows, results) AS p FROM %2$s WHERE batches IS NOT NULL) s$$,
+        $$WITH packed AS MATERIALIZED (
+              SELECT (simhash_find_all_batches(batches, %1$s, rows, results)).batch
+                FROM %2$s WHERE batches IS NOT NULL)
+          SELECT u.* FROM packed, LATERAL simhash_unpack_pairs(packed.batch) u$$,
         max_distance, work);
     EXECUTE format('DROP TABLE %s', work);
 END
@@ -456,8 +473,10 @@ BEGIN
         RETURN;
     END IF;
     edges := format(
-        $$SELECT (c).id, (c).cluster_id
-          FROM (SELECT simhash_clusters_batches(batches, %1$s, rows, results) AS c FROM %2$s WHERE batches IS NOT NULL) s$$,
+        $$WITH packed AS MATERIALIZED (
+              SELECT (simhash_clusters_batches(batches, %1$s, rows, results)).batch
+                FROM %2$s WHERE batches IS NOT NULL)
+          SELECT u.id1, u.id2 FROM packed, LATERAL simhash_unpack_pairs(packed.batch) u$$,
         max_distance, work);
     IF include_singletons THEN
         -- Every row is a node: (id, id) edges put the lone ones in.

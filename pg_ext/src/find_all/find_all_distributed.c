@@ -287,6 +287,8 @@ simhash_components(PG_FUNCTION_ARGS)
  * order differ by little, and an entry takes 10 or 11 bytes instead of 16.
  */
 
+static char *result_directory(void);
+
 /* The most bytes an entry takes in a batch: the hash, and a varint of up to 10. */
 #define BATCH_ENTRY_MAX_BYTES (sizeof(uint64) + 10)
 
@@ -386,20 +388,24 @@ part_of(uint64 hash, const SimhashSearch *search, int pass, const uint64 *salt, 
 	return (int) (((mixed >> 32) * (uint64) buckets) >> 32) * search->npasses + pass;
 }
 
-/* A batch being filled. */
+/*
+ * A batch being filled.  Its entries start BATCH_PREFIX_BYTES into the
+ * buffer, so that whichever header it goes out with (a bytea's, or a row's
+ * in a COPY file) is written just before them, with no copy.
+ */
+#define BATCH_PREFIX_BYTES 16
 typedef struct Batch
 {
-	bytea	   *data;			/* allocated when first used */
+	char	   *buffer;			/* allocated when first used */
 	char	   *end;			/* where the next entry goes */
 	int			count;
 	uint64		last_key;
 } Batch;
 
-/* A source's rows on their way out, a call of simhash_partition_batches at a time. */
+/* A source's rows on their way out, a batch at a time. */
 typedef struct Scatter
 {
-	MemoryContext context;		/* of the calls: the batches live there */
-	TupleDesc	desc;
+	MemoryContext context;		/* where the batches live */
 	SimhashSearch passes;
 	uint64		salt[SIMHASH_MAX_BLOCKS];	/* per pass */
 	int			buckets;
@@ -416,15 +422,13 @@ typedef struct Scatter
 	int			flushed;		/* once every row is sent: the parts put so far */
 } Scatter;
 
+/* Reads the rows of the function's query (argument 0) for arguments 1 to 3, max_distance, rows and buckets. */
 static void
 scatter_init(FunctionCallInfo fcinfo, Scatter *scatter)
 {
 	SimhashStripes none;
 
 	scatter->context = CurrentMemoryContext;
-	if (get_call_result_type(fcinfo, NULL, &scatter->desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	scatter->desc = BlessTupleDesc(scatter->desc);
 	search_passes(PG_GETARG_INT32(1), PG_GETARG_INT64(2), &scatter->passes, &none, NULL, 0, NULL, NULL);
 	scatter->buckets = PG_GETARG_INT32(3);
 	if (scatter->buckets < 1 || scatter->buckets > PG_INT32_MAX / scatter->passes.npasses)
@@ -480,28 +484,13 @@ scatter_has_row(Scatter *scatter)
 	return scatter->nrows > 0;
 }
 
-/* The (part, batch) row of a part's batch, which is then empty again. */
-static Datum
-scatter_put(Scatter *scatter, int part)
-{
-	Batch	   *batch = &scatter->batches[part];
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
-	HeapTuple	tuple;
-
-	SET_VARSIZE(batch->data, batch->end - (char *) batch->data);
-	values[0] = Int32GetDatum(part);
-	values[1] = PointerGetDatum(batch->data);
-	tuple = heap_form_tuple(scatter->desc, values, nulls);
-	batch->end = VARDATA(batch->data);
-	batch->count = 0;
-	batch->last_key = 0;
-	return HeapTupleGetDatum(tuple);
-}
-
-/* Sends rows until a batch is full; then every batch left; false when all are out. */
-static bool
-scatter_next(Scatter *scatter, Datum *result)
+/*
+ * Sends rows into the batches until one is full, then every batch left:
+ * the part whose batch is to go out (then scatter_sent()), or -1 when all
+ * rows are out.
+ */
+static int
+scatter_next(Scatter *scatter)
 {
 	int			npasses = scatter->passes.npasses;
 
@@ -519,11 +508,11 @@ scatter_next(Scatter *scatter, Datum *result)
 										   scatter->buckets);
 				Batch	   *batch = &scatter->batches[part];
 
-				if (batch->data == NULL)
+				if (batch->buffer == NULL)
 				{
-					batch->data = MemoryContextAlloc(scatter->context,
-													 VARHDRSZ + (Size) scatter->batch_rows * BATCH_ENTRY_MAX_BYTES);
-					batch->end = VARDATA(batch->data);
+					batch->buffer = MemoryContextAlloc(scatter->context, BATCH_PREFIX_BYTES +
+													   (Size) scatter->batch_rows * BATCH_ENTRY_MAX_BYTES);
+					batch->end = batch->buffer + BATCH_PREFIX_BYTES;
 				}
 				batch->end = encode_entry(batch->end, rows[row].hash, rows[row].key, &batch->last_key);
 				if (++batch->count == scatter->batch_rows)
@@ -531,8 +520,7 @@ scatter_next(Scatter *scatter, Datum *result)
 					/* Back here at the next call: the same row's next pass, or the next row. */
 					scatter->row = pass + 1 < npasses ? row : row + 1;
 					scatter->pass = pass + 1 < npasses ? pass + 1 : 0;
-					*result = scatter_put(scatter, part);
-					return true;
+					return part;
 				}
 			}
 		scatter->row = row;
@@ -543,12 +531,27 @@ scatter_next(Scatter *scatter, Datum *result)
 		int			part = scatter->flushed++;
 
 		if (scatter->batches[part].count > 0)
-		{
-			*result = scatter_put(scatter, part);
-			return true;
-		}
+			return part;
 	}
-	return false;
+	return -1;
+}
+
+/* The entries of a part's batch: [batch->buffer + BATCH_PREFIX_BYTES, batch->end). */
+static uint32
+batch_bytes(const Batch *batch)
+{
+	return (uint32) (batch->end - batch->buffer - BATCH_PREFIX_BYTES);
+}
+
+/* The batch has gone out: it is empty again. */
+static void
+scatter_sent(Scatter *scatter, int part)
+{
+	Batch	   *batch = &scatter->batches[part];
+
+	batch->end = batch->buffer + BATCH_PREFIX_BYTES;
+	batch->count = 0;
+	batch->last_key = 0;
 }
 
 /*
@@ -556,34 +559,233 @@ scatter_next(Scatter *scatter, Datum *result)
  * (id, fingerprint) rows as batches of entries, each row in the part of
  * each pass (TABLE(part integer, batch bytea)); rows is the number of rows
  * of the whole run, which sets the layout.  Value per call, so that the
- * batches stream into Citus's files as they fill (a set-returning function
- * in the select list; in FROM they would first be stored whole).
+ * batches stream on as they fill (a set-returning function in the select
+ * list; in FROM they would first be stored whole).
  */
 PG_FUNCTION_INFO_V1(simhash_partition_batches);
 Datum
 simhash_partition_batches(PG_FUNCTION_ARGS)
 {
 	FuncCallContext *call;
-	Datum		result;
+	Scatter    *scatter;
+	int			part;
 
 	if (SRF_IS_FIRSTCALL())
 	{
 		MemoryContext old;
+		TupleDesc	desc;
 
 		call = SRF_FIRSTCALL_INIT();
 		if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
 			SRF_RETURN_DONE(call);
 		old = MemoryContextSwitchTo(call->multi_call_memory_ctx);
+		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		call->tuple_desc = BlessTupleDesc(desc);
 		call->user_fctx = palloc(sizeof(Scatter));
 		scatter_init(fcinfo, call->user_fctx);
 		MemoryContextSwitchTo(old);
 	}
 	call = SRF_PERCALL_SETUP();
-	if (call->user_fctx != NULL && scatter_next(call->user_fctx, &result))
-		SRF_RETURN_NEXT(call, result);
-	if (call->user_fctx != NULL && ((Scatter *) call->user_fctx)->input.spill != NULL)
-		simhash_entry_file_close(((Scatter *) call->user_fctx)->input.spill);
+	scatter = call->user_fctx;
+	if (scatter != NULL && (part = scatter_next(scatter)) >= 0)
+	{
+		Batch	   *batch = &scatter->batches[part];
+		bytea	   *data = (bytea *) (batch->buffer + BATCH_PREFIX_BYTES - VARHDRSZ);
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+		HeapTuple	tuple;
+
+		SET_VARSIZE(data, VARHDRSZ + batch_bytes(batch));
+		values[0] = Int32GetDatum(part);
+		values[1] = PointerGetDatum(data);
+		tuple = heap_form_tuple(call->tuple_desc, values, nulls);
+		scatter_sent(scatter, part);
+		SRF_RETURN_NEXT(call, HeapTupleGetDatum(tuple));
+	}
+	if (scatter != NULL && scatter->input.spill != NULL)
+		simhash_entry_file_close(scatter->input.spill);
 	SRF_RETURN_DONE(call);
+}
+
+/*
+ * Writing a source's files directly.  worker_partition_query_result() puts
+ * every batch through COPY's machinery, copying it three times before the
+ * file; here each goes out in one write(), into the same files (COPY's
+ * binary format, rows (part integer, batch bytea)), named and placed as
+ * Citus's: <prefix>_<bucket>.data in the directory of the distributed
+ * transaction (result_directory()).  A probe first: Citus itself writes
+ * <prefix>_probe_0, which creates the directory (removed with its files at
+ * the end of the transaction) and shows where it is; found anywhere else,
+ * or with more buckets than files a backend may keep open, the batches go
+ * through worker_partition_query_result() instead.
+ */
+
+/* COPY's binary format: the signature, the flags and the header extension's length. */
+static const char copy_signature[11] = "PGCOPY\n\377\r\n\0";
+#define COPY_HEADER_BYTES (sizeof(copy_signature) + 2 * sizeof(uint32))
+/* A row's header: its field count, the part's length and value, the batch's length. */
+#define COPY_ROW_HEADER_BYTES (sizeof(uint16) + 3 * sizeof(uint32))
+
+/* At most this many files open at once (a fraction of what a backend may hold). */
+#define DIRECT_FILES_MAX 200
+
+static void
+write_all(int fd, const char *path, const char *data, Size n)
+{
+	while (n > 0)
+	{
+		ssize_t		done = write(fd, data, n);
+
+		if (done < 0)
+			ereport(ERROR, errcode_for_file_access(), errmsg("could not write to file \"%s\": %m", path));
+		data += done;
+		n -= done;
+	}
+}
+
+/*
+ * The directory of this transaction's intermediate results, once Citus has
+ * written <prefix>_probe_0 there; NULL if the file is not where expected.
+ */
+static char *
+probe_result_directory(const char *prefix)
+{
+	char	   *probe = psprintf("%s_probe", prefix);
+	Datum		args[1] = {CStringGetTextDatum(probe)};
+	Oid			argtypes[1] = {TEXTOID};
+	char	   *directory;
+	struct stat st;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT count(*) FROM pg_catalog.worker_partition_query_result("
+							  "$1, 'SELECT 0', 0, 'range', '{0}', '{0}', true, false, true)",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "simhash: the probe of the intermediate results failed");
+	SPI_finish();
+	directory = result_directory();
+	if (directory == NULL || stat(psprintf("%s/%s_0.data", directory, probe), &st) != 0)
+		return NULL;
+	return directory;
+}
+
+/* The batches through worker_partition_query_result(), which writes the files itself. */
+static void
+write_through_citus(FunctionCallInfo fcinfo, const char *prefix, int buckets, int npasses)
+{
+	StringInfoData bounds[2];
+	char	   *query;
+	Datum		args[4];
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+
+	/* Bucket b is parts b * passes .. b * passes + passes - 1. */
+	for (int end = 0; end < 2; end++)
+	{
+		initStringInfo(&bounds[end]);
+		appendStringInfoChar(&bounds[end], '{');
+		for (int bucket = 0; bucket < buckets; bucket++)
+			appendStringInfo(&bounds[end], "%s%d", bucket > 0 ? "," : "",
+							 bucket * npasses + (end == 0 ? 0 : npasses - 1));
+		appendStringInfoChar(&bounds[end], '}');
+	}
+	query = psprintf("SELECT (b).part, (b).batch FROM (SELECT %s.simhash_partition_batches(%s, %d, " INT64_FORMAT ", %d) AS b) s",
+					 quote_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid))),
+					 quote_literal_cstr(text_to_cstring(PG_GETARG_TEXT_PP(0))), PG_GETARG_INT32(1),
+					 PG_GETARG_INT64(2), buckets);
+	args[0] = CStringGetTextDatum(prefix);
+	args[1] = CStringGetTextDatum(query);
+	args[2] = CStringGetTextDatum(bounds[0].data);
+	args[3] = CStringGetTextDatum(bounds[1].data);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT count(*) FROM pg_catalog.worker_partition_query_result("
+							  "$1, $2, 0, 'range', $3::text[], $4::text[], true, false, true)",
+							  4, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "simhash: worker_partition_query_result failed");
+	SPI_finish();
+}
+
+/*
+ * simhash_write_batches(sql, max_distance, rows, buckets, result_prefix):
+ * simhash_partition_batches' batches, into the Citus intermediate results
+ * <result_prefix>_<bucket>, one per bucket whether empty or not (bucket b
+ * holds parts b * passes .. b * passes + passes - 1), as
+ * worker_partition_query_result() would write them.
+ */
+PG_FUNCTION_INFO_V1(simhash_write_batches);
+Datum
+simhash_write_batches(PG_FUNCTION_ARGS)
+{
+	Scatter		scatter;
+	MemoryContext work;
+	MemoryContext old;
+	char	   *prefix;
+	char	   *directory;
+	char	  **paths;
+	int		   *fds;
+	int			buckets;
+	int			part;
+
+	for (int i = 0; i < 5; i++)
+		if (PG_ARGISNULL(i))
+			PG_RETURN_VOID();
+	work = AllocSetContextCreate(CurrentMemoryContext, "simhash write batches", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(work);
+	prefix = text_to_cstring(PG_GETARG_TEXT_PP(4));
+	buckets = PG_GETARG_INT32(3);
+	directory = buckets >= 1 && buckets <= DIRECT_FILES_MAX ? probe_result_directory(prefix) : NULL;
+	if (directory == NULL)
+	{
+		SimhashSearch passes;
+		SimhashStripes none;
+
+		search_passes(PG_GETARG_INT32(1), PG_GETARG_INT64(2), &passes, &none, NULL, 0, NULL, NULL);
+		write_through_citus(fcinfo, prefix, buckets, passes.npasses);
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(work);
+		PG_RETURN_VOID();
+	}
+	scatter_init(fcinfo, &scatter);
+	paths = palloc(sizeof(char *) * buckets);
+	fds = palloc(sizeof(int) * buckets);
+	for (int bucket = 0; bucket < buckets; bucket++)
+	{
+		uint32		zero = 0;
+
+		paths[bucket] = psprintf("%s/%s_%d.data", directory, prefix, bucket);
+		fds[bucket] = OpenTransientFile(paths[bucket], O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+		if (fds[bucket] < 0)
+			ereport(ERROR, errcode_for_file_access(), errmsg("could not create file \"%s\": %m", paths[bucket]));
+		write_all(fds[bucket], paths[bucket], copy_signature, sizeof(copy_signature));
+		write_all(fds[bucket], paths[bucket], (char *) &zero, sizeof(zero));	/* flags */
+		write_all(fds[bucket], paths[bucket], (char *) &zero, sizeof(zero));	/* no extension */
+	}
+	while ((part = scatter_next(&scatter)) >= 0)
+	{
+		Batch	   *batch = &scatter.batches[part];
+		int			bucket = part / scatter.passes.npasses;
+		char	   *row = batch->buffer + BATCH_PREFIX_BYTES - COPY_ROW_HEADER_BYTES;
+		uint16		fields = pg_hton16(2);
+		uint32		header[3] = {pg_hton32(sizeof(int32)), pg_hton32((uint32) part), pg_hton32(batch_bytes(batch))};
+
+		memcpy(row, &fields, sizeof(fields));
+		memcpy(row + sizeof(fields), header, sizeof(header));
+		write_all(fds[bucket], paths[bucket], row, COPY_ROW_HEADER_BYTES + batch_bytes(batch));
+		scatter_sent(&scatter, part);
+	}
+	for (int bucket = 0; bucket < buckets; bucket++)
+	{
+		uint16		trailer = pg_hton16((uint16) -1);
+
+		write_all(fds[bucket], paths[bucket], (char *) &trailer, sizeof(trailer));
+		CloseTransientFile(fds[bucket]);
+	}
+	if (scatter.input.spill != NULL)
+		simhash_entry_file_close(scatter.input.spill);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(work);
+	PG_RETURN_VOID();
 }
 
 /* The rows of a bucket as they arrive, a SimhashRows per pass. */
@@ -812,12 +1014,10 @@ pass_add(PassArray *pass, const SimhashEntry *entry)
 static void
 read_result_file(ResultFile *file, int npasses, PassArray *passes)
 {
-	static const char signature[11] = "PGCOPY\n\377\r\n\0";
-
-	file_need(file, sizeof(signature) + 2 * sizeof(uint32));
-	if (memcmp(file->data, signature, sizeof(signature)) != 0)
+	file_need(file, COPY_HEADER_BYTES);
+	if (memcmp(file->data, copy_signature, sizeof(copy_signature)) != 0)
 		file_corrupted(file, "no COPY signature");
-	file->start = sizeof(signature) + sizeof(uint32);
+	file->start = sizeof(copy_signature) + sizeof(uint32);
 	file->start += file_uint32(file);	/* the header extension */
 	for (;;)
 	{
@@ -906,11 +1106,95 @@ read_result_files(ArrayType *results, int npasses, Size bytes_per_row, PassArray
 	return true;
 }
 
-/* A pair, or an edge of clusters, between the ids of two keys. */
+/*
+ * The pairs (or edges) of a bucket go back packed too, a bytea of (id1,
+ * id2, distance) per few thousand, 17 bytes each in network order
+ * (simhash_unpack_pairs): a row of Citus's results each would cost the
+ * coordinator more than the search costs the workers.
+ */
+#define PAIR_BYTES (2 * sizeof(uint64) + 1)
+#define PAIRS_PER_BATCH 3072
+
+typedef struct PairBatches
+{
+	SimhashResultSink sink;		/* a row (pairs, batch) per batch */
+	bytea	   *batch;
+	int			count;
+	uint64		pairs;
+} PairBatches;
+
+static void
+pairs_init(FunctionCallInfo fcinfo, PairBatches *out)
+{
+	simhash_result_init(fcinfo, &out->sink);
+	out->batch = palloc(VARHDRSZ + PAIRS_PER_BATCH * PAIR_BYTES);
+	out->count = 0;
+	out->pairs = 0;
+}
+
+/* The batch as a row (pairs, batch). */
+static void
+pairs_flush(PairBatches *out)
+{
+	Datum		values[2] = {Int32GetDatum(out->count), PointerGetDatum(out->batch)};
+	bool		nulls[2] = {false, false};
+
+	if (out->count == 0)
+		return;
+	SET_VARSIZE(out->batch, VARHDRSZ + out->count * PAIR_BYTES);
+	tuplestore_putvalues(out->sink.store, out->sink.desc, values, nulls);
+	out->count = 0;
+}
+
+static void
+pairs_put(PairBatches *out, int64 id1, int64 id2, int distance)
+{
+	char	   *at = VARDATA(out->batch) + out->count * PAIR_BYTES;
+	uint64		wire[2] = {pg_hton64((uint64) id1), pg_hton64((uint64) id2)};
+
+	memcpy(at, wire, sizeof(wire));
+	at[sizeof(wire)] = (char) distance;
+	out->pairs++;
+	if (++out->count == PAIRS_PER_BATCH)
+		pairs_flush(out);
+}
+
+/* A pair, or an edge of clusters, between the ids of two keys: a SimhashPairFn. */
 static void
 put_edge(void *arg, uint64 key1, uint64 key2, int distance)
 {
-	simhash_result_put(arg, SIMHASH_ID_OF_KEY(key1), SIMHASH_ID_OF_KEY(key2), distance);
+	pairs_put(arg, SIMHASH_ID_OF_KEY(key1), SIMHASH_ID_OF_KEY(key2), distance);
+}
+
+/* simhash_unpack_pairs(batch): the (id1, id2, distance) rows of a batch of pairs. */
+PG_FUNCTION_INFO_V1(simhash_unpack_pairs);
+Datum
+simhash_unpack_pairs(PG_FUNCTION_ARGS)
+{
+	SimhashResultSink sink;
+	bytea	   *batch;
+	const char *data;
+	Size		len;
+
+	simhash_result_init(fcinfo, &sink);
+	if (PG_ARGISNULL(0))
+		return (Datum) 0;
+	batch = PG_GETARG_BYTEA_PP(0);
+	data = VARDATA_ANY(batch);
+	len = VARSIZE_ANY_EXHDR(batch);
+	if (len % PAIR_BYTES != 0)
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("simhash_unpack_pairs: a batch of %zu bytes is not a whole number of pairs", len));
+	for (Size at = 0; at < len; at += PAIR_BYTES)
+	{
+		uint64		wire[2];
+
+		memcpy(wire, data + at, sizeof(wire));
+		simhash_result_put(&sink, (int64) pg_ntoh64(wire[0]), (int64) pg_ntoh64(wire[1]),
+						   (uint8) data[at + sizeof(wire)]);
+	}
+	return (Datum) 0;
 }
 
 /* Joins nothing: equal fingerprints are joined by pass 0 alone. */
@@ -925,7 +1209,7 @@ join_nothing(void *arg, uint64 key1, uint64 key2, int distance)
  * joins the components of every pass and bucket).
  */
 static void
-pass_clusters(SimhashResultSink *sink, SimhashEntry *entries, Size n, int k, int64 total, int pass)
+pass_clusters(PairBatches *out, SimhashEntry *entries, Size n, int k, int64 total, int pass)
 {
 	SimhashClusters clusters;
 	SimhashSearch search;
@@ -947,23 +1231,23 @@ pass_clusters(SimhashResultSink *sink, SimhashEntry *entries, Size n, int k, int
 	simhash_resolve_roots(clusters.leader, n);
 	for (Size row = 0; row < n; row++)
 		if (simhash_clusters_has_pair(&clusters, row))
-			simhash_result_put(sink, ids[row], ids[clusters.leader[row]], 0);
+			pairs_put(out, ids[row], ids[clusters.leader[row]], 0);
 }
 
 /* The pairs, or the clusters' edges, of one pass whose entries are in memory. */
 static void
-search_entries(SimhashResultSink *sink, SimhashEntry *entries, Size n, int k, int64 total, int pass,
+search_entries(PairBatches *out, SimhashEntry *entries, Size n, int k, int64 total, int pass,
 			   bool clusters)
 {
 	if (clusters)
-		pass_clusters(sink, entries, n, k, total, pass);
+		pass_clusters(out, entries, n, k, total, pass);
 	else
 	{
 		SimhashSearch search;
 		SimhashStripes stripes;
 		uint64		done = 0;
 
-		search_passes(k, total, &search, &stripes, entries, n, put_edge, sink);
+		search_passes(k, total, &search, &stripes, entries, n, put_edge, out);
 		simhash_search_pass(&search, pass, &stripes, &done, 0);
 		simhash_search_free(&search);
 		pfree(stripes.piece_start);
@@ -977,7 +1261,7 @@ search_entries(SimhashResultSink *sink, SimhashEntry *entries, Size n, int k, in
  * fingerprints are joined to one of them.
  */
 static void
-search_pass(SimhashResultSink *sink, SimhashRows *rows, int k, int64 total, int blocks, int pass,
+search_pass(PairBatches *out, SimhashRows *rows, int k, int64 total, int blocks, int pass,
 			bool clusters)
 {
 	if (rows->spill != NULL)
@@ -990,17 +1274,17 @@ search_pass(SimhashResultSink *sink, SimhashRows *rows, int k, int64 total, int 
 		simhash_rows_finish_spill(rows);
 		if (clusters)
 		{
-			simhash_spill_distinct(input, rows_in_memory, pass == 0 ? put_edge : join_nothing, sink,
+			simhash_spill_distinct(input, rows_in_memory, pass == 0 ? put_edge : join_nothing, out,
 								   &distinct);
 			input = &distinct;
 		}
-		simhash_spill_find_pass_pairs(input, k, blocks, pass, rows_in_memory, put_edge, sink);
+		simhash_spill_find_pass_pairs(input, k, blocks, pass, rows_in_memory, put_edge, out);
 	}
 	else
 	{
 		Size		n = rows->count;
 
-		search_entries(sink, simhash_rows_to_array(rows), n, k, total, pass, clusters);
+		search_entries(out, simhash_rows_to_array(rows), n, k, total, pass, clusters);
 	}
 }
 
@@ -1011,7 +1295,7 @@ search_pass(SimhashResultSink *sink, SimhashRows *rows, int k, int64 total, int 
 static Datum
 search_bucket(FunctionCallInfo fcinfo, const char *caller, bool clusters)
 {
-	SimhashResultSink sink;
+	PairBatches out;
 	SimhashSearch passes;
 	SimhashStripes none;
 	SimhashRows *rows;
@@ -1026,12 +1310,11 @@ search_bucket(FunctionCallInfo fcinfo, const char *caller, bool clusters)
 	int			k;
 	int64		total;
 
-	simhash_result_init(fcinfo, &sink);
+	pairs_init(fcinfo, &out);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		return (Datum) 0;
 	k = PG_GETARG_INT32(1);
 	total = PG_GETARG_INT64(2);
-	sink.keys_are_ids = true;
 	simhash_progress_begin(caller);
 	work = AllocSetContextCreate(CurrentMemoryContext, "simhash bucket", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(work);
@@ -1043,10 +1326,11 @@ search_bucket(FunctionCallInfo fcinfo, const char *caller, bool clusters)
 		for (int pass = 0; pass < passes.npasses; pass++)
 		{
 			read += arrays[pass].n;
-			search_entries(&sink, arrays[pass].entries, arrays[pass].n, k, total, pass, clusters);
+			search_entries(&out, arrays[pass].entries, arrays[pass].n, k, total, pass, clusters);
 			pfree(arrays[pass].entries);
 		}
-		simhash_progress_end(read / passes.npasses, sink.count);
+		pairs_flush(&out);
+		simhash_progress_end(read / passes.npasses, out.pairs);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(work);
 		return (Datum) 0;
@@ -1070,11 +1354,12 @@ search_bucket(FunctionCallInfo fcinfo, const char *caller, bool clusters)
 	{
 		read += rows[pass].count;
 		MemoryContextSwitchTo(pass_context[pass]);
-		search_pass(&sink, &rows[pass], k, total, passes.layout.nblocks, pass, clusters);
+		search_pass(&out, &rows[pass], k, total, passes.layout.nblocks, pass, clusters);
 		MemoryContextSwitchTo(work);
 		MemoryContextDelete(pass_context[pass]);
 	}
-	simhash_progress_end(read / passes.npasses, sink.count);
+	pairs_flush(&out);
+	simhash_progress_end(read / passes.npasses, out.pairs);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(work);
 	return (Datum) 0;
