@@ -150,13 +150,13 @@ COMMENT ON FUNCTION simhash_clusters(text, integer, integer, boolean, integer) I
 
 ---------------------------------------------------------------------------
 -- find_all and clusters across a Citus cluster, streamed (issue 20;
--- src/find_all/find_all_distributed.c, docs/citus.md): each shard's rows go
--- to the search's passes as batches of entries through Citus's intermediate
--- results, with no work table of copies.  The 1.1 helpers
+-- src/find_all/find_all_shuffle.c, docs/citus.md): each shard's rows go to
+-- the buckets of the search's passes as batches of entries in Citus's
+-- intermediate results, with no table of copies.  1.1's helpers
 -- (simhash_partition_key, simhash_find_all_part) stay for code that calls them.
 ---------------------------------------------------------------------------
 
--- A shard's (id, simhash64) rows as batches of entries, each row once per
+-- A query's (id, simhash64) rows as batches of entries, each row once per
 -- pass of the search (max_distance + 1 passes), in part bucket * passes + pass;
 -- rows is the number of rows of the whole run (it sets the search's layout).
 CREATE FUNCTION simhash_partition_batches(sql text, max_distance integer, rows bigint, buckets integer)
@@ -165,15 +165,23 @@ RETURNS TABLE(part integer, batch bytea)
 COMMENT ON FUNCTION simhash_partition_batches(text, integer, bigint, integer) IS
     'the query''s (id, simhash64) rows as batches of entries, once per pass of the search, by bucket (simhash_find_all_distributed)';
 
--- The same batches, into the Citus intermediate results <result_prefix>_<bucket>
--- (one per bucket, empty or not), as worker_partition_query_result would
--- write them from simhash_partition_batches, but with less copying.
-CREATE FUNCTION simhash_write_batches(sql text, max_distance integer, rows bigint, buckets integer,
-                                      result_prefix text)
+-- On a node: empty Citus intermediate results <prefix>_<bucket> for each prefix
+-- and bucket, to be written over by simhash_write_shard.
+CREATE FUNCTION simhash_prepare_results(prefixes text[], max_distance integer, buckets integer)
 RETURNS void
-    AS 'MODULE_PATHNAME', 'simhash_write_batches' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION simhash_write_batches(text, integer, bigint, integer, text) IS
-    'simhash_partition_batches into Citus intermediate results, one per bucket (simhash_find_all_distributed)';
+    AS 'MODULE_PATHNAME', 'simhash_prepare_results' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION simhash_prepare_results(text[], integer, integer) IS
+    'empty intermediate results for simhash_write_shard (simhash_find_all_distributed)';
+
+-- A shard's rows as batches, into the results <prefix>_<shard id>_<bucket>;
+-- once per shard and query: SELECT simhash_write_shard(tableoid, ...) FROM
+-- relation LIMIT 1.
+CREATE FUNCTION simhash_write_shard(shard regclass, id_column name, fingerprint_column name,
+                                    max_distance integer, rows bigint, buckets integer, prefix text)
+RETURNS bigint
+    AS 'MODULE_PATHNAME', 'simhash_write_shard' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION simhash_write_shard(regclass, name, name, integer, bigint, integer, text) IS
+    'a shard''s rows as batches in intermediate results, one per bucket (simhash_find_all_distributed)';
 
 -- The pairs of one bucket, packed (simhash_unpack_pairs): sql returns its
 -- (part, batch) rows, each batch of pass part mod passes.  results, when
@@ -204,24 +212,24 @@ COMMENT ON FUNCTION simhash_unpack_pairs(bytea) IS
 -- shards the relation, sends every row with a fingerprint to the buckets of
 -- the search's passes and returns the work table whose rows drive the
 -- searches, a row per bucket (column batches: the query of the bucket's
--- batches; rows: the number of rows in all); otherwise (or with no rows)
--- returns NULL.
+-- batches; results: the results it reads; rows: about the number of rows in
+-- all); otherwise (or with no rows) returns NULL.
 --
 -- The work table holds a few rows per node and per bucket, no copies of
--- rows.  It is distributed (as many shards as the relation, each on one
--- node only, so that the node of each row is known), and Citus's ordinary
--- distributed queries over it run its rows on the workers, in parallel and
+-- rows.  It is distributed (up to a shard per shard of the relation, each on
+-- one node only, so that the node of each row is known), and Citus's
+-- ordinary distributed queries run its rows on the workers, in parallel and
 -- in the caller's transaction:
---   1. sources: a few rows per node, each reading some of the node's shards
---      of the relation: worker_partition_query_result() runs
---      simhash_partition_batches over them and writes its batches into a
---      file per bucket;
---   2. fetches: a row per pair of nodes: fetch_intermediate_results()
---      copies one node's files of the other's buckets;
---   3. buckets: simhash_find_all_batches or simhash_clusters_batches (run by
---      the caller) reads the bucket's files (read_intermediate_results) and
---      searches its passes.
--- Citus removes the files at the end of the transaction.
+--   1. a row per node: simhash_prepare_results makes an empty result per
+--      shard of the relation there and bucket;
+--   2. (a query over the relation itself, one task per shard, over the
+--      connection that holds the transaction's writes to it)
+--      simhash_write_shard writes each shard's batches over its results;
+--   3. a row per pair of nodes: fetch_intermediate_results copies one node's
+--      results of the other's buckets;
+--   4. a row per bucket: simhash_find_all_batches or simhash_clusters_batches
+--      (run by the caller) reads the bucket's results and searches its passes.
+-- Citus removes the results at the end of the transaction.
 CREATE OR REPLACE FUNCTION simhash_partition_rows(relation regclass, id_column name, fingerprint_column name,
                                                   max_distance integer, caller text)
 RETURNS regclass
@@ -235,25 +243,20 @@ DECLARE
     fingerprints bigint;
     shards integer;
     nodes integer;
-    work_shards integer;
-    split integer;
     buckets integer;
+    work_shards integer;
     -- The passes of the search: its tables grouped by their lowest block, one
-    -- per block 0 .. max_distance (find_all.h; simhash_partition_batches checks).
+    -- per block 0 .. max_distance (find_all.h; the C functions check).
     passes integer := max_distance + 1;
     work_name text;
     work regclass;
     work_slots bigint[];
     work_groups integer[];
-    source_shards text[];
+    source_prefixes text[];
     source_groups integer[];
     node_groups integer[];
     node_hosts text[];
     node_ports integer[];
-    task_slots bigint[];
-    task_groups integer[];
-    task_prefixes text[];
-    task_queries text[];
 BEGIN
     -- The argument and column checks of simhash_find_all, on no rows.
     EXECUTE 'SELECT count(*) FROM simhash_find_all($1, $2)'
@@ -264,6 +267,13 @@ BEGIN
     EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1 AND partmethod <> ''n'')'
         INTO distributed USING relation;
     IF NOT distributed THEN
+        RETURN NULL;
+    END IF;
+    -- A shard's rows are read on one of its nodes, whose results the others
+    -- fetch: with several placements, which one Citus picks is not known here.
+    IF EXISTS (SELECT FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p USING (shardid)
+                WHERE s.logicalrelid = relation GROUP BY s.shardid HAVING count(*) > 1) THEN
+        RAISE NOTICE '%: % has shards on several nodes: its rows are searched on the coordinator', caller, relation;
         RETURN NULL;
     END IF;
 
@@ -285,9 +295,10 @@ BEGIN
         END IF;
     END IF;
 
-    -- The rows, for the layout of the search and the number of buckets: a 1%
-    -- sample of the pages of a big heap table, as a count of every row takes
-    -- as long as reading them; counted when the sample is small.
+    -- About the rows, for the layout of the search (the same on every node)
+    -- and the number of buckets: a 1% sample of the pages of a big heap
+    -- table, as a count of every row takes as long as reading them; counted
+    -- when the sample is small.
     IF EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am a ON a.oid = c.relam
                 WHERE c.oid = relation AND a.amname = 'heap') THEN
         EXECUTE format('SELECT count(%I) * 100 FROM %s TABLESAMPLE SYSTEM (1)', fingerprint_column, relation)
@@ -300,15 +311,14 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    -- Each shard of the relation: its name and a node that has it.
-    SELECT array_agg(pg_catalog.shard_name(relation, shardid) ORDER BY shardid), array_agg(groupid ORDER BY shardid)
-      INTO source_shards, source_groups
-      FROM (SELECT DISTINCT ON (s.shardid) s.shardid, p.groupid
-              FROM pg_catalog.pg_dist_shard s
-              JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid AND p.shardstate = 1
-             WHERE s.logicalrelid = relation
-             ORDER BY s.shardid, p.groupid) x;
-    shards := cardinality(source_shards);
+    work_name := format('simhash_work_%s_%s', pg_catalog.pg_backend_pid(), substr(md5(random()::text), 1, 8));
+    -- Each shard of the relation: the prefix of its results (with its shard
+    -- id, as simhash_write_shard makes it), and its node.
+    SELECT array_agg(work_name || '_' || s.shardid ORDER BY s.shardid), array_agg(p.groupid ORDER BY s.shardid)
+      INTO source_prefixes, source_groups
+      FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p USING (shardid)
+     WHERE s.logicalrelid = relation;
+    shards := cardinality(source_prefixes);
     SELECT array_agg(n.groupid ORDER BY n.groupid), array_agg(n.nodename ORDER BY n.groupid),
            array_agg(n.nodeport ORDER BY n.groupid)
       INTO node_groups, node_hosts, node_ports
@@ -316,24 +326,24 @@ BEGIN
      WHERE n.noderole = 'primary' AND n.groupid IN (SELECT unnest(source_groups));
     nodes := cardinality(node_groups);
 
-    -- Files of about 64k rows (4 MB) at least: each of the `split` sources
-    -- writes a file per bucket, a file costs about what 10k rows do.  Up to a
-    -- source and a bucket per shard of the relation, so that every core works;
-    -- and enough buckets that a bucket's passes (all read at once, 18 bytes a
-    -- row) fit in maintenance_work_mem on a worker twice over.
-    split := least(shards, greatest(nodes, ceil(sqrt(fingerprints / 65536.0))));
-    -- A shard of the work table per source or bucket that runs at once, and
-    -- one on every node that may hold it (Citus places them round robin).
-    SELECT greatest(split, count(*)) INTO work_shards FROM pg_catalog.pg_dist_node
-     WHERE shouldhaveshards AND isactive AND noderole = 'primary';
-    buckets := greatest(split,
+    -- Buckets: enough that a bucket's results (every shard writes one for each)
+    -- hold about 64k rows (4 MB) each, as a file costs about what 10k rows do;
+    -- up to one per shard of the relation, so that every core works; enough
+    -- that a bucket's passes, read at once (18 bytes a row), fit in
+    -- maintenance_work_mem on a worker twice over; and as many on every node.
+    buckets := greatest(least(shards, ceil(fingerprints / (shards * 65536.0))),
                         ceil(fingerprints * passes * 36.0
                              / pg_catalog.pg_size_bytes(current_setting('maintenance_work_mem'))));
+    buckets := ceil(buckets::numeric / nodes) * nodes;
+    -- A shard of the work table per bucket that runs at once (up to one per
+    -- shard of the relation, as many on every node), and one on every node
+    -- that may hold shards (Citus places them round robin).
+    SELECT greatest(least(buckets, ceil(shards::numeric / nodes) * nodes), count(*)) INTO work_shards
+      FROM pg_catalog.pg_dist_node
+     WHERE shouldhaveshards AND isactive AND noderole = 'primary';
 
-    work_name := format('simhash_work_%s_%s', pg_catalog.pg_backend_pid(), substr(md5(random()::text), 1, 8));
-    EXECUTE format('CREATE UNLOGGED TABLE %I (slot bigint, rows bigint, scatter text, result_prefix text,
-                                              fetch_ids text[], fetch_host text, fetch_port integer,
-                                              batches text, results text[])',
+    EXECUTE format('CREATE UNLOGGED TABLE %I (slot bigint, prefixes text[], fetch_ids text[], fetch_host text,
+                                              fetch_port integer, rows bigint, results text[], batches text)',
                    work_name);
     work := quote_ident(work_name)::regclass;
     PERFORM create_distributed_table(work, 'slot', shard_count := work_shards, colocate_with := 'none');
@@ -353,30 +363,7 @@ BEGIN
             USING HINT = 'Let every node with shards of the table hold shards (citus_set_node_property(..., ''shouldhaveshards'', true)).';
     END IF;
 
-    -- 1. The sources: on each node, up to split / nodes of them, each reading
-    -- every so-many of its shards, on the node's shards of the work table.
-    WITH source AS (
-        SELECT shard, grp, row_number() OVER (PARTITION BY grp ORDER BY i) - 1 AS r,
-               count(*) OVER (PARTITION BY grp) AS n
-          FROM unnest(source_shards, source_groups) WITH ORDINALITY u(shard, grp, i)),
-    slot AS (
-        SELECT slot, grp, row_number() OVER (PARTITION BY grp ORDER BY i) - 1 AS r,
-               count(*) OVER (PARTITION BY grp) AS n
-          FROM unnest(work_slots, work_groups) WITH ORDINALITY u(slot, grp, i)),
-    task AS (
-        SELECT source.grp, source.r % least(source.n, slot.n, ceil(split::numeric / nodes)) AS task,
-               string_agg(format('SELECT %I, %I FROM %s', id_column, fingerprint_column, source.shard),
-                          ' UNION ALL ' ORDER BY source.r) AS query
-          FROM source JOIN (SELECT grp, max(n) AS n FROM slot GROUP BY grp) slot USING (grp)
-         GROUP BY 1, 2)
-    SELECT array_agg(slot.slot), array_agg(task.grp), array_agg(format('%s_%s_%s', work_name, task.grp, task.task)),
-           array_agg(task.query)
-      INTO task_slots, task_groups, task_prefixes, task_queries
-      FROM task JOIN slot ON slot.grp = task.grp AND slot.r = task.task;
-    EXECUTE format('INSERT INTO %s (slot, scatter, result_prefix) SELECT * FROM unnest($1, $2, $3)', work)
-        USING task_slots, task_queries, task_prefixes;
     -- Bucket b is searched on the work table's shard number b mod work_shards.
-    -- 2. A fetch per node and other node: the other's files of the node's buckets.
     EXECUTE format($sql$
         WITH bucket AS (
             SELECT b, ($1::integer[])[b %% $2 + 1] AS grp FROM generate_series(0, $3 - 1) b),
@@ -384,35 +371,50 @@ BEGIN
             SELECT slot, grp, row_number() OVER (PARTITION BY grp ORDER BY i) - 1 AS r,
                    count(*) OVER (PARTITION BY grp) AS n
               FROM unnest($4::bigint[], $1::integer[]) WITH ORDINALITY u(slot, grp, i)),
+        source AS (
+            SELECT prefix, grp FROM unnest($5::text[], $6::integer[]) u(prefix, grp)),
+        node AS (
+            SELECT grp, host, port, i FROM unnest($7::integer[], $8::text[], $9::integer[]) WITH ORDINALITY u(grp, host, port, i)),
+        -- 1. a row per node: the prefixes of its shards
+        prepare AS (
+            SELECT slot.slot, array_agg(source.prefix) AS prefixes
+              FROM source JOIN slot ON slot.grp = source.grp AND slot.r = 0
+             GROUP BY slot.slot),
+        -- 3. a row per node and other node: the other's results of the node's buckets
         pull AS (
-            SELECT bucket.grp, task.grp AS source_grp, array_agg(format('%%s_%%s', task.prefix, bucket.b)) AS ids
-              FROM bucket JOIN unnest($5::text[], $6::integer[]) task(prefix, grp) ON task.grp <> bucket.grp
-             GROUP BY 1, 2)
-        INSERT INTO %s (slot, fetch_ids, fetch_host, fetch_port)
-        SELECT slot.slot, pull.ids, node.host, node.port
-          FROM pull
-          JOIN unnest($7::integer[], $8::text[], $9::integer[]) WITH ORDINALITY node(grp, host, port, i)
-            ON node.grp = pull.source_grp
-          JOIN slot ON slot.grp = pull.grp AND slot.r = node.i %% slot.n$sql$, work)
-        USING work_groups, work_shards, buckets, work_slots, task_prefixes, task_groups, node_groups, node_hosts, node_ports;
-    -- 3. A row per bucket: its results, and the query that reads them.
-    EXECUTE format($sql$
-        INSERT INTO %s (slot, rows, results, batches)
-        SELECT slot, $3, results,
+            SELECT slot.slot, array_agg(format('%%s_%%s', source.prefix, bucket.b)) AS ids, node.host, node.port
+              FROM bucket JOIN source ON source.grp <> bucket.grp
+              JOIN node ON node.grp = source.grp
+              JOIN slot ON slot.grp = bucket.grp AND slot.r = node.i %% slot.n
+             GROUP BY slot.slot, node.host, node.port),
+        -- 4. a row per bucket: its results, and the query that reads them
+        search AS (
+            SELECT ($4::bigint[])[b %% $2 + 1] AS slot,
+                   ARRAY(SELECT prefix || '_' || b FROM unnest($5::text[]) prefix) AS results
+              FROM generate_series(0, $3 - 1) b)
+        INSERT INTO %s (slot, prefixes, fetch_ids, fetch_host, fetch_port, rows, results, batches)
+        SELECT slot, prefixes, NULL::text[], NULL::text, NULL::integer, NULL::bigint, NULL::text[], NULL::text
+          FROM prepare
+        UNION ALL
+        SELECT slot, NULL, ids, host, port, NULL, NULL, NULL FROM pull
+        UNION ALL
+        SELECT slot, NULL, NULL, NULL, NULL, $10, results,
                format('SELECT r.part, r.batch FROM pg_catalog.read_intermediate_results(%%L::text[], ''binary'')
                            AS r(part integer, batch bytea)', results)
-          FROM (SELECT ($1::bigint[])[b %% $2 + 1] AS slot,
-                       ARRAY(SELECT prefix || '_' || b FROM unnest($4::text[]) prefix) AS results
-                  FROM generate_series(0, $5 - 1) b) bucket$sql$, work)
-        USING work_slots, work_shards, fingerprints, task_prefixes, buckets;
+          FROM search$sql$, work)
+        USING work_groups, work_shards, buckets, work_slots, source_prefixes, source_groups,
+              node_groups, node_hosts, node_ports, fingerprints;
     -- Without statistics the planner on each worker expects many rows here,
     -- each returning ROWS 1000 rows, and compiles the queries with JIT.
     EXECUTE format('ANALYZE %s', work);
 
-    -- Every file is written, empty or not, so that the lists above hold.
-    EXECUTE format('SELECT count(*) FROM (SELECT simhash_write_batches(scatter, %s, %s, %s, result_prefix)
-                                            FROM %s WHERE scatter IS NOT NULL) s',
-                   max_distance, fingerprints, buckets, work);
+    EXECUTE format('SELECT count(*) FROM (SELECT simhash_prepare_results(prefixes, %s, %s) FROM %s
+                                           WHERE prefixes IS NOT NULL) s', max_distance, buckets, work);
+    -- LIMIT 1: Citus runs the query on every shard, each stopping at its
+    -- first row, whose call writes the whole shard (and an empty shard
+    -- keeps its empty results).
+    EXECUTE format('SELECT simhash_write_shard(tableoid, %L, %L, %s, %s, %s, %L) FROM %s LIMIT 1',
+                   id_column, fingerprint_column, max_distance, fingerprints, buckets, work_name, relation);
     EXECUTE format('SELECT sum(pg_catalog.fetch_intermediate_results(fetch_ids, fetch_host, fetch_port))
                       FROM %s WHERE fetch_ids IS NOT NULL', work);
     RETURN work;
