@@ -19,4 +19,7 @@ simhash_mix64(uint64 x)
 	return x ^ (x >> 31);
 }
 
+/* Defines simhash.debug_direct_results (find_all_shuffle.c; from _PG_init). */
+extern void simhash_shuffle_init(void);
+
 #endif							/* SIMHASH_FIND_ALL_DISTRIBUTED_H */

@@ -42,6 +42,7 @@
 #include "storage/fd.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
@@ -400,6 +401,43 @@ static const char copy_signature[11] = "PGCOPY\n\377\r\n\0";
 #define DIRECT_FILES_MAX 200
 
 /*
+ * simhash.debug_direct_results: off, the results go through Citus's
+ * functions only, as where their files are not found, so that tests reach
+ * both ways.
+ */
+static bool debug_direct_results = true;
+
+void
+simhash_shuffle_init(void)
+{
+	DefineCustomBoolVariable("simhash.debug_direct_results",
+							 "Writes and reads Citus's intermediate results of simhash_find_all_distributed directly, where found.",
+							 "Off: through Citus's functions only, for tests.",
+							 &debug_direct_results,
+							 true,
+							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+}
+
+/* ERROR unless Citus is here: these functions run on its nodes only. */
+static void
+require_citus(const char *caller)
+{
+	bool		found;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	found = SPI_execute("SELECT FROM pg_catalog.pg_proc WHERE proname = 'worker_partition_query_result'"
+						" AND pronamespace = 'pg_catalog'::regnamespace", true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1;
+	SPI_finish();
+	if (!found)
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("%s runs on the nodes of a Citus cluster only", caller),
+				errhint("simhash_find_all_distributed and simhash_clusters_distributed call it there."));
+}
+
+/*
  * The directory of this distributed transaction's intermediate results
  * (Citus's IntermediateResultsDirectory(): the user, the node that began
  * the transaction and its number), relative to the data directory; NULL
@@ -410,6 +448,8 @@ result_directory(void)
 {
 	char	   *directory = NULL;
 
+	if (!debug_direct_results)
+		return NULL;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute("SELECT initiator_node_identifier, transaction_number"
@@ -547,6 +587,7 @@ simhash_prepare_results(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		PG_RETURN_VOID();
+	require_citus("simhash_prepare_results");
 	search_passes(PG_GETARG_INT32(1), 0, &passes, &none, NULL, 0, NULL, NULL);
 	buckets = PG_GETARG_INT32(2);
 	check_buckets(buckets, passes.npasses);
@@ -656,6 +697,7 @@ simhash_write_shard(PG_FUNCTION_ARGS)
 		fcinfo->flinfo->fn_extra = written = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ShardWritten));
 	else if (written->shard == shard)
 		PG_RETURN_INT64(0);
+	require_citus("simhash_write_shard");
 	written->shard = shard;
 	k = PG_GETARG_INT32(3);
 	rows = PG_GETARG_INT64(4);
@@ -1202,6 +1244,8 @@ search_bucket(FunctionCallInfo fcinfo, const char *caller, bool clusters)
 	old = MemoryContextSwitchTo(work);
 	search_passes(k, total, &passes, &none, NULL, 0, NULL, NULL);
 	arrays = palloc0(sizeof(PassArray) * passes.npasses);
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+		require_citus(caller);
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3) &&
 		read_result_files(PG_GETARG_ARRAYTYPE_P(3), passes.npasses, per_row, arrays))
 	{
