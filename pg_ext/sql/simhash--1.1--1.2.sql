@@ -193,8 +193,8 @@ RETURNS TABLE(pairs integer, batch bytea)
 COMMENT ON FUNCTION simhash_find_all_batches(text, integer, bigint, text[]) IS
     'pairs within max_distance bits among the batches of one bucket, pass by pass, packed (simhash_find_all_distributed)';
 
--- The same as edges for clusters: each row with a pair, with an id of its
--- component among the pairs of the pass (distance 0).
+-- The same as edges for clusters: each row of a component of two or more
+-- among the pairs of a pass, with the id of one row of it (distance 0).
 CREATE FUNCTION simhash_clusters_batches(sql text, max_distance integer, rows bigint, results text[] DEFAULT NULL)
 RETURNS TABLE(pairs integer, batch bytea)
     AS 'MODULE_PATHNAME', 'simhash_clusters_batches' LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
@@ -421,35 +421,13 @@ BEGIN
 END
 $function$;
 
--- Every pair of rows within max_distance bits, found on the workers.
+-- Every pair of rows within max_distance bits, found on the workers: each
+-- bucket's pairs come back packed and go into the result unpacked, with no
+-- table between (C, where 1.1 had PL/pgSQL).
 CREATE OR REPLACE FUNCTION simhash_find_all_distributed(relation regclass, id_column name, fingerprint_column name,
                                                         max_distance integer DEFAULT 3)
 RETURNS TABLE(id1 bigint, id2 bigint, distance integer)
-    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 1000
-    AS $function$
-DECLARE
-    work regclass;
-BEGIN
-    IF relation IS NULL OR id_column IS NULL OR fingerprint_column IS NULL OR max_distance IS NULL THEN
-        RETURN;
-    END IF;
-    work := simhash_partition_rows(relation, id_column, fingerprint_column, max_distance, 'simhash_find_all_distributed');
-    IF work IS NULL THEN
-        RETURN QUERY SELECT * FROM simhash_find_all(
-            format('SELECT %I, %I FROM %s', id_column, fingerprint_column, relation), max_distance);
-        RETURN;
-    END IF;
-    -- The batches come to the coordinator as they are (MATERIALIZED: the CTE
-    -- runs on the workers, the rest here) and are unpacked here.
-    RETURN QUERY EXECUTE format(
-        $$WITH packed AS MATERIALIZED (
-              SELECT (simhash_find_all_batches(batches, %1$s, rows, results)).batch
-                FROM %2$s WHERE batches IS NOT NULL)
-          SELECT u.* FROM packed, LATERAL simhash_unpack_pairs(packed.batch) u$$,
-        max_distance, work);
-    EXECUTE format('DROP TABLE %s', work);
-END
-$function$;
+    AS 'MODULE_PATHNAME', 'simhash_find_all_distributed' LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1000;
 
 -- The clusters of those pairs: each bucket's clusters of each pass, joined on
 -- the coordinator.

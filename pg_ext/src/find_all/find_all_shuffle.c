@@ -1090,22 +1090,13 @@ put_edge(void *arg, uint64 key1, uint64 key2, int distance)
 	pairs_put(arg, SIMHASH_ID_OF_KEY(key1), SIMHASH_ID_OF_KEY(key2), distance);
 }
 
-/* simhash_unpack_pairs(batch): the (id1, id2, distance) rows of a batch of pairs. */
-PG_FUNCTION_INFO_V1(simhash_unpack_pairs);
-Datum
-simhash_unpack_pairs(PG_FUNCTION_ARGS)
+/* The pairs of a batch (bytea) into the result. */
+static void
+unpack_pairs(const bytea *batch, SimhashResultSink *sink)
 {
-	SimhashResultSink sink;
-	bytea	   *batch;
-	const char *data;
-	Size		len;
+	const char *data = VARDATA_ANY(batch);
+	Size		len = VARSIZE_ANY_EXHDR(batch);
 
-	simhash_result_init(fcinfo, &sink);
-	if (PG_ARGISNULL(0))
-		return (Datum) 0;
-	batch = PG_GETARG_BYTEA_PP(0);
-	data = VARDATA_ANY(batch);
-	len = VARSIZE_ANY_EXHDR(batch);
 	if (len % PAIR_BYTES != 0)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1115,9 +1106,21 @@ simhash_unpack_pairs(PG_FUNCTION_ARGS)
 		uint64		wire[2];
 
 		memcpy(wire, data + at, sizeof(wire));
-		simhash_result_put(&sink, (int64) pg_ntoh64(wire[0]), (int64) pg_ntoh64(wire[1]),
+		simhash_result_put(sink, (int64) pg_ntoh64(wire[0]), (int64) pg_ntoh64(wire[1]),
 						   (uint8) data[at + sizeof(wire)]);
 	}
+}
+
+/* simhash_unpack_pairs(batch): the (id1, id2, distance) rows of a batch of pairs. */
+PG_FUNCTION_INFO_V1(simhash_unpack_pairs);
+Datum
+simhash_unpack_pairs(PG_FUNCTION_ARGS)
+{
+	SimhashResultSink sink;
+
+	simhash_result_init(fcinfo, &sink);
+	if (!PG_ARGISNULL(0))
+		unpack_pairs(PG_GETARG_BYTEA_PP(0), &sink);
 	return (Datum) 0;
 }
 
@@ -1128,9 +1131,10 @@ join_nothing(void *arg, uint64 key1, uint64 key2, int distance)
 }
 
 /*
- * Clusters of one pass in memory: each row that has a pair in this pass,
- * with an id of its component among this pass's pairs (the coordinator
- * joins the components of every pass and bucket).
+ * Clusters of one pass in memory: each row of a component of two or more
+ * among this pass's pairs (but the component's first row), with the id of
+ * the first row: the coordinator joins the components of every pass and
+ * bucket.
  */
 static void
 pass_clusters(PairBatches *out, SimhashEntry *entries, Size n, int k, int64 total, int pass)
@@ -1153,8 +1157,9 @@ pass_clusters(PairBatches *out, SimhashEntry *entries, Size n, int k, int64 tota
 	search_passes(k, total, &search, &stripes, entries, ndistinct, simhash_clusters_join, &clusters);
 	simhash_search_pass(&search, pass, &stripes, &done, 0);
 	simhash_resolve_roots(clusters.leader, n);
+	/* Each member to its component's root: the root is in the edges of its members. */
 	for (Size row = 0; row < n; row++)
-		if (simhash_clusters_has_pair(&clusters, row))
+		if (clusters.leader[row] != row)
 			pairs_put(out, ids[row], ids[clusters.leader[row]], 0);
 }
 
@@ -1309,4 +1314,157 @@ Datum
 simhash_clusters_batches(PG_FUNCTION_ARGS)
 {
 	return search_bucket(fcinfo, "simhash_clusters_distributed", true);
+}
+
+/* ---------- the coordinator ---------- */
+
+/* A relation's name as regclass prints it: quoted, qualified where the search path needs it. */
+static char *
+regclass_name(Oid relation)
+{
+	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relation)));
+}
+
+/*
+ * The DestReceiver of the coordinator's last query: each row into the
+ * function's result, as a row (unpacking false) or as the pairs of a batch
+ * in its first column.
+ */
+typedef struct ResultReceiver
+{
+	DestReceiver pub;
+	SimhashResultSink *sink;
+	bool		unpacking;
+} ResultReceiver;
+
+static bool
+result_receiver_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	ResultReceiver *receiver = (ResultReceiver *) self;
+
+	if (!receiver->unpacking)
+	{
+		tuplestore_puttupleslot(receiver->sink->store, slot);
+		return true;
+	}
+	slot_getsomeattrs(slot, 1);
+	if (!slot->tts_isnull[0])
+	{
+		bytea	   *batch = DatumGetByteaPP(slot->tts_values[0]);
+
+		unpack_pairs(batch, receiver->sink);
+		if ((Pointer) batch != DatumGetPointer(slot->tts_values[0]))
+			pfree(batch);
+	}
+	return true;
+}
+
+static void
+result_receiver_nothing(DestReceiver *self)
+{
+}
+
+static void
+result_receiver_startup(DestReceiver *self, int operation, TupleDesc desc)
+{
+}
+
+/* Runs query (its $1.. args) through SPI, its rows into the sink. */
+static void
+run_into_result(const char *query, int nargs, Oid *argtypes, Datum *args, SimhashResultSink *sink,
+				bool unpacking)
+{
+	ResultReceiver receiver = {
+		.pub = {
+			.receiveSlot = result_receiver_receive,
+			.rStartup = result_receiver_startup,
+			.rShutdown = result_receiver_nothing,
+			.rDestroy = result_receiver_nothing,
+			.mydest = DestNone,
+		},
+		.sink = sink,
+		.unpacking = unpacking,
+	};
+	SPIExecuteOptions options = {.dest = &receiver.pub};
+	SPIPlanPtr	plan;
+
+	/* No parameter list at all without parameters: Citus's executor expects none then. */
+	if (nargs > 0)
+	{
+		ParamListInfo params = makeParamList(nargs);
+
+		for (int i = 0; i < nargs; i++)
+		{
+			params->params[i].value = args[i];
+			params->params[i].isnull = false;
+			params->params[i].pflags = PARAM_FLAG_CONST;
+			params->params[i].ptype = argtypes[i];
+		}
+		options.params = params;
+	}
+	plan = SPI_prepare(query, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	if (SPI_execute_plan_extended(plan, &options) < 0)
+		elog(ERROR, "simhash: the query of simhash_find_all_distributed failed");
+}
+
+/*
+ * simhash_find_all_distributed(relation, id_column, fingerprint_column,
+ * max_distance): simhash_partition_rows() sends the rows to the buckets (or
+ * says Citus does not shard the relation: simhash_find_all then runs here),
+ * each bucket's pairs come back packed and go into the result unpacked,
+ * with no table of rows between them, and the work table is dropped.
+ */
+PG_FUNCTION_INFO_V1(simhash_find_all_distributed);
+Datum
+simhash_find_all_distributed(PG_FUNCTION_ARGS)
+{
+	SimhashResultSink sink;
+	const char *schema;
+	Oid			argtypes[5] = {REGCLASSOID, NAMEOID, NAMEOID, INT4OID, TEXTOID};
+	Datum		args[5];
+	Datum		work;
+	bool		isnull;
+
+	simhash_result_init(fcinfo, &sink);
+	for (int i = 0; i < 4; i++)
+		if (PG_ARGISNULL(i))
+			return (Datum) 0;
+	schema = quote_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)));
+	for (int i = 0; i < 4; i++)
+		args[i] = PG_GETARG_DATUM(i);
+	args[4] = CStringGetTextDatum("simhash_find_all_distributed");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(psprintf("SELECT %s.simhash_partition_rows($1, $2, $3, $4, $5)", schema),
+							  5, argtypes, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "simhash: simhash_partition_rows failed");
+	work = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+	{
+		/* Not sharded (or no rows): simhash_find_all here, on the rows as Citus gives them. */
+		Oid			query_types[2] = {TEXTOID, INT4OID};
+		Datum		query_args[2];
+
+		query_args[0] = CStringGetTextDatum(psprintf("SELECT %s, %s FROM %s",
+													 quote_identifier(NameStr(*PG_GETARG_NAME(1))),
+													 quote_identifier(NameStr(*PG_GETARG_NAME(2))),
+													 regclass_name(PG_GETARG_OID(0))));
+		query_args[1] = PG_GETARG_DATUM(3);
+		run_into_result(psprintf("SELECT * FROM %s.simhash_find_all($1, $2)", schema), 2, query_types,
+						query_args, &sink, false);
+	}
+	else
+	{
+		char	   *table = regclass_name(DatumGetObjectId(work));
+
+		run_into_result(psprintf("SELECT (%s.simhash_find_all_batches(batches, %d, rows, results)).batch"
+								 " FROM %s WHERE batches IS NOT NULL", schema, PG_GETARG_INT32(3), table),
+						0, NULL, NULL, &sink, true);
+		if (SPI_execute(psprintf("DROP TABLE %s", table), false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "simhash: could not drop %s", table);
+	}
+	SPI_finish();
+	return (Datum) 0;
 }
