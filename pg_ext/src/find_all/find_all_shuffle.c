@@ -146,22 +146,28 @@ search_passes(int k, int64 rows, SimhashSearch *search, SimhashStripes *stripes,
  * the bucket from the top 32 bits of their mix (times buckets, shifted, as
  * a modulo would but without the division), salted per pass.
  */
-static int
-part_of(uint64 hash, const SimhashSearch *search, int pass, const uint64 *salt, int buckets)
+static inline int
+part_of(uint64 hash, uint64 mask, uint64 salt, uint64 buckets, int npasses, int pass)
 {
-	uint64		mixed = simhash_mix64((hash & search->pass_mask[pass]) ^ salt[pass]);
+	uint64		mixed = simhash_mix64((hash & mask) ^ salt);
 
-	return (int) (((mixed >> 32) * (uint64) buckets) >> 32) * search->npasses + pass;
+	return (int) (((mixed >> 32) * buckets) >> 32) * npasses + pass;
 }
+
+/*
+ * At most this many parts (buckets times passes): a source keeps a batch's
+ * state for each (32 MB at most).
+ */
+#define MAX_PARTS (1 << 20)
 
 /* ERROR unless buckets is a usable number of buckets for passes passes. */
 static void
 check_buckets(int buckets, int npasses)
 {
-	if (buckets < 1 || buckets > PG_INT32_MAX / npasses)
+	if (buckets < 1 || buckets > MAX_PARTS / npasses)
 		ereport(ERROR,
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("buckets must be between 1 and %d, got %d", PG_INT32_MAX / npasses, buckets));
+				errmsg("buckets must be between 1 and %d, got %d", MAX_PARTS / npasses, buckets));
 }
 
 /*
@@ -272,8 +278,19 @@ scatter_has_row(Scatter *scatter)
 static int
 scatter_next(Scatter *scatter)
 {
-	int			npasses = scatter->passes.npasses;
+	/*
+	 * In locals: the entries are written a byte at a time, and a char store
+	 * may alias any field of *scatter, which would be read again each time.
+	 */
+	const int	npasses = scatter->passes.npasses;
+	const uint64 buckets = (uint64) scatter->buckets;
+	const int	batch_rows = scatter->batch_rows;
+	Batch	   *const batches = scatter->batches;
+	uint64		mask[SIMHASH_MAX_BLOCKS];
+	uint64		salt[SIMHASH_MAX_BLOCKS];
 
+	memcpy(mask, scatter->passes.pass_mask, sizeof(uint64) * npasses);
+	memcpy(salt, scatter->salt, sizeof(uint64) * npasses);
 	while (scatter_has_row(scatter))
 	{
 		const SimhashEntry *rows = scatter->rows;
@@ -282,20 +299,23 @@ scatter_next(Scatter *scatter)
 		int			pass = scatter->pass;
 
 		for (; row < nrows; row++, pass = 0)
+		{
+			uint64		hash = rows[row].hash;
+			uint64		key = rows[row].key;
+
 			for (; pass < npasses; pass++)
 			{
-				int			part = part_of(rows[row].hash, &scatter->passes, pass, scatter->salt,
-										   scatter->buckets);
-				Batch	   *batch = &scatter->batches[part];
+				int			part = part_of(hash, mask[pass], salt[pass], buckets, npasses, pass);
+				Batch	   *batch = &batches[part];
 
-				if (batch->buffer == NULL)
+				if (unlikely(batch->buffer == NULL))
 				{
 					batch->buffer = MemoryContextAlloc(scatter->context, BATCH_PREFIX_BYTES +
-													   (Size) scatter->batch_rows * BATCH_ENTRY_MAX_BYTES);
+													   (Size) batch_rows * BATCH_ENTRY_MAX_BYTES);
 					batch->end = batch->buffer + BATCH_PREFIX_BYTES;
 				}
-				batch->end = encode_entry(batch->end, rows[row].hash, rows[row].key, &batch->last_key);
-				if (++batch->count == scatter->batch_rows)
+				batch->end = encode_entry(batch->end, hash, key, &batch->last_key);
+				if (unlikely(++batch->count == batch_rows))
 				{
 					/* Back here at the next call: the same row's next pass, or the next row. */
 					scatter->row = pass + 1 < npasses ? row : row + 1;
@@ -303,6 +323,7 @@ scatter_next(Scatter *scatter)
 					return part;
 				}
 			}
+		}
 		scatter->row = row;
 		scatter->pass = 0;
 	}
@@ -310,7 +331,7 @@ scatter_next(Scatter *scatter)
 	{
 		int			part = scatter->flushed++;
 
-		if (scatter->batches[part].count > 0)
+		if (batches[part].count > 0)
 			return part;
 	}
 	return -1;
@@ -472,6 +493,21 @@ result_directory(void)
 	return directory;
 }
 
+/*
+ * ERROR unless id can name a result: the characters Citus allows
+ * (QueryResultFileName()), so that a name is a file in the directory and
+ * nothing else (no "/", no "..").
+ */
+static const char *
+checked_result_id(const char *id)
+{
+	if (id[0] == '\0' || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != strlen(id))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_NAME),
+				errmsg("result name \"%s\" may hold only letters, digits, underscores and hyphens", id));
+	return id;
+}
+
 /* The file of result <prefix>_<bucket>. */
 static char *
 result_path(const char *directory, const char *prefix, int bucket)
@@ -594,6 +630,8 @@ simhash_prepare_results(PG_FUNCTION_ARGS)
 	deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, -1, false, TYPALIGN_INT, &prefixes, NULL, &nprefixes);
 	if (nprefixes == 0)
 		PG_RETURN_VOID();
+	for (int i = 0; i < nprefixes; i++)
+		checked_result_id(TextDatumGetCString(prefixes[i]));
 	citus_results(TextDatumGetCString(prefixes[0]), NO_BATCHES, buckets, passes.npasses);
 	directory = result_directory();
 	if (!results_in(directory, TextDatumGetCString(prefixes[0])))
@@ -713,7 +751,7 @@ simhash_write_shard(PG_FUNCTION_ARGS)
 				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				errmsg("simhash_write_shard: %s is not the shard of a distributed table",
 					   name == NULL ? "the relation" : name));
-	prefix = psprintf("%s%s", text_to_cstring(PG_GETARG_TEXT_PP(6)), suffix);
+	prefix = psprintf("%s%s", checked_result_id(text_to_cstring(PG_GETARG_TEXT_PP(6))), suffix);
 	sql = psprintf("SELECT %s, %s FROM %s", quote_identifier(NameStr(*PG_GETARG_NAME(1))),
 				   quote_identifier(NameStr(*PG_GETARG_NAME(2))),
 				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(shard)), name));
@@ -1000,7 +1038,7 @@ read_result_files(ArrayType *results, int npasses, Size bytes_per_row, PassArray
 	{
 		struct stat st;
 
-		paths[i] = psprintf("%s/%s.data", directory, TextDatumGetCString(ids[i]));
+		paths[i] = psprintf("%s/%s.data", directory, checked_result_id(TextDatumGetCString(ids[i])));
 		if (stat(paths[i], &st) != 0)
 			return false;
 		bytes += st.st_size;
@@ -1250,7 +1288,7 @@ search_bucket(FunctionCallInfo fcinfo, const char *caller, bool clusters)
 	search_passes(k, total, &passes, &none, NULL, 0, NULL, NULL);
 	arrays = palloc0(sizeof(PassArray) * passes.npasses);
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
-		require_citus(caller);
+		require_citus(clusters ? "simhash_clusters_batches with results" : "simhash_find_all_batches with results");
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3) &&
 		read_result_files(PG_GETARG_ARRAYTYPE_P(3), passes.npasses, per_row, arrays))
 	{
