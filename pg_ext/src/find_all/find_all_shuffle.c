@@ -783,6 +783,51 @@ simhash_write_shard(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(sent);
 }
 
+/* Does nothing: a DestReceiver's start or end with nothing to do. */
+static void
+receiver_nothing(DestReceiver *self)
+{
+}
+
+/*
+ * Runs query ($1.. = args, of argtypes) through SPI, its rows to dest
+ * (receiveSlot, and rStartup if not NULL).
+ */
+static void
+run_query(const char *query, int nargs, Oid *argtypes, Datum *args, DestReceiver *dest)
+{
+	SPIExecuteOptions options = {.dest = dest};
+	SPIPlanPtr	plan;
+	int			result;
+
+	dest->rShutdown = receiver_nothing;
+	dest->rDestroy = receiver_nothing;
+	dest->mydest = DestNone;
+	/* No parameter list at all without parameters: Citus's executor expects none then. */
+	if (nargs > 0)
+	{
+		ParamListInfo params = makeParamList(nargs);
+
+		for (int i = 0; i < nargs; i++)
+		{
+			params->params[i].value = args[i];
+			params->params[i].isnull = false;
+			params->params[i].pflags = PARAM_FLAG_CONST;
+			params->params[i].ptype = argtypes[i];
+		}
+		options.params = params;
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare(query, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	result = SPI_execute_plan_extended(plan, &options);
+	if (result < 0)
+		elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(result));
+	SPI_finish();
+}
+
 /* The rows of a bucket as they arrive, a SimhashRows per pass. */
 typedef struct BatchReceiver
 {
@@ -840,41 +885,18 @@ batch_receiver_receive(TupleTableSlot *slot, DestReceiver *self)
 	return true;
 }
 
-static void
-batch_receiver_nothing(DestReceiver *self)
-{
-}
-
 /* Runs sql and adds the entries of the (part, batch) rows it returns to the rows of their pass. */
 static void
 read_batches(text *sql, const char *caller, int npasses, SimhashRows *rows)
 {
-	char	   *query = text_to_cstring(sql);
 	BatchReceiver receiver = {
-		.pub = {
-			.receiveSlot = batch_receiver_receive,
-			.rStartup = batch_receiver_startup,
-			.rShutdown = batch_receiver_nothing,
-			.rDestroy = batch_receiver_nothing,
-			.mydest = DestNone,
-		},
+		.pub = {.receiveSlot = batch_receiver_receive, .rStartup = batch_receiver_startup},
 		.caller = caller,
 		.npasses = npasses,
 		.rows = rows,
 	};
-	SPIExecuteOptions options = {.dest = &receiver.pub};
-	SPIPlanPtr	plan;
-	int			result;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	result = SPI_execute_plan_extended(plan, &options);
-	if (result < 0)
-		elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(result));
-	SPI_finish();
+	run_query(text_to_cstring(sql), 0, NULL, NULL, &receiver.pub);
 }
 
 /*
@@ -939,14 +961,21 @@ file_need(ResultFile *file, Size n)
 	}
 }
 
+/* The next n bytes of the file, into out. */
+static void
+file_read(ResultFile *file, void *out, Size n)
+{
+	file_need(file, n);
+	memcpy(out, file->data + file->start, n);
+	file->start += n;
+}
+
 static uint32
 file_uint32(ResultFile *file)
 {
 	uint32		value;
 
-	file_need(file, sizeof(value));
-	memcpy(&value, file->data + file->start, sizeof(value));
-	file->start += sizeof(value);
+	file_read(file, &value, sizeof(value));
 	return pg_ntoh32(value);
 }
 
@@ -955,9 +984,7 @@ file_uint16(ResultFile *file)
 {
 	uint16		value;
 
-	file_need(file, sizeof(value));
-	memcpy(&value, file->data + file->start, sizeof(value));
-	file->start += sizeof(value);
+	file_read(file, &value, sizeof(value));
 	return pg_ntoh16(value);
 }
 
@@ -1398,11 +1425,6 @@ result_receiver_receive(TupleTableSlot *slot, DestReceiver *self)
 }
 
 static void
-result_receiver_nothing(DestReceiver *self)
-{
-}
-
-static void
 result_receiver_startup(DestReceiver *self, int operation, TupleDesc desc)
 {
 }
@@ -1413,38 +1435,12 @@ run_into_result(const char *query, int nargs, Oid *argtypes, Datum *args, Simhas
 				bool unpacking)
 {
 	ResultReceiver receiver = {
-		.pub = {
-			.receiveSlot = result_receiver_receive,
-			.rStartup = result_receiver_startup,
-			.rShutdown = result_receiver_nothing,
-			.rDestroy = result_receiver_nothing,
-			.mydest = DestNone,
-		},
+		.pub = {.receiveSlot = result_receiver_receive, .rStartup = result_receiver_startup},
 		.sink = sink,
 		.unpacking = unpacking,
 	};
-	SPIExecuteOptions options = {.dest = &receiver.pub};
-	SPIPlanPtr	plan;
 
-	/* No parameter list at all without parameters: Citus's executor expects none then. */
-	if (nargs > 0)
-	{
-		ParamListInfo params = makeParamList(nargs);
-
-		for (int i = 0; i < nargs; i++)
-		{
-			params->params[i].value = args[i];
-			params->params[i].isnull = false;
-			params->params[i].pflags = PARAM_FLAG_CONST;
-			params->params[i].ptype = argtypes[i];
-		}
-		options.params = params;
-	}
-	plan = SPI_prepare(query, nargs, argtypes);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	if (SPI_execute_plan_extended(plan, &options) < 0)
-		elog(ERROR, "simhash: the query of simhash_find_all_distributed failed");
+	run_query(query, nargs, argtypes, args, &receiver.pub);
 }
 
 /*
