@@ -822,6 +822,10 @@ run_query(const char *query, int nargs, Oid *argtypes, Datum *args, DestReceiver
 	plan = SPI_prepare(query, nargs, argtypes);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	if (!SPI_is_cursor_plan(plan))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("simhash: the query must be one statement that returns rows, such as a SELECT"));
 	result = SPI_execute_plan_extended(plan, &options);
 	if (result < 0)
 		elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(result));
@@ -863,7 +867,7 @@ batch_receiver_receive(TupleTableSlot *slot, DestReceiver *self)
 	slot_getsomeattrs(slot, 2);
 	if (slot->tts_isnull[0] || slot->tts_isnull[1] || DatumGetInt32(slot->tts_values[0]) < 0)
 		ereport(ERROR,
-				errcode(ERRCODE_DATA_CORRUPTED),
+				errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				errmsg("%s: a batch without a part", receiver->caller));
 	rows = &receiver->rows[DatumGetInt32(slot->tts_values[0]) % receiver->npasses];
 	batch = DatumGetByteaPP(slot->tts_values[1]);
@@ -876,7 +880,7 @@ batch_receiver_receive(TupleTableSlot *slot, DestReceiver *self)
 		data = decode_entry(data, end, &entry, &last_key);
 		if (data == NULL)
 			ereport(ERROR,
-					errcode(ERRCODE_DATA_CORRUPTED),
+					errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 					errmsg("%s: a batch ends inside an entry", receiver->caller));
 		simhash_rows_add(rows, entry.key, entry.hash);
 	}
@@ -933,7 +937,7 @@ static void
 file_corrupted(const ResultFile *file, const char *what)
 {
 	ereport(ERROR,
-			errcode(ERRCODE_DATA_CORRUPTED),
+			errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 			errmsg("simhash: intermediate result \"%s\" is not as written: %s", file->path, what));
 }
 
@@ -1050,22 +1054,25 @@ read_result_file(ResultFile *file, int npasses, PassArray *passes)
 static bool
 read_result_files(ArrayType *results, int npasses, Size bytes_per_row, PassArray *passes)
 {
-	char	   *directory = result_directory();
+	char	   *directory;
 	Datum	   *ids;
 	int			nids;
 	char	  **paths;
 	uint64		bytes = 0;
 	ResultFile	file;
 
+	deconstruct_array(results, TEXTOID, -1, false, TYPALIGN_INT, &ids, NULL, &nids);
+	for (int i = 0; i < nids; i++)
+		checked_result_id(TextDatumGetCString(ids[i]));
+	directory = result_directory();
 	if (directory == NULL)
 		return false;
-	deconstruct_array(results, TEXTOID, -1, false, TYPALIGN_INT, &ids, NULL, &nids);
 	paths = palloc(sizeof(char *) * Max(nids, 1));
 	for (int i = 0; i < nids; i++)
 	{
 		struct stat st;
 
-		paths[i] = psprintf("%s/%s.data", directory, checked_result_id(TextDatumGetCString(ids[i])));
+		paths[i] = psprintf("%s/%s.data", directory, TextDatumGetCString(ids[i]));
 		if (stat(paths[i], &st) != 0)
 			return false;
 		bytes += st.st_size;
