@@ -9,7 +9,8 @@
 #   make install   install the extension into the PostgreSQL that pg_config
 #                  names, and the Python package into $(PYTHON)'s environment
 #   make report    the near-duplicate report of examples/corpus: near-duplicates.html
-#   make bench     benchmarks (a printed table; not tests)
+#   make bench     benchmarks (a printed table; not tests): BENCH=find_all one of
+#                  them, BENCH_ARGS="--rows 10000000" or "--large" (100M rows) sizes
 #   make dist      the PGXN distribution zip (build/dist/simhash-<version>.zip)
 #
 # Build dependencies (PostgreSQL server headers, libxxhash-dev) are installed
@@ -60,7 +61,7 @@ report: deps
 
 bench:
 	@scripts/install-deps.sh --bench
-	scripts/bench.sh
+	scripts/bench.sh $(BENCH_ARGS)
 
 dist:
 	@scripts/dist.sh

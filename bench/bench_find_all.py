@@ -9,9 +9,13 @@ less), and the backend's peak memory per row.  On the same fingerprints, in
 the same run: pysimhash_sql.hashing.find_all, and simhash-cpp's find_all:
 SIMHASH_CPP_FIND_ALL names a program (built by you from simhash-cpp, not part of
 this project) that reads decimal hashes on stdin, takes the blocks and the
-distance as arguments and prints "hashes pairs wall_seconds cpu_seconds" of
-find_all alone; else simhash-py's C++ core if the simhash-pybind package is
-installed; else its published figures are quoted.
+distance as arguments and prints "hashes pairs wall_seconds cpu_seconds
+[peak_rss_kb]" of find_all alone; else simhash-py's C++ core if the
+simhash-pybind package is installed; else its published figures are quoted.
+
+Then the same runs with parallel workers (workers => 0, 1, 2) side by side,
+and the backend's peak memory per row, serial and with 2 workers.
+bench_find_all_scale.py takes the sizes up to 100M rows.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ BLOCKS = (4, 5, 6, None)  # None: the function's own choice
 # simhash-py's C++ core, 1M random unique hashes at distance 3, same machine class.
 CPP_REFERENCE_SECONDS = {5: 1.96, 6: 3.50}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CPP_PEAK_KB: dict[int, int] = {}  # simhash-cpp's peak RSS per block count, when its program reports it
 
 
 def fingerprints(n: int, seed: int = 1) -> np.ndarray:
@@ -86,9 +91,13 @@ def peak_rss_kb(pid: int) -> int | None:
     return None
 
 
-def bytes_per_row(dsn: str, sql: str, n: int) -> float | None:
-    """Growth of a fresh backend's peak RSS over one run, per input row."""
+def bytes_per_row(dsn: str, sql: str, n: int, workers: int = 0) -> float | None:
+    """Growth of a fresh backend's peak RSS over one run, per input row (with
+    workers, the backend's own: the rows in shared memory are counted where the
+    backend touches them, the workers' buffers are theirs)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
+        conn.execute("SET maintenance_work_mem = '1GB'")
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
         # Touch all of the table's shared buffers first, in this backend alone.
         conn.execute("SET max_parallel_workers_per_gather = 0")
@@ -131,8 +140,10 @@ def cpp_seconds(fps: np.ndarray) -> tuple[dict[int, tuple[float, float]], str]:
         seconds = {}
         for blocks in CPP_REFERENCE_SECONDS:
             out = subprocess.run([program, str(blocks), str(K)], input=text, capture_output=True, text=True, check=True)
-            _, _, wall, cpu = out.stdout.split()
-            seconds[blocks] = (float(wall), float(cpu))
+            fields = out.stdout.split()
+            seconds[blocks] = (float(fields[2]), float(fields[3]))
+            if len(fields) > 4:
+                CPP_PEAK_KB[blocks] = int(fields[4])
         return seconds, f"simhash-cpp find_all ({program}), measured in this run"
     try:
         from simhash import c_find_all  # the simhash-pybind package
@@ -149,6 +160,25 @@ def cpp_seconds(fps: np.ndarray) -> tuple[dict[int, tuple[float, float]], str]:
 
 def ratios(wall: float, cpu: float, versus: tuple[float, float] | None) -> str:
     return f"{wall / versus[0]:.2f}x {cpu / versus[1]:.2f}x" if versus else ""
+
+
+def parallel_table(conn: psycopg.Connection, repeat: int) -> dict[tuple[str, int], float]:
+    """Both functions with workers => 0, 1, 2 side by side: workers are the
+    parallel workers besides the backend, which works too, so workers => 1
+    runs on 2 cores.  Wall clock only (the CPU time is spread over the
+    processes), with the machine's load average, as other load skews it."""
+    conn.execute("SET max_parallel_maintenance_workers = 2")
+    print(f"parallel workers (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs)")
+    print(f"{'function':<18}{'workers':>8}{'wall s':>9}{'result rows':>13}  speed-up vs workers 0")
+    walls = {}
+    for function in ("simhash_find_all", "simhash_clusters"):
+        for workers in (0, 1, 2):
+            sql = f"SELECT count(*) FROM {function}('SELECT id, fp FROM t', {K}, workers => {workers})"
+            wall, _, (count,) = best_of(repeat, lambda: conn.execute(sql).fetchone())
+            walls[function, workers] = wall
+            print(f"{function:<18}{workers:>8}{wall:>9.3f}{count:>13}  {walls[function, 0] / wall:.2f}x")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return walls
 
 
 def main() -> None:
@@ -182,10 +212,17 @@ def main() -> None:
                 label = "default" if blocks is None else str(blocks)
                 print(f"{function:<18}{label:>8}{wall:>9.3f}{cpu:>8.2f}{count:>13}  {ratios(wall, cpu, versus)}")
 
+        parallel_table(conn, repeat)
+
     for function in ("simhash_find_all", "simhash_clusters"):
-        per_row = bytes_per_row(dsn, f"SELECT count(*) FROM {function}('SELECT id, fp FROM t', {K})", n)
-        if per_row is not None:
-            print(f"{function}: backend peak memory {per_row:.1f} bytes per row")
+        for workers in (0, 2):
+            per_row = bytes_per_row(dsn, f"SELECT count(*) FROM {function}('SELECT id, fp FROM t', {K})", n, workers)
+            if per_row is None:
+                continue
+            versus = ""
+            if function == "simhash_find_all" and 5 in CPP_PEAK_KB:
+                versus = f", {per_row * n / 1024 / CPP_PEAK_KB[5]:.2f}x simhash-cpp's peak RSS ({CPP_PEAK_KB[5] / 1024:.0f} MB)"
+            print(f"{function}, {workers} workers: backend peak memory {per_row:.1f} bytes per row{versus}")
 
     find_all = python_find_all()
     if find_all is None:

@@ -11,11 +11,17 @@ rows each query visits, for a query whose fingerprint is a syndicated
 article's (the hard case) and a unique page's, with each index shape:
 
 - simhash_mih on the fingerprint (alone, and with a btree on the domain beside it),
+- simhash_mih (domain, fingerprint): the domain as its scope column, folded
+  into the runs' keys (docs/index.md, "Scope columns"),
 - GIN simhash64_ops on the fingerprint,
 - GIN (domain, fingerprint) with btree_gin (what `simhash_index(scope=...)` makes),
 
-and the unscoped query through simhash_mih for comparison (the issue's goal: the
-scoped query as fast as the unscoped one).
+with each index's size, and the unscoped query through simhash_mih (fp) for
+comparison (the issue's goal: the scoped query as fast as the unscoped one of
+a page without copies elsewhere).  Each shape is built alone on the table, in
+turn; a final round measures the two simhash_mih shapes again, side by side,
+their queries interleaved one by one (both indexes present, each query
+forced to its index), so that both see the same load.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ SHAPES = {
     "simhash_mih (fp)": ["CREATE INDEX pages_fp ON pages USING simhash_mih (fp)"],
     "simhash_mih (fp) + btree (domain)": ["CREATE INDEX pages_fp ON pages USING simhash_mih (fp)",
                                           "CREATE INDEX pages_domain ON pages (domain)"],
+    "simhash_mih (domain, fp)": ["CREATE INDEX pages_fp ON pages USING simhash_mih (domain, fp)"],
     "gin (fp)": ["CREATE INDEX pages_fp ON pages USING gin (fp) WITH (fastupdate = off)"],
     "gin (domain, fp)": ["CREATE EXTENSION IF NOT EXISTS btree_gin",
                          "CREATE INDEX pages_fp ON pages USING gin (domain, fp) WITH (fastupdate = off)"],
@@ -70,19 +77,30 @@ def load(conn: psycopg.Connection, domain: np.ndarray, fps: np.ndarray) -> None:
 
 def measure(conn: psycopg.Connection, sql: str, params: list[tuple]) -> tuple[float, float, float]:
     """(p50 ms, p99 ms, heap rows per query) of sql over params."""
-    for p in params[:5]:
-        conn.execute(sql, p, prepare=True).fetchall()
-    times = []
-    for p in params:
-        start = time.perf_counter()
-        conn.execute(sql, p, prepare=True).fetchall()
-        times.append((time.perf_counter() - start) * 1000)
-    visited = []
-    for p in params[:20]:
-        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, p).fetchone()[0][0]["Plan"]
-        visited.append(heap_rows(plan))
-    times.sort()
-    return statistics.median(times), times[int(len(times) * 0.99) - 1], statistics.mean(visited)
+    return measure_interleaved(conn, [(sql, params)])[0]
+
+
+def measure_interleaved(conn: psycopg.Connection, cases: list[tuple[str, list[tuple]]]) -> list[tuple[float, float, float]]:
+    """(p50 ms, p99 ms, heap rows per query) of each (sql, params) case, the
+    cases' queries run in turn (query i of every case, then query i + 1), so
+    that every case sees the same load."""
+    for sql, params in cases:
+        for p in params[:5]:
+            conn.execute(sql, p, prepare=True).fetchall()
+    times: list[list[float]] = [[] for _ in cases]
+    for i in range(max(len(params) for _, params in cases)):
+        for case, (sql, params) in enumerate(cases):
+            start = time.perf_counter()
+            conn.execute(sql, params[i % len(params)], prepare=True).fetchall()
+            times[case].append((time.perf_counter() - start) * 1000)
+    results = []
+    for (sql, params), case_times in zip(cases, times):
+        visited = [heap_rows(conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, p).fetchone()[0][0]["Plan"])
+                   for p in params[:20]]
+        case_times.sort()
+        results.append((statistics.median(case_times), case_times[int(len(case_times) * 0.99) - 1],
+                        statistics.mean(visited)))
+    return results
 
 
 def heap_rows(plan: dict) -> float:
@@ -111,12 +129,14 @@ def main() -> None:
         load(conn, domain, fps)
         print(f"{rows:,} rows, {domains:,} domains, syndicated articles on {syndication} domains each;"
               " p50 / p99 ms (heap rows per query)")
-        print(f"{'index':<36} {'k':>2} {'syndicated page':>28} {'unique page':>28}")
+        print(f"{'index':<36} {'k':>2} {'syndicated page':>28} {'unique page':>28}   size")
         for shape, statements in SHAPES.items():
             conn.execute("DROP INDEX IF EXISTS pages_fp, pages_domain")
             for statement in statements:
                 conn.execute(statement)
             conn.execute("ANALYZE pages")
+            size = conn.execute("SELECT pg_relation_size('pages_fp')").fetchone()[0]
+            print(f"{shape:<36} size {size / 2**20:.1f} MB, {size / rows:.1f} bytes/row")
             for k in RADII:
                 cells = [measure(conn, SCOPED.format(k=k), params) for params in (syndicated, unique)]
                 print(f"{shape:<36} {k:>2} " + " ".join(f"{a:>8.3f} / {b:>7.3f} ({c:>7.1f})" for a, b, c in cells))
@@ -126,7 +146,34 @@ def main() -> None:
                              for params in (syndicated, unique)]
                     print(f"{'  unscoped, same index':<36} {k:>2} "
                           + " ".join(f"{a:>8.3f} / {b:>7.3f} ({c:>7.1f})" for a, b, c in cells))
-        conn.execute("DROP TABLE pages")
+        side_by_side(conn, syndicated, unique)
+        conn.execute("DROP TABLE pages, pages_scoped")
+
+
+def side_by_side(conn: psycopg.Connection, syndicated: list[tuple], unique: list[tuple]) -> None:
+    """simhash_mih (fp) on pages and simhash_mih (domain, fp) on a copy of it,
+    their queries interleaved: the unscoped query and the scoped one through
+    the plain index, the scoped one through the scoped index."""
+    conn.execute("DROP INDEX IF EXISTS pages_fp, pages_domain")
+    conn.execute("CREATE INDEX pages_fp ON pages USING simhash_mih (fp)")
+    conn.execute("DROP TABLE IF EXISTS pages_scoped")
+    conn.execute("CREATE TABLE pages_scoped AS TABLE pages")
+    conn.execute("CREATE INDEX pages_scoped_fp ON pages_scoped USING simhash_mih (domain, fp)")
+    conn.execute("VACUUM ANALYZE pages_scoped")
+    print("\nSide by side, queries interleaved: p50 / p99 ms (heap rows per query)")
+    print(f"{'query, index':<36} {'k':>2} {'syndicated page':>28} {'unique page':>28}")
+    for k in RADII:
+        cases = {
+            "unscoped, simhash_mih (fp)": (UNSCOPED.format(k=k), True),
+            "scoped, simhash_mih (fp)": (SCOPED.format(k=k), False),
+            "scoped, simhash_mih (domain, fp)": (SCOPED.format(k=k).replace("FROM pages", "FROM pages_scoped"), False),
+        }
+        runs = [(sql, [(fp,) for _, fp in params] if unscoped else params)
+                for sql, unscoped in cases.values() for params in (syndicated, unique)]
+        measured = measure_interleaved(conn, runs)
+        for i, name in enumerate(cases):
+            print(f"{name:<36} {k:>2} " + " ".join(f"{a:>8.3f} / {b:>7.3f} ({c:>7.1f})"
+                                                    for a, b, c in measured[2 * i:2 * i + 2]))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ class Base(DeclarativeBase):
 class Document(Base):
     __tablename__ = "documents"
     __table_args__ = (
-        simhash_index("documents_fingerprint_idx", "fingerprint", blocks=6, max_distance=3),
+        simhash_index("documents_fingerprint_idx", "fingerprint"),  # simhash_mih (docs/index.md)
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)

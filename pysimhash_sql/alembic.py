@@ -5,12 +5,19 @@ does, for render_item; migrations that use them import it too)::
 
     op.create_simhash_extension()            op.drop_simhash_extension()
     op.create_simhash_index("documents_fingerprint_idx", "documents", "fingerprint",
-                            blocks=6, max_distance=3)
+                            method="simhash_mih")            # runs=4: its option
     op.create_simhash_index("pages_domain_fingerprint_idx", "pages", "fingerprint",
-                            scope=["domain"])          # two-column GIN (btree_gin)
-    op.create_simhash_index("documents_fingerprint_mih", "documents", "fingerprint",
-                            method="simhash_mih", runs=4)   # the access method
-    op.drop_simhash_index("documents_fingerprint_idx", "documents", "fingerprint")
+                            method="gin", scope=["domain"])  # two-column GIN (btree_gin)
+    op.create_simhash_index("documents_fingerprint_gin", "documents", "fingerprint",
+                            method="gin", blocks=6, max_distance=3)
+    op.drop_simhash_index("documents_fingerprint_idx", "documents", "fingerprint", method="simhash_mih")
+
+A migration is a record: without ``method`` the operations mean GIN (as in
+every migration file written before simhash_mih became the default; GIN's
+options without a method mean GIN, ``runs`` means simhash_mih), so an old file
+keeps creating what it created.  Autogenerate writes the method in every
+operation, taking it from the model (``simhash_index``, whose default is
+simhash_mih).
 
 Autogenerate, enabled by two additions to ``env.py``::
 
@@ -22,11 +29,12 @@ Autogenerate, enabled by two additions to ``env.py``::
 It then creates the extension first when the models use ``SimHash64`` and the
 database lacks it, renders ``SimHash64`` columns with their import, emits the
 operations above for ``simhash_index`` indexes, detects changed index
-parameters, scope columns and methods (Alembic's own index comparison does not
-look at operator classes or options), and gives type changes between an integer column and
-``SimHash64`` the ``postgresql_using`` their downgrade needs.  It does not
-compare ``fastupdate``: an index made with GIN's default (on) keeps it until
-``ALTER INDEX ... SET (fastupdate = off)``.
+parameters, scope columns and methods, which Alembic's own index comparison
+does not look at (so a model's ``simhash_index(name, column)`` on a table
+indexed with GIN migrates it to simhash_mih), and gives type changes between
+an integer column and ``SimHash64`` the ``postgresql_using`` their downgrade
+needs.  It does not compare ``fastupdate``: an index made with GIN's default
+(on) keeps it until ``ALTER INDEX ... SET (fastupdate = off)``.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from alembic.operations import MigrateOperation, Operations, ops
 from alembic.util import PriorityDispatchResult
 from sqlalchemy import Column, Index, Integer, MetaData, Table, text
 
+from .index_kinds import choose_method
 from .sqlalchemy import (
     GIN, MIH, OPCLASS, SimHash64, index_fastupdate, index_method, index_parameters, index_scope, simhash_index,
 )
@@ -105,7 +114,7 @@ class _SimhashIndexOp(MigrateOperation):
         *,
         scope: list[str] | None = None,
         fastupdate: bool = False,
-        method: str = GIN,
+        method: str | None = None,
         runs: int | None = None,
     ) -> None:
         self.index_name = index_name
@@ -116,7 +125,8 @@ class _SimhashIndexOp(MigrateOperation):
         self.schema = schema
         self.scope = list(scope) if scope else None
         self.fastupdate = fastupdate
-        self.method = method
+        self.method = choose_method(method, gin_options=blocks is not None or max_distance is not None or fastupdate,
+                                    mih_options=runs is not None, migration=True)
         self.runs = runs
 
     @classmethod
@@ -136,14 +146,14 @@ class _SimhashIndexOp(MigrateOperation):
         return cls(**vars(self))
 
     def render(self, verb: str) -> str:
-        args = [repr(self.index_name), repr(self.table_name), repr(self.column_name)]
+        """The call, with the method always named: a file stays what it was
+        written as whatever the default becomes."""
+        args = [repr(self.index_name), repr(self.table_name), repr(self.column_name), f"method={self.method!r}"]
         for name in ("blocks", "max_distance", "schema", "scope"):
             if getattr(self, name) is not None:
                 args.append(f"{name}={getattr(self, name)!r}")
         if self.fastupdate:
             args.append("fastupdate=True")
-        if self.method != GIN:
-            args.append(f"method={self.method!r}")
         if self.runs is not None:
             args.append(f"runs={self.runs!r}")
         return f"op.{verb}_simhash_index({', '.join(args)})"
@@ -151,15 +161,16 @@ class _SimhashIndexOp(MigrateOperation):
 
 @Operations.register_operation("create_simhash_index")
 class CreateSimhashIndexOp(_SimhashIndexOp):
-    """CREATE INDEX ... USING gin ([scope columns,] column simhash64_ops (...)) WITH (fastupdate = off),
-    or with method="simhash_mih": USING simhash_mih (column) [WITH (runs = n)]."""
+    """With method="simhash_mih": CREATE INDEX ... USING simhash_mih (column) [WITH (runs = n)];
+    with method="gin", or no method (module notes): CREATE INDEX ... USING gin ([scope columns,]
+    column simhash64_ops (...)) WITH (fastupdate = off)."""
 
     @classmethod
     def create_simhash_index(cls, operations: Operations, index_name: str, table_name: str,
                              column_name: str, blocks: int | None = None,
                              max_distance: int | None = None, schema: str | None = None, *,
                              scope: list[str] | None = None, fastupdate: bool = False,
-                             method: str = GIN, runs: int | None = None) -> Any:
+                             method: str | None = None, runs: int | None = None) -> Any:
         return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema,
                                      scope=scope, fastupdate=fastupdate, method=method, runs=runs))
 
@@ -179,7 +190,7 @@ class DropSimhashIndexOp(_SimhashIndexOp):
                            column_name: str, blocks: int | None = None,
                            max_distance: int | None = None, schema: str | None = None, *,
                            scope: list[str] | None = None, fastupdate: bool = False,
-                           method: str = GIN, runs: int | None = None) -> Any:
+                           method: str | None = None, runs: int | None = None) -> Any:
         return operations.invoke(cls(index_name, table_name, column_name, blocks, max_distance, schema,
                                      scope=scope, fastupdate=fastupdate, method=method, runs=runs))
 
@@ -202,7 +213,7 @@ def _drop_extension(operations: Operations, operation: DropSimhashExtensionOp) -
 
 @Operations.implementation_for(CreateSimhashIndexOp)
 def _create_index(operations: Operations, operation: CreateSimhashIndexOp) -> None:
-    if operation.scope:  # scope columns need btree_gin's operator classes (a trusted extension)
+    if operation.scope and operation.method == GIN:  # btree_gin's operator classes (a trusted extension)
         operations.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
     operations.impl.create_index(operation.to_index())
 

@@ -9,7 +9,9 @@ scope and inserts the new row only if there is none.  The locks are held until
 the transaction ends, so commit soon after (a crawler commits per page or per
 small batch).  It needs READ COMMITTED (PostgreSQL's default): the lock
 statement raises under REPEATABLE READ, where the check could not see what
-the other writer committed.
+the other writer committed.  The check is ``hamming_within`` (and ``scope =
+value``), which uses whichever near-duplicate index the table has: simhash_mih
+(``simhash_index``'s default), GIN, or the two-column GIN of a scoped one.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import UserDefinedType
 
 from .fingerprint import check_fingerprint, to_sql_literal
-from .index_kinds import GIN, INDEX_METHODS, MIH, OPCLASS
+from .index_kinds import GIN, MIH, OPCLASS, choose_method, takes_scope
 
 __all__ = [
     "OPCLASS",
@@ -135,15 +135,19 @@ def simhash_index(
     max_distance: int | None = None,
     *,
     scope: Sequence[Any] = (),
-    fastupdate: bool = False,
-    method: str = GIN,
+    fastupdate: bool | None = None,
+    method: str | None = None,
     runs: int | None = None,
     **kw: Any,
 ) -> Index:
     """A near-duplicate index on a fingerprint column, for ``within()``:
-    ``method="gin"`` (the ``simhash64_ops`` operator class) or
     ``method="simhash_mih"`` (the extension's access method, fast at every
-    radius up to 8; docs/index.md says which to pick).
+    radius, the smaller) or ``method="gin"`` (the ``simhash64_ops`` operator
+    class); docs/index.md says which to pick.
+
+    Without a method: simhash_mih, unless the arguments are GIN's — ``scope``
+    (simhash_mih has no scope columns yet), or ``blocks``, ``max_distance`` or
+    ``fastupdate``, so code written when GIN was the default keeps its index.
 
     ``column`` is a column name (as in ``__table_args__``) or a column.
     Parameters left as None take the index's defaults: ``blocks`` and
@@ -160,24 +164,23 @@ def simhash_index(
     needs ``CREATE EXTENSION btree_gin``.  Usually a plain index on the
     fingerprint is as fast (the scope is checked on the few candidate rows);
     docs/crawling.md has the measurements of when the two-column index pays.
-    simhash_mih indexes the fingerprint alone.
     """
     key = column if isinstance(column, str) else column.key
+    gin_options = blocks is not None or max_distance is not None or fastupdate is not None
+    method = choose_method(method, gin_options=gin_options, mih_options=runs is not None, scope=bool(scope))
+    if scope and not takes_scope(method):
+        raise ValueError(f"a {method} index has the fingerprint alone: for a scope, use method={GIN!r}")
     if method == GIN:
         if runs is not None:
             raise ValueError("runs is an option of simhash_mih indexes, not of GIN ones")
         params = _index_params(blocks=blocks, max_distance=max_distance)
         options = {"postgresql_ops": {key: opclass_clause(params)},
                    "postgresql_with": {"fastupdate": "on" if fastupdate else "off"}}
-    elif method == MIH:
+    else:
         if blocks is not None or max_distance is not None or fastupdate:
             raise ValueError("blocks, max_distance and fastupdate are options of GIN indexes, not of simhash_mih ones")
-        if scope:
-            raise ValueError("a simhash_mih index has the fingerprint alone: for a scope, use method='gin'")
         params = _index_params(runs=runs)
         options = {"postgresql_with": {"runs": str(runs)}} if runs is not None else {}
-    else:
-        raise ValueError(f"simhash index method must be one of {', '.join(INDEX_METHODS)}, not {method!r}")
     return Index(
         name,
         *scope,

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # `make bench`: every bench/bench_*.py, each printing its own table, against
 # one throwaway server (tuned a little for bulk work).  Not part of the tests.
+# BENCH=name runs bench/bench_<name>.py alone; arguments (BENCH_ARGS in make)
+# go to every benchmark, each taking the ones it knows (--quick, --rows N,
+# --large: the sizes up to 100M rows).
 . "$(dirname "$0")/lib.sh"
 
 "$ROOT/scripts/venv.sh" bench
 export SIMHASH_SERVER_OPTIONS="-c shared_buffers=1GB -c work_mem=256MB -c maintenance_work_mem=1GB -c max_wal_size=4GB -c synchronous_commit=off"
 exec "$ROOT/scripts/with-server.sh" bench bash -c '
-    for bench in "$0"/bench/bench_*.py; do
+    for bench in "$0"/bench/bench_${BENCH:-*}.py; do
         echo "== $(basename "$bench")"
         python "$bench" "$@"
         echo

@@ -467,3 +467,43 @@ BEGIN
     EXECUTE format('DROP TABLE %s', work);
 END
 $function$;
+
+---------------------------------------------------------------------------
+-- Scope columns of simhash_mih (issue 21; src/index/mih/mih_scope.c,
+-- docs/index.md): USING simhash_mih (domain, fp) answers
+-- `domain = $1 AND hamming_within(fp, $2, k)` reading only that domain's
+-- rows.  A scope column's operator class: its equality (strategy 1) and its
+-- type's extended hash (support function 1, as hash partitioning uses it).
+-- The integers are one family, with the equalities across widths, so that an
+-- integer column meets a value of another width (drivers send small Python
+-- ints as smallint): equal integers hash alike whatever their width.  Other
+-- types: an operator class of the same two members.
+---------------------------------------------------------------------------
+
+CREATE OPERATOR FAMILY integer_mih_ops USING simhash_mih;
+DO $scope$
+DECLARE
+    scope record;
+BEGIN
+    FOR scope IN SELECT * FROM (VALUES ('text', 'text_mih_ops', 'hashtextextended', NULL),
+                                       ('uuid', 'uuid_mih_ops', 'uuid_hash_extended', NULL),
+                                       ('smallint', 'int2_mih_ops', 'hashint2extended', 'integer_mih_ops'),
+                                       ('integer', 'int4_mih_ops', 'hashint4extended', 'integer_mih_ops'),
+                                       ('bigint', 'int8_mih_ops', 'hashint8extended', 'integer_mih_ops'))
+                             AS t(type, opclass, hash, family)
+    LOOP
+        EXECUTE format('CREATE OPERATOR CLASS %1$I DEFAULT FOR TYPE %2$s USING simhash_mih %3$s AS '
+                       'OPERATOR 1 = (%2$s, %2$s), FUNCTION 1 %4$s(%2$s, bigint)',
+                       scope.opclass, scope.type,
+                       CASE WHEN scope.family IS NULL THEN '' ELSE format('FAMILY %I', scope.family) END,
+                       scope.hash);
+    END LOOP;
+    FOR scope IN SELECT a.t AS left_type, b.t AS right_type
+                 FROM unnest(ARRAY['smallint', 'integer', 'bigint']) a(t), unnest(ARRAY['smallint', 'integer', 'bigint']) b(t)
+                 WHERE a.t <> b.t
+    LOOP
+        EXECUTE format('ALTER OPERATOR FAMILY integer_mih_ops USING simhash_mih ADD OPERATOR 1 = (%s, %s)',
+                       scope.left_type, scope.right_type);
+    END LOOP;
+END
+$scope$;

@@ -88,10 +88,62 @@
 #define simhash_shared_file_create(sfs, name) BufFileCreateFileSet(&(sfs)->fs, (name))
 #define simhash_shared_file_export(file) BufFileExportFileSet(file)
 #define simhash_shared_file_open(sfs, name) BufFileOpenFileSet(&(sfs)->fs, (name), O_RDONLY, false)
+#define simhash_shared_file_delete(sfs, name) BufFileDeleteFileSet(&(sfs)->fs, (name), false)
 #else
 #define simhash_shared_file_create(sfs, name) BufFileCreateShared((sfs), (name))
 #define simhash_shared_file_export(file) BufFileExportShared(file)
 #define simhash_shared_file_open(sfs, name) BufFileOpenShared((sfs), (name), O_RDONLY)
+#define simhash_shared_file_delete(sfs, name) BufFileDeleteShared((sfs), (name))
+#endif
+
+/*
+ * Pin a relation's block through the buffer it was last seen in, skipping the
+ * buffer mapping lookup (false when the buffer holds another page now):
+ * PostgreSQL 16 renamed the relation's RelFileNode to RelFileLocator.
+ */
+#if PG_VERSION_NUM >= 160000
+#define simhash_read_recent_buffer(rel, blkno, buffer) \
+	ReadRecentBuffer((rel)->rd_locator, MAIN_FORKNUM, (blkno), (buffer))
+#else
+#define simhash_read_recent_buffer(rel, blkno, buffer) \
+	ReadRecentBuffer((rel)->rd_node, MAIN_FORKNUM, (blkno), (buffer))
+#endif
+
+/*
+ * Parallel index builds of an access method of our own.  PostgreSQL 17 added
+ * amcanbuildparallel: index_build then asks the planner for the workers
+ * (plan_create_index_workers: max_parallel_maintenance_workers, the table's
+ * size and parallel_workers, parallel safety) and passes the number in
+ * ii_ParallelWorkers.  Before 17 index_build asks only for btree, so ambuild
+ * asks the planner itself, as index_build would (never in bootstrap or
+ * single-user processing).
+ */
+#if PG_VERSION_NUM >= 170000
+#define simhash_am_builds_in_parallel(am) ((am)->amcanbuildparallel = true)
+#define simhash_index_build_workers(heap, index, info) ((info)->ii_ParallelWorkers)
+#else
+#define simhash_am_builds_in_parallel(am) ((void) (am))
+#define simhash_index_build_workers(heap, index, info) \
+	(IsNormalProcessingMode() ? \
+	 plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index)) : 0)
+#endif
+
+/* The query id a parallel worker reports as its leader's: PostgreSQL 18 made it signed. */
+#if PG_VERSION_NUM >= 180000
+typedef int64 simhash_query_id;
+#else
+typedef uint64 simhash_query_id;
+#endif
+
+/*
+ * A function that never returns (it raises an ERROR), written before the
+ * declaration: PostgreSQL 18 spells it pg_noreturn (C11's _Noreturn), the
+ * older majors pg_attribute_noreturn() (GCC's attribute, which may lead too).
+ */
+#if PG_VERSION_NUM >= 180000
+#define simhash_noreturn pg_noreturn
+#else
+#define simhash_noreturn pg_attribute_noreturn()
 #endif
 
 #endif							/* SIMHASH_PG_COMPAT_H */

@@ -24,7 +24,7 @@ import sys
 from importlib import import_module
 from importlib.metadata import version
 
-from ..index_kinds import GIN, INDEX_METHODS
+from ..index_kinds import DEFAULT_METHOD, INDEX_METHODS
 from .errors import UserError
 from .output import FORMATS, skipped
 
@@ -127,9 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",
                         help="compute fingerprints in the server (simhash(text)) or here (default server)")
     ingest.add_argument("--batch-size", type=int, default=1000, help="documents per COPY and commit (default 1000)")
-    ingest.add_argument("--index", choices=INDEX_METHODS, default=GIN,
+    ingest.add_argument("--index", choices=INDEX_METHODS, default=DEFAULT_METHOD,
                         help="the near-duplicate index made on the fingerprint column if it has none "
-                             "(docs/index.md, 'Which index'; default gin)")
+                             f"(docs/index.md, 'Which index'; default {DEFAULT_METHOD})")
     command("dupes", "database:dupes_command", "near-duplicate pairs of a table's rows: id1, id2, distance (simhash_find_all)",
             options(database, table_rows, lambda p: near(p, None), parallel, records_out))
     clusters = command("clusters", "database:clusters_command",

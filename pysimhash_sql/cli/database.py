@@ -102,10 +102,11 @@ CREATE TABLE IF NOT EXISTS {table} (
     fetched_at timestamptz
 )
 """
-# The near-duplicate index, made after the first load (building it over the
-# loaded rows is much faster than growing it row by row) and kept up to date
-# by later ingests; fastupdate off, as for every index a crawler writes while
-# it reads (docs/crawling.md).
+# The near-duplicate index (--index), made after the first load (building it
+# over the loaded rows is much faster than growing it row by row) and kept up
+# to date by later ingests; an index of that name already there is kept, of
+# either kind.  GIN's with fastupdate off, as for every GIN index a crawler
+# writes while it reads (docs/crawling.md).
 CREATE_INDEX = {
     GIN: "CREATE INDEX IF NOT EXISTS {index} ON {table} USING gin (fingerprint) WITH (fastupdate = off)",
     MIH: "CREATE INDEX IF NOT EXISTS {index} ON {table} USING simhash_mih (fingerprint)",

@@ -2,8 +2,9 @@
 
 Each older supported major is upgraded to the newest with pg_upgrade, on a
 database holding every kind of object users build on simhash64 (columns and
-arrays, the GIN index with default and explicit options, a simhash_mih index
-(which simhash_mih_check must pass afterwards), btree and hash
+arrays, the GIN index with default and explicit options, simhash_mih indexes
+without and with a scope column (which simhash_mih_check must pass
+afterwards, and whose scope hashes must not change), btree and hash
 indexes, a hash-partitioned table, a view and a materialized view, aggregate
 results); afterwards the rows are identical, every index is valid and passes
 amcheck where the newest major has a checker, and index lookups equal a
@@ -41,6 +42,7 @@ CREATE TABLE pages (id int PRIMARY KEY, fp simhash64, history simhash64[], body 
 CREATE INDEX pages_fp ON pages USING gin (fp);
 CREATE INDEX pages_fp_43 ON pages USING gin (fp simhash64_ops (blocks = 4, max_distance = 3));
 CREATE INDEX pages_fp_mih ON pages USING simhash_mih (fp);
+CREATE INDEX pages_fp_scoped ON pages USING simhash_mih ((id % 5), (substr(body, 1, 6)), fp);
 CREATE INDEX pages_fp_btree ON pages (fp);
 CREATE INDEX pages_fp_hash ON pages USING hash (fp);
 CREATE TABLE parts (id int, fp simhash64) PARTITION BY HASH (fp);
@@ -97,19 +99,29 @@ def content(conn: psycopg.Connection) -> dict[str, list[tuple]]:
 
 
 GIN_INDEXES = ("pages_fp", "pages_fp_43")
-NEAR_INDEXES = (*GIN_INDEXES, "pages_fp_mih")
+NEAR_INDEXES = (*GIN_INDEXES, "pages_fp_mih", "pages_fp_scoped")
 
 
-def lookups(conn: psycopg.Connection, index: str, queries: list[tuple[int, int]]) -> list[list[int]]:
+def lookups(conn: psycopg.Connection, index: str, queries: list[tuple[int, int]],
+            scopes: list[tuple[int, str]] | None = None) -> list[list[int]]:
     """The ids within k of each query centre through ``index`` alone (checked in
-    the plan): the other near-duplicate indexes are dropped in a transaction rolled back after."""
+    the plan): the other near-duplicate indexes are dropped in a transaction
+    rolled back after.  With scopes: query i asks the rows of scopes[i]
+    (id % 5, substr(body, 1, 6)) alone."""
     with conn.transaction(force_rollback=True):
         conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
         conn.execute(f"DROP INDEX {', '.join(set(NEAR_INDEXES) - {index})}")
-        sql = "SELECT id FROM pages WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
-        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, (str(queries[0][0]), 3)))
+        scope = "id %% 5 = %s AND substr(body, 1, 6) = %s AND " if scopes else ""
+        sql = f"SELECT id FROM pages WHERE {scope}hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
+        params = [(*(scopes[i] if scopes else ()), str(c), k) for i, (c, k) in enumerate(queries)]
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params[0]))
         assert f"Bitmap Index Scan on {index}" in plan, plan
-        return [[r[0] for r in conn.execute(sql, (str(c), k))] for c, k in queries]
+        return [[r[0] for r in conn.execute(sql, p)] for p in params]
+
+
+def scope_of(i: int) -> tuple[int, str]:
+    """The scope of row i in pages_fp_scoped (its body is "page <i>")."""
+    return i % 5, f"page {i}"[:6]
 
 
 def assert_indexes_sound(conn: psycopg.Connection, fps: list[int | None], queries: list[tuple[int, int]]) -> None:
@@ -125,9 +137,15 @@ def assert_indexes_sound(conn: psycopg.Connection, fps: list[int | None], querie
             conn.execute("SELECT gin_index_check(%s::regclass)", (index,))
     if conn.execute("SELECT to_regproc('simhash_mih_check') IS NOT NULL").fetchone()[0]:  # SQL 1.2 on
         conn.execute("SELECT simhash_mih_check('pages_fp_mih')")
+        conn.execute("SELECT simhash_mih_check('pages_fp_scoped')")
     expected = [brute_force_within(fps, c, k) for c, k in queries]
     assert lookups(conn, "pages_fp", queries) == expected
     assert lookups(conn, "pages_fp_mih", queries) == expected
+    # each query scoped to its nearest row's scope: the scope hashes of the old major are the new one's
+    scopes = [scope_of(min((i for i, fp in enumerate(fps) if fp is not None), key=lambda i: (fps[i] ^ c).bit_count()))
+              for c, _ in queries]
+    assert lookups(conn, "pages_fp_scoped", queries, scopes) == [
+        [i for i in ids if scope_of(i) == scope] for ids, scope in zip(expected, scopes)]
     small = [i for i, (_, k) in enumerate(queries) if k <= 3]   # within pages_fp_43's max_distance
     assert lookups(conn, "pages_fp_43", [queries[i] for i in small]) == [expected[i] for i in small]
 

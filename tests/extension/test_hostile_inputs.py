@@ -424,15 +424,25 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
         lambda bm: Sql(f"CREATE INDEX ON pg_temp.hostile_scratch USING gin "
                        f"(fp simhash64_ops (blocks = {bm[0]}, max_distance = {bm[1]}))")
     ),
-    # the simhash_mih access method: builds with hostile options, inserts and
-    # scans with hostile values (pg_temp.hostile_mih has an index of its own)
+    # the simhash_mih access method: builds with hostile options and column
+    # shapes, inserts and scans with hostile values, scoped ones with hostile
+    # scope values of every width (pg_temp.hostile_mih has an index of its
+    # own, pg_temp.hostile_mih_scoped one on (domain, n, fp))
     "function simhash_mih_handler(internal)": st.one_of(
         index_options.map(lambda runs: Sql(f"CREATE INDEX ON pg_temp.hostile_scratch USING simhash_mih (fp)"
                                            f" WITH (runs = {runs})")),
+        st.sampled_from(["fp, id", "id", "id, fp, fp", "(fp::bigint), fp", "id, (id::text), (id::int4), fp",
+                         "(NULL::text), fp", "fp DESC", "id, fp) WHERE (id > 5"]).map(
+            lambda columns: Sql(f"CREATE INDEX ON pg_temp.hostile_scratch USING simhash_mih ({columns})")),
         balls.map(lambda ball: Sql("SELECT count(*) FROM pg_temp.hostile_mih WHERE fp <@ ") + ball),
         st.tuples(fingerprints, radii).map(
             lambda qk: Sql("SELECT count(*) FROM pg_temp.hostile_mih WHERE hamming_within(fp, ") + join(qk) + Sql(")")),
         table_fingerprints.map(lambda fp: Sql("INSERT INTO pg_temp.hostile_mih (fp) VALUES (") + fp + Sql(")")),
+        st.tuples(texts, st.one_of(int2s, int4s, int8s), balls).map(
+            lambda a: Sql("SELECT count(*) FROM pg_temp.hostile_mih_scoped WHERE domain = ") + a[0]
+            + Sql(" AND n = ") + a[1] + Sql(" AND fp <@ ") + a[2]),
+        st.tuples(texts, int8s, table_fingerprints).map(
+            lambda a: Sql("INSERT INTO pg_temp.hostile_mih_scoped VALUES (") + join(a) + Sql(")")),
     ),
     "function simhash_mih_check(regclass,boolean)": function("simhash_mih_check", index_relations, bools),
     # concurrent dedupe: advisory locks (texts include NULL, the scope-less case)
@@ -510,6 +520,7 @@ def server(shared_db: psycopg.Connection):
         "CREATE TEMP TABLE hostile_docs (id bigint PRIMARY KEY, fp simhash64)",
         "CREATE TEMP TABLE hostile_scratch (id bigint, fp simhash64)",
         "CREATE TEMP TABLE hostile_mih (fp simhash64)",
+        "CREATE TEMP TABLE hostile_mih_scoped (domain text, n bigint, fp simhash64)",
         "SET simhash.mih_pending_limit = 50",
         f"DECLARE hostile_cursor CURSOR WITH HOLD FOR SELECT id, fp FROM {DOCS}",
     ]:
@@ -520,13 +531,16 @@ def server(shared_db: psycopg.Connection):
     conn.execute(f"CREATE INDEX ON {DOCS} USING gin (fp simhash64_ops)")
     conn.execute(f"INSERT INTO pg_temp.hostile_mih SELECT fp FROM {DOCS}")
     conn.execute("CREATE INDEX ON pg_temp.hostile_mih USING simhash_mih (fp)")
+    conn.execute(f"INSERT INTO pg_temp.hostile_mih_scoped SELECT 'site' || id % 5, id % 3, fp FROM {DOCS}")
+    conn.execute("CREATE INDEX ON pg_temp.hostile_mih_scoped USING simhash_mih (domain, n, fp)")
     conn.execute(f"ANALYZE {DOCS}")
     oid = conn.execute("SELECT 'simhash64'::regtype::oid").fetchone()[0]
     dumper = type("RawFingerprintDumper", (psycopg.adapt.Dumper,),
                   {"format": psycopg.pq.Format.BINARY, "oid": oid, "dump": lambda self, obj: bytes(obj)})
     conn.adapters.register_dumper(RawFingerprint, dumper)
     yield Server(conn)
-    for statement in ["CLOSE hostile_cursor", "DROP TABLE pg_temp.hostile_docs, pg_temp.hostile_scratch",
+    for statement in ["CLOSE hostile_cursor",
+                      "DROP TABLE pg_temp.hostile_docs, pg_temp.hostile_scratch, pg_temp.hostile_mih_scoped",
                       "DROP SEQUENCE pg_temp.hostile_ids", "RESET statement_timeout", "RESET enable_seqscan"]:
         conn.execute(statement)
 

@@ -254,21 +254,33 @@ def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycop
 
     run("ingest", "--dsn", dsn, str(CORPUS))  # again: every name is there already
     assert documents(db) == server
-    # the near-duplicate index, made once after the first load, without GIN's pending list
-    indexes = db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'documents'"
-                         " AND indexdef LIKE '%gin%'").fetchall()
-    assert [(name, "fastupdate=off" in definition) for name, definition in indexes] == [
-        ("documents_fingerprint_idx", True)]
+    # the near-duplicate index, made once after the first load: simhash_mih unless asked
+    assert fingerprint_indexes(db) == {"documents_fingerprint_idx": "USING simhash_mih (fingerprint)"}
 
 
-def test_ingest_makes_the_index_asked_for(db: psycopg.Connection) -> None:
-    run("ingest", "--dsn", db.info.dsn, "--table", "mih_docs", "--index", "simhash_mih", str(CORPUS))
-    (definition,) = db.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'mih_docs'"
-                               " AND indexname = 'mih_docs_fingerprint_idx'").fetchone()
-    assert definition.endswith("USING simhash_mih (fingerprint)")
+def fingerprint_indexes(db: psycopg.Connection, table: str = "documents") -> dict[str, str]:
+    """The table's indexes but its primary key and unique names: name -> USING clause."""
+    rows = db.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s"
+                      " AND indexdef LIKE '%%(fingerprint)%%'", [table]).fetchall()
+    return {name: "USING " + definition.partition(" USING ")[2] for name, definition in rows}
+
+
+@pytest.mark.parametrize("kind", ["gin", "simhash_mih"])
+def test_ingest_makes_the_index_asked_for_and_keeps_it(db: psycopg.Connection, tmp_path: Path, kind: str) -> None:
+    dsn = db.info.dsn
+    run("ingest", "--dsn", dsn, "--table", "docs", "--index", kind, str(CORPUS))
+    made = {"gin": "USING gin (fingerprint) WITH (fastupdate=off)",  # without GIN's pending list
+            "simhash_mih": "USING simhash_mih (fingerprint)"}[kind]
+    assert fingerprint_indexes(db, "docs") == {"docs_fingerprint_idx": made}
     db.execute("SET enable_seqscan = off")
-    near = db.execute("EXPLAIN SELECT id FROM mih_docs WHERE hamming_within(fingerprint, 0, 5)").fetchall()
-    assert "mih_docs_fingerprint_idx" in "\n".join(row[0] for row in near)
+    near = db.execute("EXPLAIN SELECT id FROM docs WHERE hamming_within(fingerprint, 0, 5)").fetchall()
+    assert "docs_fingerprint_idx" in "\n".join(row[0] for row in near)
+
+    # a later ingest with the default keeps the index there, of either kind
+    (tmp_path / "more.txt").write_text("one more document, loaded into the indexed table")
+    run("ingest", "--dsn", dsn, "--table", "docs", str(tmp_path))
+    assert fingerprint_indexes(db, "docs") == {"docs_fingerprint_idx": made}
+    assert db.execute("SELECT count(*) FROM docs WHERE name = 'more.txt'").fetchone() == (1,)
 
 
 def test_ingest_jsonl_from_stdin_with_pg_environment_variables(db: psycopg.Connection) -> None:
@@ -343,6 +355,16 @@ def test_dupes_are_the_brute_force_hash_pairs(db: psycopg.Connection, near_dupli
     assert all(r["name1"] == f"doc{r['id1']}" and r["name2"] == f"doc{r['id2']}" for r in rows)
     csv = run("dupes", "--dsn", db.info.dsn, "--distance", "3", "--blocks", "6").stdout.splitlines()
     assert csv[0] == "id1,id2,distance" and len(csv) == len(rows) + 1
+
+
+def test_dupes_and_clusters_with_workers(db: psycopg.Connection, near_duplicate_table) -> None:
+    """--workers reaches the server (simhash_find_all's workers); a negative
+    count is the command's own error."""
+    db.execute("ALTER DATABASE " + db.info.dbname + " SET simhash.find_all_parallel_min_rows = 0")
+    out = run("dupes", "--dsn", db.info.dsn, "--workers", "2").stdout.splitlines()
+    assert [tuple(map(int, line.split(",")[:2])) for line in out[1:]] == near_duplicate_table
+    assert len(run("clusters", "--dsn", db.info.dsn, "--workers", "0").stdout.splitlines()) > 1
+    assert_user_error(run("dupes", "--dsn", db.info.dsn, "--workers", "-1", ok=False), "--workers must be 0 or more")
 
 
 def test_clusters_group_the_linked_rows(db: psycopg.Connection, near_duplicate_table) -> None:
@@ -433,6 +455,27 @@ def test_progress_bar_on_a_terminal_only() -> None:
     assert proc.returncode == 0
     count = len(list(CORPUS.iterdir()))
     assert f"{count}/{count}".encode() in shown and b"doc/s" in shown
+
+
+def test_server_progress_bar_on_a_terminal(db: psycopg.Connection, tmp_path: Path) -> None:
+    """dupes on a terminal: the server's progress NOTICEs of simhash_find_all
+    draw a bar, to 100 %; the pairs still go to the output."""
+    db.execute("CREATE TABLE documents (id bigint PRIMARY KEY, fingerprint simhash64)")
+    db.execute("INSERT INTO documents SELECT i, hashint8extended(i % 150000, 0)::simhash64 FROM generate_series(1, 300000) i")
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    output = tmp_path / "pairs.csv"
+    with subprocess.Popen([CLI, "dupes", "--dsn", db.info.dsn, "--workers", "0", "-o", str(output)],
+                          stdout=subprocess.DEVNULL, stderr=terminal) as proc:
+        os.close(terminal)
+        shown = b""
+        while chunk := _read_pty(controller):
+            shown += chunk
+    os.close(controller)
+    pairs = output.read_text().splitlines()
+    assert proc.returncode == 0
+    assert b"simhash_find_all: 100%" in shown
+    assert len(pairs) == 150000 + 1  # each i and i + 150000, and the header
 
 
 def _read_pty(fd: int) -> bytes:

@@ -7,7 +7,7 @@ import asyncio
 import random
 
 import pytest
-from sqlalchemy import BigInteger, Identity, Text, func, select
+from sqlalchemy import BigInteger, Column, Identity, MetaData, Table, Text, func, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
@@ -23,17 +23,34 @@ class Base(DeclarativeBase):
 
 
 class Page(Base):
-    __tablename__ = "crawled"
-    __table_args__ = (simhash_index("crawled_fingerprint_idx", "fingerprint"),)
+    __tablename__ = "crawled"  # its index: the engine fixture's
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     domain: Mapped[str] = mapped_column(Text)
     body: Mapped[str | None] = mapped_column(Text)
     fingerprint: Mapped[int] = mapped_column(SimHash64)
 
 
-@pytest.fixture
-def engine(simhash_engine):
+# Every index a crawler's table may have; the check uses whichever is there.
+INDEXES = {
+    "simhash_mih (the default)": {},
+    "gin": {"method": "gin"},
+    "gin (domain, fingerprint)": {"scope": ["domain"]},
+}
+
+
+@pytest.fixture(params=INDEXES)
+def engine(request, simhash_engine):
     Base.metadata.create_all(simhash_engine)
+    table = Table(Page.__tablename__, MetaData(), Column("domain", Text), Column("fingerprint", SimHash64))
+    options = dict(INDEXES[request.param])
+    options["scope"] = [table.c[name] for name in options.get("scope", ())]
+    with simhash_engine.begin() as conn:
+        if options["scope"]:
+            conn.execute(text("CREATE EXTENSION IF NOT EXISTS btree_gin"))
+        simhash_index("crawled_fingerprint_idx", table.c.fingerprint, **options).create(conn)
+        method = conn.scalar(text("SELECT amname FROM pg_class JOIN pg_am ON pg_am.oid = relam"
+                                  " WHERE relname = 'crawled_fingerprint_idx'"))
+    assert method == request.param.split()[0]
     return simhash_engine
 
 

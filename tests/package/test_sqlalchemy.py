@@ -25,7 +25,7 @@ from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy.schema import CreateIndex
 
-from pysimhash_sql.sqlalchemy import SimHash64, simhash_index
+from pysimhash_sql.sqlalchemy import GIN, MIH, SimHash64, index_method, simhash_index
 
 EDGES = [0, 1, 2**63, 2**64 - 1]
 PG = postgresql.dialect()
@@ -141,31 +141,41 @@ def test_index_ddl() -> None:
         " WITH (fastupdate = off)"
     )
     other = Table("pages", MetaData(), Column("domain", Text()), Column("fp", SimHash64()))
-    plain = simhash_index("ix", other.c.fp)
-    assert sql(CreateIndex(plain)) == "CREATE INDEX ix ON pages USING gin (fp simhash64_ops) WITH (fastupdate = off)"
-    scoped = simhash_index("ix", other.c.fp, scope=[other.c.domain], fastupdate=True)
-    assert sql(CreateIndex(scoped)) == (
-        "CREATE INDEX ix ON pages USING gin (domain, fp simhash64_ops) WITH (fastupdate = on)"
-    )
-    mih = simhash_index("ix", other.c.fp, method="simhash_mih")
-    assert sql(CreateIndex(mih)) == "CREATE INDEX ix ON pages USING simhash_mih (fp)"
-    assert sql(CreateIndex(simhash_index("ix", other.c.fp, method="simhash_mih", runs=4))) == (
-        "CREATE INDEX ix ON pages USING simhash_mih (fp) WITH (runs = 4)"
-    )
+    ddl = {
+        "plain: simhash_mih": ({}, "CREATE INDEX ix ON pages USING simhash_mih (fp)"),
+        "its runs": ({"runs": 4}, "CREATE INDEX ix ON pages USING simhash_mih (fp) WITH (runs = 4)"),
+        "named": ({"method": "simhash_mih", "runs": 2}, "CREATE INDEX ix ON pages USING simhash_mih (fp) WITH (runs = 2)"),
+        "GIN named": ({"method": "gin"}, "CREATE INDEX ix ON pages USING gin (fp simhash64_ops) WITH (fastupdate = off)"),
+        # code written when GIN was the default: GIN's options, or a scope, keep making GIN
+        "GIN's layout": ({"blocks": 4}, "CREATE INDEX ix ON pages USING gin (fp simhash64_ops (blocks = 4))"
+                                        " WITH (fastupdate = off)"),
+        "GIN's fastupdate": ({"fastupdate": False},
+                             "CREATE INDEX ix ON pages USING gin (fp simhash64_ops) WITH (fastupdate = off)"),
+        "scoped": ({"scope": [other.c.domain], "fastupdate": True},
+                   "CREATE INDEX ix ON pages USING gin (domain, fp simhash64_ops) WITH (fastupdate = on)"),
+        "scoped alone": ({"scope": [other.c.domain]},
+                         "CREATE INDEX ix ON pages USING gin (domain, fp simhash64_ops) WITH (fastupdate = off)"),
+    }
+    for case, (options, expected) in ddl.items():
+        assert sql(CreateIndex(simhash_index("ix", other.c.fp, **options))) == expected, case
+    assert index_method(simhash_index("ix", "fp")) == MIH
+    assert index_method(simhash_index("ix", "fp", scope=["domain"])) == GIN
 
 
 @pytest.mark.parametrize("bad", [
     {"blocks": -1}, {"max_distance": "3); DROP TABLE x; --"}, {"blocks": True},
-    {"runs": 3}, {"method": "btree"}, {"method": "simhash_mih", "runs": "3) WITH (x = 1"},
+    {"method": "gin", "runs": 3}, {"method": "btree"}, {"method": "simhash_mih", "runs": "3) WITH (x = 1"},
     {"method": "simhash_mih", "blocks": 5}, {"method": "simhash_mih", "fastupdate": True},
-    {"method": "simhash_mih", "scope": ["domain"]},
+    {"method": "simhash_mih", "scope": ["domain"]}, {"runs": 3, "scope": ["domain"]},
+    {"runs": 3, "blocks": 5}, {"runs": 3, "fastupdate": False},
 ])
 def test_index_parameters_are_validated(bad) -> None:
     with pytest.raises(ValueError):
         simhash_index("ix", "fp", **bad)
 
 
-def test_within_uses_the_index(simhash_engine) -> None:
+@pytest.mark.parametrize("method", ["the model's GIN", "the default"])
+def test_within_uses_the_index(simhash_engine, method) -> None:
     with simhash_engine.begin() as conn:
         conn.execute(
             text(
@@ -174,10 +184,15 @@ def test_within_uses_the_index(simhash_engine) -> None:
             )
         )
         (index,) = Doc.__table__.indexes
+        if method == "the default":
+            index = simhash_index("docs_fp_idx", Table("docs", MetaData(), Column("fp", SimHash64())).c.fp)
         index.create(conn)
+        kind = conn.scalar(text("SELECT amname FROM pg_class JOIN pg_am ON pg_am.oid = relam"
+                                " WHERE relname = 'docs_fp_idx'"))
         conn.execute(text("ANALYZE docs"))
         query = select(Doc.id).where(Doc.fp.within(0x0123456789ABCDEF, 3))
         plan = "\n".join(conn.scalars(text("EXPLAIN " + sql_literal(query))))
+    assert kind == (GIN if method == "the model's GIN" else MIH)
     assert "Bitmap Index Scan on docs_fp_idx" in plan, plan
 
 

@@ -77,6 +77,18 @@ def brute_force_clusters(values: dict[int, int], k: int) -> dict[int, int]:
     return {i: root for i, root in label.items() if sizes[root] > 1}
 
 
+def module_database(postgresql_proc, name: str):
+    """A database of a test module's own on the suite's server, with the
+    extension (for hypothesis, which runs a test body many times): a
+    generator for a module-scoped fixture."""
+    server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user)
+    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    with psycopg.connect(dbname=name, autocommit=True, **server) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
+        yield conn
+
+
 def error_of(conn: psycopg.Connection, sql: str, params=()) -> psycopg.Error:
     """The error running sql raises (the test fails if it raises none)."""
     with pytest.raises(psycopg.Error) as info:

@@ -13,5 +13,7 @@
  * CurrentMemoryContext, freed before returning.
  */
 extern void simhash_radix_sort(uint64 *keys, uint64 *values, uint32 n);
+extern void simhash_radix_sort_with(uint64 *keys, uint64 *values, uint32 n, uint64 *key_buf,
+									uint64 *value_buf);
 
 #endif							/* SIMHASH_RADIX_SORT_H */

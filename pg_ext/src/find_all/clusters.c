@@ -107,11 +107,14 @@ simhash_find_clusters(SimhashEntry *entries, Size n, int k, int blocks, SimhashP
 	Size		ndistinct;
 
 	simhash_clusters_init(clusters, n);
-	ndistinct = simhash_distinct(entries, n, simhash_clusters_join, clusters);
-	simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
 	if (run != NULL)
-		simhash_parallel_find_pairs(run, ndistinct, k, blocks, simhash_clusters_join, clusters);
+		/* The workers find the distinct fingerprints too. */
+		simhash_parallel_find_pairs(run, n, k, blocks, true, simhash_clusters_join, clusters);
 	else
+	{
+		ndistinct = simhash_distinct(entries, n, simhash_clusters_join, clusters);
+		simhash_progress_at(SIMHASH_STAGE_SEARCH, 0, 0);
 		simhash_find_pairs(entries, ndistinct, k, blocks, simhash_clusters_join, clusters);
+	}
 	simhash_clusters_rank(clusters);
 }

@@ -164,7 +164,7 @@ bucket_starts(const SimhashEntry *entries, const Size *start, const Size *end, i
 	memset(next, 0, sizeof(Size) * buckets);
 	for (int p = 0; p < npieces; p++)
 		for (Size i = start[p]; i < end[p]; i++)
-			next[simhash_sort_value(by, &entries[i]) >> shift]++;
+			next[(simhash_sort_value(by, &entries[i]) << by->skip) >> shift]++;
 	for (Size d = 0; d < buckets; d++)
 	{
 		Size		count = next[d];
@@ -189,7 +189,7 @@ simhash_partition_entries(SimhashEntry *entries, Size n, const SimhashSortBy *by
 		while (next[d] < start[d + 1])
 		{
 			SimhashEntry entry = entries[next[d]];
-			Size		digit = simhash_sort_value(by, &entry) >> shift;
+			Size		digit = (simhash_sort_value(by, &entry) << by->skip) >> shift;
 
 			while (digit != d)
 			{
@@ -197,7 +197,7 @@ simhash_partition_entries(SimhashEntry *entries, Size n, const SimhashSortBy *by
 
 				entries[next[digit]++] = entry;
 				entry = displaced;
-				digit = simhash_sort_value(by, &entry) >> shift;
+				digit = (simhash_sort_value(by, &entry) << by->skip) >> shift;
 				SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(++moves);
 			}
 			entries[next[d]++] = entry;
@@ -214,7 +214,7 @@ simhash_scatter_pieces(const SimhashEntry *entries, const Size *start, const Siz
 	bucket_starts(entries, start, end, npieces, by, bits, out_start, next);
 	for (int p = 0; p < npieces; p++)
 		for (Size i = start[p]; i < end[p]; i++)
-			out[next[simhash_sort_value(by, &entries[i]) >> shift]++] = entries[i];
+			out[next[(simhash_sort_value(by, &entries[i]) << by->skip) >> shift]++] = entries[i];
 }
 
 void

@@ -31,12 +31,16 @@ typedef struct SimhashSortBy
 {
 	uint64		mask;
 	bool		by_key;
+	bool		key_hashed;		/* by_key, spread like the masked bits (partitions only) */
+	int			skip;			/* leading bits partitions ignore (equal within a unit) */
 } SimhashSortBy;
 
 static inline uint64
 simhash_sort_value(const SimhashSortBy *by, const SimhashEntry *entry)
 {
-	return by->by_key ? entry->key : (entry->hash & by->mask) * SIMHASH_GOLDEN_RATIO_64;
+	if (by->by_key)
+		return by->key_hashed ? entry->key * SIMHASH_GOLDEN_RATIO_64 : entry->key;
+	return (entry->hash & by->mask) * SIMHASH_GOLDEN_RATIO_64;
 }
 
 /*
@@ -52,7 +56,7 @@ extern void simhash_sort_entries(SimhashEntry *entries, Size n, const SimhashSor
 
 /*
  * Partitions entries[0..n) in place by the top `bits` bits of their sort
- * value (1 to SIMHASH_PARTITION_MAX_BITS): bucket d is then
+ * value after its first by->skip bits (1 to SIMHASH_PARTITION_MAX_BITS): bucket d is then
  * entries[start[d] .. start[d + 1]).  start has 2^bits + 1 elements, next
  * (scratch) 2^bits.  One level of the radix sort, for grouping when the
  * order inside a bucket does not matter.

@@ -29,10 +29,9 @@
 /*
  * Units of about this many entries: enough that a unit's scatter is not
  * dominated by its bucket counts, few enough that it stays in L2.  At most
- * 2^UNIT_MAX_BITS units: beyond 2^31 rows units grow instead.
+ * 2^SIMHASH_UNIT_MAX_BITS units: beyond 2^30 rows units grow instead.
  */
 #define UNIT_ROWS 16384
-#define UNIT_MAX_BITS 16
 
 /* Stripes per process: each one's buffer is then 1/8 of the array. */
 #define STRIPES_PER_PARTICIPANT 8
@@ -57,11 +56,12 @@
 
 /*
  * The cost model of simhash_choose_blocks(), in nanoseconds of backend CPU
- * time measured with bench/bench_find_all.py's table (10M rows, distance 3):
- * scattering and scanning one row for one table, and comparing one pair of
- * rows that share a key.
+ * time measured with bench/bench_find_all.py's table (1M rows, distance 3,
+ * blocks 4 to 7: 0.24, 0.20, 0.27, 0.44 s): scattering and scanning one row
+ * for one table (with its share of the pass that cuts the units), and
+ * comparing one pair of rows that share a key.
  */
-#define COST_ROW_PER_TABLE 22.0
+#define COST_ROW_PER_TABLE 15.0
 #define COST_PAIR 5.0
 
 void
@@ -126,7 +126,7 @@ unit_bits_for(Size n)
 {
 	int			bits = 0;
 
-	while (bits < UNIT_MAX_BITS && (n >> bits) > UNIT_ROWS)
+	while (bits < SIMHASH_UNIT_MAX_BITS && (n >> bits) > UNIT_ROWS)
 		bits++;
 	return bits;
 }
@@ -200,12 +200,37 @@ simhash_search_fixed_bytes(Size n)
 
 
 void
+simhash_workspace_init(SimhashWorkspace *work, const SimhashStripes *stripes)
+{
+	Size		buckets;
+
+	work->bucket_bits = search_bucket_bits(stripes->n);
+	buckets = (Size) 1 << work->bucket_bits;
+	work->bucket_start = palloc(sizeof(Size) * (buckets + 1));
+	work->bucket_next = palloc(sizeof(Size) * buckets);
+	work->scratch_rows = scratch_rows_for(stripes->n);
+	work->scratch = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * work->scratch_rows);
+	work->stripe_scratch_rows = stripes->nstripes > 1 ? stripes->stripe_rows : 0;
+	work->stripe_scratch = work->stripe_scratch_rows == 0 ? NULL :
+		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * work->stripe_scratch_rows);
+}
+
+void
+simhash_workspace_free(SimhashWorkspace *work)
+{
+	pfree(work->bucket_start);
+	pfree(work->bucket_next);
+	pfree(work->scratch);
+	if (work->stripe_scratch != NULL)
+		pfree(work->stripe_scratch);
+}
+
+void
 simhash_search_init(SimhashSearch *search, int k, const SimhashBlocks *layout, uint64 required,
 					const SimhashStripes *stripes, SimhashPairFn emit, void *arg)
 {
 	uint32	   *tables;
 	int			t = 0;
-	Size		buckets;
 
 	search->k = k;
 	search->layout = *layout;
@@ -234,16 +259,20 @@ simhash_search_init(SimhashSearch *search, int k, const SimhashBlocks *layout, u
 	Assert(t == search->ntables);
 	pfree(tables);
 
-	search->bucket_bits = search_bucket_bits(stripes->n);
-	buckets = (Size) 1 << search->bucket_bits;
-	search->bucket_start = palloc(sizeof(Size) * (buckets + 1));
-	search->bucket_next = palloc(sizeof(Size) * buckets);
-	search->scratch_rows = scratch_rows_for(stripes->n);
-	search->scratch = MemoryContextAllocHuge(CurrentMemoryContext,
-											 sizeof(SimhashEntry) * search->scratch_rows);
-	search->stripe_scratch_rows = stripes->nstripes > 1 ? stripes->stripe_rows : 0;
-	search->stripe_scratch = search->stripe_scratch_rows == 0 ? NULL :
-		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * search->stripe_scratch_rows);
+	simhash_workspace_init(&search->work, stripes);
+}
+
+int
+simhash_search_passes(const SimhashBlocks *layout, int k)
+{
+	uint32	   *tables;
+	int			ntables = simhash_tables(layout->nblocks, k, &tables);
+	uint32		lowest_blocks = 0;
+
+	for (int t = 0; t < ntables; t++)
+		lowest_blocks |= tables[t] & (~tables[t] + 1);
+	pfree(tables);
+	return pg_popcount32(lowest_blocks);
 }
 
 void
@@ -257,11 +286,7 @@ void
 simhash_search_free(SimhashSearch *search)
 {
 	pfree(search->tables);
-	pfree(search->bucket_start);
-	pfree(search->bucket_next);
-	pfree(search->scratch);
-	if (search->stripe_scratch != NULL)
-		pfree(search->stripe_scratch);
+	simhash_workspace_free(&search->work);
 }
 
 /* Reports a pair within k bits if this table is the first it agrees on. */
@@ -407,15 +432,17 @@ simhash_table_order(const SimhashSearch *search, uint32 table)
 	return by;
 }
 
-void
-simhash_partition_stripe(SimhashSearch *search, int pass, SimhashStripes *stripes, int stripe)
+/* Orders one stripe into its pieces by the leading bits of an order. */
+static void
+partition_stripe_by(SimhashWorkspace *work, const SimhashSortBy *order, SimhashStripes *stripes,
+					int stripe)
 {
 	Size		units = simhash_stripes_units(stripes);
 	Size	   *starts = stripes->piece_start + stripe * (units + 1);
 	Size		first = Min(stripes->n, stripe * stripes->stripe_rows);
 	Size		n = Min(stripes->n, first + stripes->stripe_rows) - first;
 	SimhashEntry *entries = stripes->entries + first;
-	SimhashSortBy by = simhash_pass_order(search, pass);
+	SimhashSortBy by = *order;
 
 	if (stripes->unit_bits == 0)
 	{
@@ -424,17 +451,25 @@ simhash_partition_stripe(SimhashSearch *search, int pass, SimhashStripes *stripe
 		starts[1] = first + n;
 		return;
 	}
-	if (n <= search->stripe_scratch_rows)
+	if (n <= work->stripe_scratch_rows)
 	{
 		/* Out of place and back: one sequential pass each way. */
-		simhash_scatter_entries(entries, n, &by, stripes->unit_bits, search->stripe_scratch,
-								starts, search->bucket_next);
-		memcpy(entries, search->stripe_scratch, sizeof(SimhashEntry) * n);
+		simhash_scatter_entries(entries, n, &by, stripes->unit_bits, work->stripe_scratch,
+								starts, work->bucket_next);
+		memcpy(entries, work->stripe_scratch, sizeof(SimhashEntry) * n);
 	}
 	else
-		simhash_partition_entries(entries, n, &by, stripes->unit_bits, starts, search->bucket_next);
+		simhash_partition_entries(entries, n, &by, stripes->unit_bits, starts, work->bucket_next);
 	for (Size u = 0; u <= units; u++)
 		starts[u] += first;
+}
+
+void
+simhash_partition_stripe(SimhashSearch *search, int pass, SimhashStripes *stripes, int stripe)
+{
+	SimhashSortBy by = simhash_pass_order(search, pass);
+
+	partition_stripe_by(&search->work, &by, stripes, stripe);
 }
 
 /* The pieces of a unit: piece s is entries[start[s] .. end[s]). */
@@ -458,25 +493,27 @@ unit_pieces(const SimhashStripes *stripes, Size unit, Size *start, Size *end)
 /* A unit that fits the scratch: each table scatters it there by bucket. */
 static void
 search_scattered(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
-				 int npieces, const Size *start, const Size *end, Size n)
+				 int npieces, const Size *start, const Size *end, Size n, int skip)
 {
-	int			bits = bucket_bits_for(n, search->bucket_bits);
+	int			bits = bucket_bits_for(n, search->work.bucket_bits);
 
 	for (int t = first_table; t < end_table; t++)
 	{
 		uint32		table = search->tables[t];
 		SimhashSortBy by = simhash_table_order(search, table);
 
+		/* A table of the pass's block alone has its unit's leading bits equal. */
+		by.skip = skip;
 		/* Layouts of many tables spend long in one unit: stay cancellable. */
 		CHECK_FOR_INTERRUPTS();
 		simhash_scatter_pieces(entries, start, end, npieces, &by, bits,
-							   search->scratch, search->bucket_start, search->bucket_next);
+							   search->work.scratch, search->work.bucket_start, search->work.bucket_next);
 		for (Size d = 0; d < ((Size) 1 << bits); d++)
 		{
-			Size		count = search->bucket_start[d + 1] - search->bucket_start[d];
+			Size		count = search->work.bucket_start[d + 1] - search->work.bucket_start[d];
 
 			if (count > 1)
-				scan_bucket(search, table, &by, search->scratch + search->bucket_start[d], count);
+				scan_bucket(search, table, &by, search->work.scratch + search->work.bucket_start[d], count);
 		}
 	}
 }
@@ -489,7 +526,7 @@ search_scattered(SimhashSearch *search, int first_table, int end_table, SimhashE
  */
 static void
 search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
-				int npieces, const Size *start, const Size *end)
+				int npieces, const Size *start, const Size *end, int skip)
 {
 	int			bits = IN_PLACE_BUCKET_BITS;
 	Size		buckets = (Size) 1 << bits;
@@ -500,13 +537,14 @@ search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEn
 		uint32		table = search->tables[t];
 		SimhashSortBy by = simhash_table_order(search, table);
 
+		by.skip = skip;
 		CHECK_FOR_INTERRUPTS();
 		for (int s = 0; s < npieces; s++)
 		{
 			Size	   *starts = piece_buckets + s * (buckets + 1);
 
 			simhash_partition_entries(entries + start[s], end[s] - start[s], &by, bits,
-									  starts, search->bucket_next);
+									  starts, search->work.bucket_next);
 			for (Size d = 0; d <= buckets; d++)
 				starts[d] += start[s];
 		}
@@ -519,7 +557,7 @@ search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEn
 				count += piece_buckets[s * (buckets + 1) + d + 1] - piece_buckets[s * (buckets + 1) + d];
 			if (count < 2)
 				continue;
-			group = count <= search->scratch_rows ? search->scratch :
+			group = count <= search->work.scratch_rows ? search->work.scratch :
 				MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * count);
 			count = 0;
 			for (int s = 0; s < npieces; s++)
@@ -531,22 +569,25 @@ search_in_place(SimhashSearch *search, int first_table, int end_table, SimhashEn
 				count += len;
 			}
 			scan_bucket(search, table, &by, group, count);
-			if (group != search->scratch)
+			if (group != search->work.scratch)
 				pfree(group);
 		}
 	}
 	pfree(piece_buckets);
 }
 
-/* Tables [first_table, end_table) over the n entries of some pieces. */
+/*
+ * Tables [first_table, end_table) over the n entries of some pieces, whose
+ * tables' sort values share their first `skip` bits at most (a unit's).
+ */
 static void
 search_tables(SimhashSearch *search, int first_table, int end_table, SimhashEntry *entries,
-			  int npieces, const Size *start, const Size *end, Size n)
+			  int npieces, const Size *start, const Size *end, Size n, int skip)
 {
-	if (n > search->scratch_rows)
-		search_in_place(search, first_table, end_table, entries, npieces, start, end);
+	if (n > search->work.scratch_rows)
+		search_in_place(search, first_table, end_table, entries, npieces, start, end, skip);
 	else if (n > 1)
-		search_scattered(search, first_table, end_table, entries, npieces, start, end, n);
+		search_scattered(search, first_table, end_table, entries, npieces, start, end, n, skip);
 }
 
 void
@@ -557,7 +598,7 @@ simhash_search_unit(SimhashSearch *search, int pass, const SimhashStripes *strip
 	Size		n = unit_pieces(stripes, unit, start, end);
 
 	search_tables(search, search->pass_start[pass], search->pass_start[pass + 1], stripes->entries,
-				  stripes->nstripes, start, end, n);
+				  stripes->nstripes, start, end, n, stripes->unit_bits);
 	pfree(start);
 }
 
@@ -572,7 +613,7 @@ simhash_search_table(SimhashSearch *search, int table, SimhashEntry *entries, Si
 {
 	Size		start = 0;
 
-	search_tables(search, table, table + 1, entries, 1, &start, &n, n);
+	search_tables(search, table, table + 1, entries, 1, &start, &n, n, 0);
 }
 
 uint64
@@ -588,12 +629,14 @@ simhash_search_pass(SimhashSearch *search, int pass, SimhashStripes *stripes, ui
 	for (int s = 0; s < stripes->nstripes; s++)
 	{
 		simhash_partition_stripe(search, pass, stripes, s);
-		simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
+		if (done != NULL)
+			simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
 	}
 	for (Size u = 0; u < simhash_stripes_units(stripes); u++)
 	{
 		simhash_search_unit(search, pass, stripes, u);
-		simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
+		if (done != NULL)
+			simhash_progress_at(SIMHASH_STAGE_SEARCH, ++*done, total);
 	}
 }
 
@@ -623,16 +666,21 @@ simhash_find_pairs(SimhashEntry *entries, Size n, int k, int blocks, SimhashPair
 	pfree(stripes.piece_start);
 }
 
-Size
-simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
+/*
+ * Keeps the first entry of each fingerprint in entries[0..count) (sorted by
+ * fingerprint first, unless one fingerprint fills it) at the front, joining
+ * the others to it; returns how many are kept.
+ */
+static Size
+keep_distinct(SimhashEntry *entries, Size count, SimhashPairFn join, void *arg)
 {
 	SimhashSortBy by = {.mask = ~UINT64CONST(0)};
 	Size		kept = 0;
 
-	simhash_sort_entries(entries, n, &by, SIMHASH64_BITS);
-	for (Size i = 0; i < n; i++)
+	if (count > 2)
+		simhash_sort_entries(entries, count, &by, SIMHASH64_BITS);
+	for (Size i = 0; i < count; i++)
 	{
-		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
 		if (kept > 0 && entries[kept - 1].hash == entries[i].hash)
 		{
 			uint64		kept_key = entries[kept - 1].key;
@@ -643,4 +691,210 @@ simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
 		entries[kept++] = entries[i];
 	}
 	return kept;
+}
+
+/*
+ * The distinct entries of a unit, written back over its pieces from the
+ * first on; returns how many.  Through the scratch by bucket (equal
+ * fingerprints share a bucket), or, for a unit too big, sorted in memory of
+ * its own (skewed input).
+ */
+static Size
+distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, const Size *start,
+			  const Size *end, SimhashPairFn join, void *arg)
+{
+	/* The unit's leading bits are equal throughout: buckets by the next ones. */
+	SimhashSortBy by = {.mask = ~UINT64CONST(0), .skip = stripes->unit_bits};
+	Size		n = 0;
+	Size		kept = 0;
+	SimhashEntry *all;
+
+	for (int s = 0; s < stripes->nstripes; s++)
+		n += end[s] - start[s];
+	if (n <= work->scratch_rows)
+	{
+		int			bits = bucket_bits_for(n, work->bucket_bits);
+
+		all = work->scratch;
+		simhash_scatter_pieces(stripes->entries, start, end, stripes->nstripes, &by, bits,
+							   all, work->bucket_start, work->bucket_next);
+		for (Size d = 0; d < ((Size) 1 << bits); d++)
+		{
+			Size		first = work->bucket_start[d];
+			Size		count = work->bucket_start[d + 1] - first;
+
+			memmove(all + kept, all + first, sizeof(SimhashEntry) * count);
+			kept += keep_distinct(all + kept, count, join, arg);
+		}
+	}
+	else
+	{
+		all = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * n);
+		for (int s = 0; s < stripes->nstripes; s++)
+		{
+			memcpy(all + kept, stripes->entries + start[s], sizeof(SimhashEntry) * (end[s] - start[s]));
+			kept += end[s] - start[s];
+		}
+		kept = keep_distinct(all, n, join, arg);
+	}
+	/* Back over the unit's own pieces, which it no longer needs. */
+	n = 0;
+	for (int s = 0; s < stripes->nstripes && n < kept; s++)
+	{
+		Size		len = Min(end[s] - start[s], kept - n);
+
+		memcpy(stripes->entries + start[s], all + n, sizeof(SimhashEntry) * len);
+		n += len;
+	}
+	if (all != work->scratch)
+		pfree(all);
+	return kept;
+}
+
+/* Whether entries[0..count) has two entries of one key: which, in *key. */
+static bool
+repeated_key(SimhashEntry *entries, Size count, uint64 *key)
+{
+	SimhashSortBy by = {.by_key = true};
+
+	if (count > SMALL_BUCKET)
+		simhash_sort_entries(entries, count, &by, SIMHASH64_BITS);
+	for (Size i = 0; i + 1 < count; i++)
+		for (Size j = i + 1; j < (count > SMALL_BUCKET ? i + 2 : count); j++)
+			if (entries[i].key == entries[j].key)
+			{
+				*key = entries[i].key;
+				return true;
+			}
+	return false;
+}
+
+bool
+simhash_repeated_key(SimhashEntry *entries, Size n, uint64 *key)
+{
+	/* Units and buckets by the key spread as fingerprints are: ids in order spread too. */
+	SimhashSortBy by = {.by_key = true, .key_hashed = true};
+	SimhashStripes stripes;
+	SimhashWorkspace work;
+	Size	   *start;
+	Size	   *end;
+	bool		found = false;
+
+	simhash_stripes_init(&stripes, entries, n, 1, NULL);
+	simhash_workspace_init(&work, &stripes);
+	start = palloc(sizeof(Size) * stripes.nstripes * 2);
+	end = start + stripes.nstripes;
+	for (int s = 0; s < stripes.nstripes; s++)
+		partition_stripe_by(&work, &by, &stripes, s);
+	by.skip = stripes.unit_bits;
+	for (Size u = 0; u < simhash_stripes_units(&stripes) && !found; u++)
+	{
+		Size		count = unit_pieces(&stripes, u, start, end);
+		SimhashEntry *all = work.scratch;
+
+		if (count <= work.scratch_rows)
+		{
+			int			bits = bucket_bits_for(count, work.bucket_bits);
+
+			simhash_scatter_pieces(entries, start, end, stripes.nstripes, &by, bits, all,
+								   work.bucket_start, work.bucket_next);
+			for (Size d = 0; d < ((Size) 1 << bits) && !found; d++)
+				found = repeated_key(all + work.bucket_start[d],
+									 work.bucket_start[d + 1] - work.bucket_start[d], key);
+		}
+		else
+		{
+			/* Many rows of one unit: many repeats of one id, or adversarial ids. */
+			all = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * count);
+			count = 0;
+			for (int s = 0; s < stripes.nstripes; s++)
+			{
+				memcpy(all + count, entries + start[s], sizeof(SimhashEntry) * (end[s] - start[s]));
+				count += end[s] - start[s];
+			}
+			found = repeated_key(all, count, key);
+			pfree(all);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(start);
+	pfree(stripes.piece_start);
+	simhash_workspace_free(&work);
+	return found;
+}
+
+void
+simhash_distinct_partition_stripe(SimhashWorkspace *work, SimhashStripes *stripes, int stripe)
+{
+	SimhashSortBy by = {.mask = ~UINT64CONST(0)};
+
+	partition_stripe_by(work, &by, stripes, stripe);
+}
+
+Size
+simhash_distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, Size unit,
+					  SimhashPairFn join, void *arg)
+{
+	Size	   *start = palloc(sizeof(Size) * stripes->nstripes * 2);
+	Size	   *end = start + stripes->nstripes;
+	Size		kept;
+
+	unit_pieces(stripes, unit, start, end);
+	kept = distinct_unit(work, stripes, start, end, join, arg);
+	pfree(start);
+	return kept;
+}
+
+Size
+simhash_distinct_compact(const SimhashStripes *stripes, const Size *kept)
+{
+	Size		units = simhash_stripes_units(stripes);
+	Size	   *placed = palloc0(sizeof(Size) * units);
+	Size		out = 0;
+
+	/*
+	 * Each unit's kept entries fill its pieces in stripe order, and
+	 * everything moves only towards the front.
+	 */
+	for (int s = 0; s < stripes->nstripes; s++)
+	{
+		const Size *starts = stripes->piece_start + s * (units + 1);
+
+		for (Size u = 0; u < units; u++)
+		{
+			Size		len = Min(starts[u + 1] - starts[u], kept[u] - placed[u]);
+
+			memmove(stripes->entries + out, stripes->entries + starts[u], sizeof(SimhashEntry) * len);
+			placed[u] += len;
+			out += len;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(placed);
+	return out;
+}
+
+Size
+simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg)
+{
+	SimhashStripes stripes;
+	SimhashWorkspace work;
+	Size	   *kept;
+	Size		out;
+
+	simhash_stripes_init(&stripes, entries, n, 1, NULL);
+	simhash_workspace_init(&work, &stripes);
+	kept = palloc(sizeof(Size) * simhash_stripes_units(&stripes));
+	for (int s = 0; s < stripes.nstripes; s++)
+		simhash_distinct_partition_stripe(&work, &stripes, s);
+	for (Size u = 0; u < simhash_stripes_units(&stripes); u++)
+	{
+		kept[u] = simhash_distinct_unit(&work, &stripes, u, join, arg);
+		CHECK_FOR_INTERRUPTS();
+	}
+	out = simhash_distinct_compact(&stripes, kept);
+	pfree(kept);
+	pfree(stripes.piece_start);
+	simhash_workspace_free(&work);
+	return out;
 }

@@ -22,6 +22,9 @@
 #include "find_all/entry_sort.h"
 #include "simhash.h"
 
+/* At most 2^SIMHASH_UNIT_MAX_BITS units in a pass (find_all.c). */
+#define SIMHASH_UNIT_MAX_BITS 16
+
 /*
  * Called once per pair of entries within k bits with their keys, key1 <
  * key2.  Only keys: a parallel worker's pairs reach the backend through a
@@ -45,6 +48,18 @@ typedef struct SimhashStripes
 	Size	   *piece_start;
 } SimhashStripes;
 
+/* One process's working memory for stripes of some size. */
+typedef struct SimhashWorkspace
+{
+	Size	   *bucket_start;	/* buckets (simhash_scatter_entries) */
+	Size	   *bucket_next;
+	int			bucket_bits;	/* the widest partition the counts hold */
+	SimhashEntry *scratch;		/* a unit's entries by bucket */
+	Size		scratch_rows;
+	SimhashEntry *stripe_scratch;	/* a stripe by unit */
+	Size		stripe_scratch_rows;
+} SimhashWorkspace;
+
 /*
  * A search: its layout, its tables grouped by pass, where pairs go, and one
  * process's working memory.
@@ -64,14 +79,7 @@ typedef struct SimhashSearch
 	uint64		pass_mask[SIMHASH_MAX_BLOCKS];	/* the bits a pass orders by */
 	SimhashPairFn emit;
 	void	   *arg;
-	/* working memory */
-	Size	   *bucket_start;	/* buckets (simhash_scatter_entries) */
-	Size	   *bucket_next;
-	int			bucket_bits;	/* the widest partition the counts hold */
-	SimhashEntry *scratch;		/* a unit's entries by bucket */
-	Size		scratch_rows;
-	SimhashEntry *stripe_scratch;	/* a stripe by unit */
-	Size		stripe_scratch_rows;
+	SimhashWorkspace work;
 } SimhashSearch;
 
 /* ERROR unless pairs within k bits can be searched for (0 <= k < 32). */
@@ -117,6 +125,9 @@ extern void simhash_search_filter(SimhashSearch *search, const SimhashBlocks *co
  * bucket counts, from 400 kB up to a few MB.
  */
 extern Size simhash_search_fixed_bytes(Size n);
+
+/* How many passes a search of the layout at distance k makes (its tables' lowest blocks). */
+extern int	simhash_search_passes(const SimhashBlocks *layout, int k);
 
 /* Frees what simhash_search_init() allocated. */
 extern void simhash_search_free(SimhashSearch *search);
@@ -171,7 +182,8 @@ extern uint64 simhash_search_steps(const SimhashSearch *search, const SimhashStr
 
 /*
  * One pass over the stripes in this process (its stripes, then its units),
- * counting its steps into *done of total for progress.
+ * counting its steps into *done of total for progress (done NULL: the caller
+ * reports progress itself).
  */
 extern void simhash_search_pass(SimhashSearch *search, int pass, SimhashStripes *stripes,
 								uint64 *done, uint64 total);
@@ -193,5 +205,28 @@ extern void simhash_find_pairs(SimhashEntry *entries, Size n, int k, int blocks,
  * group of equal fingerprints, not all its pairs.
  */
 extern Size simhash_distinct(SimhashEntry *entries, Size n, SimhashPairFn join, void *arg);
+
+/*
+ * simhash_distinct() in steps, for a parallel run: each stripe ordered by
+ * the whole fingerprint; each unit's distinct entries kept over its pieces
+ * (returns how many); then every unit's kept entries together at the front
+ * (returns how many in all).
+ */
+extern void simhash_distinct_partition_stripe(SimhashWorkspace *work, SimhashStripes *stripes,
+											  int stripe);
+extern Size simhash_distinct_unit(SimhashWorkspace *work, const SimhashStripes *stripes, Size unit,
+								  SimhashPairFn join, void *arg);
+extern Size simhash_distinct_compact(const SimhashStripes *stripes, const Size *kept);
+
+/*
+ * Whether two of entries[0..n) have one key (*key: which), found by units
+ * and buckets of the key as a pass makes them (no sort of the whole array);
+ * the entries are reordered.
+ */
+extern bool simhash_repeated_key(SimhashEntry *entries, Size n, uint64 *key);
+
+/* A process's buffers for stripes (simhash_search_init makes its own). */
+extern void simhash_workspace_init(SimhashWorkspace *work, const SimhashStripes *stripes);
+extern void simhash_workspace_free(SimhashWorkspace *work);
 
 #endif							/* SIMHASH_FIND_ALL_H */

@@ -10,6 +10,7 @@
 #include "simhash.h"
 
 #include "find_all/find_all.h"
+#include "find_all/find_all_spill.h"
 
 /* simhash.find_all_parallel_min_rows: smaller inputs run without workers. */
 #define SIMHASH_PARALLEL_MIN_ROWS_DEFAULT 100000
@@ -28,6 +29,9 @@ extern void simhash_find_all_parallel_init(void);
  */
 extern int	simhash_parallel_workers(int requested, Size n);
 
+/* The same for a spilled run (its rows in files: no shared memory for them). */
+extern int	simhash_parallel_spill_workers(int requested, Size n);
+
 /*
  * A dynamic shared memory segment with room for n entries, returned in
  * *entries, for a run by the backend and up to `workers` parallel workers.
@@ -37,12 +41,28 @@ extern SimhashParallelRun *simhash_parallel_begin(Size n, int workers, SimhashEn
 
 /*
  * The pairs of the run's first n entries within k bits, by every process:
- * as simhash_find_pairs().  emit is called in the backend only, for its own
- * pairs as they come and then for the workers'.  Returns the number of
- * workers launched.
+ * as simhash_find_pairs(); with distinct_first, of the distinct
+ * fingerprints only, the others joined first as simhash_distinct() does
+ * (clusters).  emit is called in the backend only, for its own pairs as they
+ * come and then for the workers'.  Returns the number of workers launched.
  */
 extern int	simhash_parallel_find_pairs(SimhashParallelRun *run, Size n, int k, int blocks,
-										SimhashPairFn emit, void *arg);
+										bool distinct_first, SimhashPairFn emit, void *arg);
+
+/*
+ * A run past maintenance_work_mem: its rows in temporary files (each
+ * process holds rows_in_memory entries at a time), the segment small.
+ */
+extern SimhashParallelRun *simhash_parallel_begin_spilled(int workers, Size rows_in_memory);
+
+/*
+ * simhash_parallel_find_pairs() of a spilled run's rows: the backend splits
+ * them (input, rewound; closed) into partitions in the run's shared files,
+ * and every process then searches partitions, pass after pass.
+ */
+extern int	simhash_parallel_spill_find_pairs(SimhashParallelRun *run, SimhashEntryFile *input,
+											  int k, int blocks, bool distinct_first,
+											  SimhashPairFn emit, void *arg);
 
 /* Ends the run and frees the shared memory. */
 extern void simhash_parallel_end(SimhashParallelRun *run);

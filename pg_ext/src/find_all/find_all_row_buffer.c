@@ -207,10 +207,11 @@ order_by_key(SimhashEntry *entries, Size n, bool ordered)
 void
 simhash_entries_unique_ids(SimhashEntry *entries, Size n, bool ordered, const char *caller)
 {
-	order_by_key(entries, n, ordered);
-	for (Size i = 1; i < n; i++)
-		if (entries[i - 1].key == entries[i].key)
-			duplicate_id(caller, SIMHASH_ID_OF_KEY(entries[i].key));
+	uint64		key;
+
+	/* Ids in increasing order are unique; others are looked for repeats. */
+	if (!ordered && simhash_repeated_key(entries, n, &key))
+		duplicate_id(caller, SIMHASH_ID_OF_KEY(key));
 }
 
 Size

@@ -87,7 +87,7 @@ extern SimhashEntry *simhash_rows_to_array(SimhashRows *rows);
 /* ERROR if two rows of the spilled rows share a key (an id), with PostgreSQL's external sort. */
 extern void simhash_spill_unique_ids(SimhashRows *rows);
 
-/* Orders entries by key, unless already so; ERROR if two share a key (an id). */
+/* ERROR if two entries share a key (an id), unless ordered (keys increasing); reorders them. */
 extern void simhash_entries_unique_ids(SimhashEntry *entries, Size n, bool ordered,
 									   const char *caller);
 

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -43,7 +44,7 @@ typedef struct Partitions
 } Partitions;
 
 /* A spilled search: the search, the memory a partition is loaded into. */
-typedef struct SpillSearch
+struct SimhashSpill
 {
 	SimhashSearch search;
 	Size		rows_in_memory;
@@ -52,7 +53,10 @@ typedef struct SpillSearch
 	uint64		done;			/* rows of the current pass searched, for progress */
 	uint64		total;
 	int			pass;
-} SpillSearch;
+	bool		report;			/* progress: the backend's own run */
+};
+
+typedef struct SimhashSpill SpillSearch;
 
 /* ---------- entry files ---------- */
 
@@ -129,6 +133,32 @@ void
 simhash_entry_file_close(SimhashEntryFile *file)
 {
 	close_file(&file->file);
+}
+
+void
+simhash_entry_file_create_shared(SimhashEntryFile *file, SharedFileSet *fileset, const char *name)
+{
+	file->file = simhash_shared_file_create(fileset, name);
+	file->count = 0;
+	file->position = 0;
+	file->used = 0;
+}
+
+void
+simhash_entry_file_export(SimhashEntryFile *file)
+{
+	flush_batch(file);
+	simhash_shared_file_export(file->file);
+	close_file(&file->file);
+}
+
+void
+simhash_entry_file_open_shared(SimhashEntryFile *file, SharedFileSet *fileset, const char *name)
+{
+	file->file = simhash_shared_file_open(fileset, name);
+	file->count = BufFileSize(file->file) / sizeof(SimhashEntry);
+	file->position = 0;
+	file->used = 0;
 }
 
 /* ---------- key files ---------- */
@@ -212,17 +242,32 @@ simhash_spill_fits(Size n, Size bytes)
 	return bytes <= (Size) maintenance_work_mem * 1024;
 }
 
+/* Per row in memory: the entry, and its share of the stripes' buffer. */
+#define SPILL_BYTES_PER_ROW (sizeof(SimhashEntry) + sizeof(SimhashEntry) / 8)
+
+/* The fixed memory of a spilled search within a budget: at least half of it must be left. */
+static Size
+spill_fixed_bytes(Size budget_bytes)
+{
+	/* The search's own buffers, at most those of a partition the whole budget holds. */
+	return SPILL_FIXED_BYTES + simhash_search_fixed_bytes(budget_bytes / SPILL_BYTES_PER_ROW);
+}
+
+bool
+simhash_spill_budget_enough(Size budget_bytes)
+{
+	return debug_spill_rows > 0 || budget_bytes >= 2 * spill_fixed_bytes(budget_bytes);
+}
+
 Size
 simhash_spill_rows_in_memory(Size budget_bytes, const char *caller)
 {
-	/* Per row in memory: the entry, and its share of the stripes' buffer. */
-	Size		per_row = sizeof(SimhashEntry) + sizeof(SimhashEntry) / 8;
-	/* The search's own buffers, at most those of a partition the whole budget holds. */
-	Size		fixed = SPILL_FIXED_BYTES + simhash_search_fixed_bytes(budget_bytes / per_row);
+	Size		per_row = SPILL_BYTES_PER_ROW;
+	Size		fixed = spill_fixed_bytes(budget_bytes);
 
 	if (debug_spill_rows > 0)
 		return debug_spill_rows;
-	if (budget_bytes < 2 * fixed)
+	if (!simhash_spill_budget_enough(budget_bytes))
 		ereport(ERROR,
 				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				errmsg("%s: maintenance_work_mem is too small for an input this big", caller),
@@ -244,22 +289,17 @@ fanout_bits(Size n, Size rows_in_memory, int bits_left)
 }
 
 /*
- * Splits the file (rewound) by the bits [bits_used, bits_used + bits) of
- * the sort value (counted from the top) into 2^bits rewound files.
+ * Appends the entries of the file (from where it is) to the 2^bits files
+ * of parts, by the bits [bits_used, bits_used + bits) of the sort value
+ * (counted from the top), noting each part's values.
  */
 static void
-partition_file(SimhashEntryFile *input, const SimhashSortBy *by, int bits_used, int bits,
-			   Partitions *parts)
+split_into(SimhashEntryFile *input, const SimhashSortBy *by, int bits_used, int bits,
+		   Partitions *parts)
 {
 	SimhashEntry *buffer = palloc(sizeof(SimhashEntry) * READ_ROWS);
 	Size		got;
 
-	parts->count = 1 << bits;
-	parts->files = palloc(sizeof(SimhashEntryFile) * parts->count);
-	parts->first_value = palloc0(sizeof(uint64) * parts->count);
-	parts->several_values = palloc0(sizeof(bool) * parts->count);
-	for (int p = 0; p < parts->count; p++)
-		simhash_entry_file_create(&parts->files[p]);
 	while ((got = simhash_entry_file_read(input, buffer, READ_ROWS)) > 0)
 	{
 		for (Size i = 0; i < got; i++)
@@ -275,9 +315,32 @@ partition_file(SimhashEntryFile *input, const SimhashSortBy *by, int bits_used, 
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
+	pfree(buffer);
+}
+
+static void
+partitions_alloc(Partitions *parts, int bits)
+{
+	parts->count = 1 << bits;
+	parts->files = palloc(sizeof(SimhashEntryFile) * parts->count);
+	parts->first_value = palloc0(sizeof(uint64) * parts->count);
+	parts->several_values = palloc0(sizeof(bool) * parts->count);
+}
+
+/*
+ * Splits the file (rewound) by the bits [bits_used, bits_used + bits) of
+ * the sort value into 2^bits new rewound temporary files.
+ */
+static void
+partition_file(SimhashEntryFile *input, const SimhashSortBy *by, int bits_used, int bits,
+			   Partitions *parts)
+{
+	partitions_alloc(parts, bits);
+	for (int p = 0; p < parts->count; p++)
+		simhash_entry_file_create(&parts->files[p]);
+	split_into(input, by, bits_used, bits, parts);
 	for (int p = 0; p < parts->count; p++)
 		simhash_entry_file_rewind(&parts->files[p]);
-	pfree(buffer);
 }
 
 static void
@@ -304,7 +367,8 @@ static void
 report_rows(SpillSearch *spill, Size rows)
 {
 	spill->done += rows;
-	simhash_progress_at(SIMHASH_STAGE_SEARCH,
+	if (spill->report)
+		simhash_progress_at(SIMHASH_STAGE_SEARCH,
 						(uint64) spill->pass * spill->total + spill->done,
 						(uint64) spill->search.npasses * spill->total);
 }
@@ -357,10 +421,9 @@ search_file(SpillSearch *spill, SimhashEntryFile *file, int table, int bits_used
 		if (table < 0)
 		{
 			SimhashStripes stripes;
-			uint64		done = 0;
 
 			simhash_stripes_init(&stripes, spill->memory, n, 1, spill->piece_start);
-			simhash_search_pass(search, spill->pass, &stripes, &done, 0);
+			simhash_search_pass(search, spill->pass, &stripes, NULL, 0);
 		}
 		else
 				simhash_search_table(search, table, spill->memory, n);
@@ -392,58 +455,109 @@ search_file(SpillSearch *spill, SimhashEntryFile *file, int table, int bits_used
 	free_partitions(&parts);
 }
 
-/* Passes [first_pass, end_pass) of the search (end_pass < 0: to the last). */
-static void
-spill_find_pairs(SimhashEntryFile *input, int k, int blocks, int first_pass, int end_pass,
-				 Size rows_in_memory, SimhashPairFn emit, void *arg)
+SimhashSpill *
+simhash_spill_begin(int k, int blocks, Size rows_in_memory, Size total, SimhashPairFn emit, void *arg)
 {
-	SpillSearch spill;
+	SimhashSpill *spill = palloc0(sizeof(SimhashSpill));
 	SimhashBlocks layout;
 	SimhashStripes geometry;
 
 	simhash_check_blocks(k, blocks);
 	simhash_blocks_init(&layout, blocks);
-	spill.rows_in_memory = rows_in_memory;
-	spill.memory = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * rows_in_memory);
-	spill.piece_start = MemoryContextAllocHuge(CurrentMemoryContext,
-											   simhash_stripes_piece_bytes(rows_in_memory, 1));
+	spill->rows_in_memory = rows_in_memory;
+	spill->memory = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(SimhashEntry) * rows_in_memory);
+	spill->piece_start = MemoryContextAllocHuge(CurrentMemoryContext,
+												simhash_stripes_piece_bytes(rows_in_memory, 1));
 	/* The search's buffers, sized for the biggest partition. */
-	simhash_stripes_init(&geometry, spill.memory, rows_in_memory, 1, spill.piece_start);
-	simhash_search_init(&spill.search, k, &layout, 0, &geometry, emit, arg);
-	spill.total = input->count;
-	if (end_pass < 0)
-		end_pass = spill.search.npasses;
-	for (spill.pass = first_pass; spill.pass < end_pass; spill.pass++)
-	{
-		spill.done = 0;
-		simhash_entry_file_rewind(input);
-		search_file(&spill, input, -1, 0);
-	}
-	simhash_entry_file_close(input);
-	simhash_search_free(&spill.search);
-	pfree(spill.memory);
-	pfree(spill.piece_start);
+	simhash_stripes_init(&geometry, spill->memory, rows_in_memory, 1, spill->piece_start);
+	simhash_search_init(&spill->search, k, &layout, 0, &geometry, emit, arg);
+	spill->total = total;
+	spill->report = !IsParallelWorker();
+	return spill;
+}
+
+void
+simhash_spill_end(SimhashSpill *spill)
+{
+	simhash_search_free(&spill->search);
+	pfree(spill->memory);
+	pfree(spill->piece_start);
+	pfree(spill);
+}
+
+void
+simhash_spill_report(SimhashSpill *spill, bool report)
+{
+	spill->report = report;
+}
+
+int
+simhash_spill_passes(const SimhashSpill *spill)
+{
+	return spill->search.npasses;
+}
+
+SimhashEntry *
+simhash_spill_memory(SimhashSpill *spill, Size *capacity)
+{
+	*capacity = spill->rows_in_memory;
+	return spill->memory;
+}
+
+SimhashSortBy
+simhash_spill_pass_order(const SimhashSpill *spill, int pass)
+{
+	return simhash_pass_order(&spill->search, pass);
+}
+
+void
+simhash_spill_search_memory(SimhashSpill *spill, int pass, Size n)
+{
+	SimhashStripes stripes;
+
+	simhash_stripes_init(&stripes, spill->memory, n, 1, spill->piece_start);
+	simhash_search_pass(&spill->search, pass, &stripes, NULL, 0);
+	report_rows(spill, n);
+}
+
+void
+simhash_spill_search_file(SimhashSpill *spill, int pass, SimhashEntryFile *file, int bits_used)
+{
+	if (spill->pass != pass)
+		spill->done = 0;
+	spill->pass = pass;
+	simhash_entry_file_rewind(file);
+	search_file(spill, file, -1, bits_used);
 }
 
 void
 simhash_spill_find_pairs(SimhashEntryFile *input, int k, int blocks, Size rows_in_memory,
 						 SimhashPairFn emit, void *arg)
 {
-	spill_find_pairs(input, k, blocks, 0, -1, rows_in_memory, emit, arg);
+	SimhashSpill *spill = simhash_spill_begin(k, blocks, rows_in_memory, input->count, emit, arg);
+
+	for (int pass = 0; pass < spill->search.npasses; pass++)
+		simhash_spill_search_file(spill, pass, input, 0);
+	simhash_entry_file_close(input);
+	simhash_spill_end(spill);
 }
 
 void
 simhash_spill_find_pass_pairs(SimhashEntryFile *input, int k, int blocks, int pass,
 							  Size rows_in_memory, SimhashPairFn emit, void *arg)
 {
-	spill_find_pairs(input, k, blocks, pass, pass + 1, rows_in_memory, emit, arg);
+	SimhashSpill *spill = simhash_spill_begin(k, blocks, rows_in_memory, input->count, emit, arg);
+
+	simhash_spill_search_file(spill, pass, input, 0);
+	simhash_entry_file_close(input);
+	simhash_spill_end(spill);
 }
 
 /* ---------- distinct fingerprints ---------- */
 
 typedef struct SpillDistinct
 {
-	SpillSearch spill;			/* its memory only */
+	SpillSearch *spill;			/* its memory only */
 	SimhashPairFn join;
 	void	   *arg;
 	SimhashEntryFile *output;
@@ -456,21 +570,21 @@ distinct_file(SpillDistinct *distinct, SimhashEntryFile *file, int bits_used)
 	Partitions	parts;
 	int			bits;
 
-	if (file->count <= distinct->spill.rows_in_memory)
+	if (file->count <= distinct->spill->rows_in_memory)
 	{
-		Size		n = load(&distinct->spill, file);
+		Size		n = load(distinct->spill, file);
 
-		n = simhash_distinct(distinct->spill.memory, n, distinct->join, distinct->arg);
-		simhash_entry_file_write(distinct->output, distinct->spill.memory, n);
+		n = simhash_distinct(distinct->spill->memory, n, distinct->join, distinct->arg);
+		simhash_entry_file_write(distinct->output, distinct->spill->memory, n);
 		return;
 	}
-	bits = fanout_bits(file->count, distinct->spill.rows_in_memory, SIMHASH64_BITS - bits_used);
+	bits = fanout_bits(file->count, distinct->spill->rows_in_memory, SIMHASH64_BITS - bits_used);
 	partition_file(file, &by, bits_used, bits, &parts);
 	for (int p = 0; p < parts.count; p++)
 	{
 		SimhashEntryFile *part = &parts.files[p];
 
-		if (part->count <= distinct->spill.rows_in_memory || parts.several_values[p])
+		if (part->count <= distinct->spill->rows_in_memory || parts.several_values[p])
 			distinct_file(distinct, part, bits_used + bits);
 		else
 		{
@@ -489,18 +603,42 @@ distinct_file(SpillDistinct *distinct, SimhashEntryFile *file, int bits_used)
 }
 
 void
+simhash_spill_distinct_file(SimhashSpill *spill, SimhashEntryFile *file, int bits_used,
+							SimhashPairFn join, void *arg, SimhashEntryFile *output)
+{
+	SpillDistinct distinct = {.spill = spill, .join = join, .arg = arg, .output = output};
+
+	simhash_entry_file_rewind(file);
+	distinct_file(&distinct, file, bits_used);
+}
+
+void
 simhash_spill_distinct(SimhashEntryFile *input, Size rows_in_memory, SimhashPairFn join, void *arg,
 					   SimhashEntryFile *output)
 {
-	SpillDistinct distinct = {.join = join, .arg = arg, .output = output};
+	/* The memory of a search; the search itself is not used. */
+	SimhashSpill *spill = simhash_spill_begin(0, 1, rows_in_memory, input->count, join, arg);
 
-	distinct.spill.rows_in_memory = rows_in_memory;
-	distinct.spill.memory = MemoryContextAllocHuge(CurrentMemoryContext,
-												   sizeof(SimhashEntry) * rows_in_memory);
 	simhash_entry_file_create(output);
-	simhash_entry_file_rewind(input);
-	distinct_file(&distinct, input, 0);
+	simhash_spill_distinct_file(spill, input, 0, join, arg, output);
 	simhash_entry_file_close(input);
 	simhash_entry_file_rewind(output);
-	pfree(distinct.spill.memory);
+	simhash_spill_end(spill);
+}
+
+/* ---------- the partitions of a parallel spilled run ---------- */
+
+void
+simhash_spill_split(SimhashEntryFile *input, const SimhashSortBy *by, int bits,
+					SimhashEntryFile *outputs)
+{
+	Partitions	parts;
+
+	partitions_alloc(&parts, bits);
+	pfree(parts.files);
+	parts.files = outputs;
+	simhash_entry_file_rewind(input);
+	split_into(input, by, 0, bits, &parts);
+	pfree(parts.first_value);
+	pfree(parts.several_values);
 }

@@ -16,6 +16,7 @@
 #include "simhash.h"
 
 #include "storage/buffile.h"
+#include "storage/sharedfileset.h"
 
 #include "find_all/find_all.h"
 
@@ -31,6 +32,17 @@ typedef struct SimhashEntryFile
 	int			used;			/* entries waiting in batch to be written */
 	SimhashEntry batch[256];
 } SimhashEntryFile;
+
+/*
+ * Entry files shared by the processes of a parallel run, by name in its
+ * SharedFileSet: created and written by one, exported (flushed and closed),
+ * then opened for reading by any.
+ */
+extern void simhash_entry_file_create_shared(SimhashEntryFile *file, SharedFileSet *fileset,
+											 const char *name);
+extern void simhash_entry_file_export(SimhashEntryFile *file);
+extern void simhash_entry_file_open_shared(SimhashEntryFile *file, SharedFileSet *fileset,
+										   const char *name);
 
 /* Keys (ids, for clusters' output) in a temporary file, written then read in order. */
 typedef struct SimhashKeyFile
@@ -73,6 +85,9 @@ extern bool simhash_spill_fits(Size n, Size bytes);
  */
 extern Size simhash_spill_rows_in_memory(Size budget_bytes, const char *caller);
 
+/* Whether a budget is enough for a spilled search at all (if not, the above is an ERROR). */
+extern bool simhash_spill_budget_enough(Size budget_bytes);
+
 /*
  * The pairs within k bits of the n entries of a rewound file, as
  * simhash_find_pairs() finds them, partition by partition in rows_in_memory
@@ -95,5 +110,46 @@ extern void simhash_spill_find_pass_pairs(SimhashEntryFile *input, int k, int bl
  */
 extern void simhash_spill_distinct(SimhashEntryFile *input, Size rows_in_memory,
 								   SimhashPairFn join, void *arg, SimhashEntryFile *output);
+
+/*
+ * One process's spilled search, for the parallel spilled run
+ * (find_all_parallel.c) as for the serial one: a search of k bits with the
+ * layout of `blocks`, its memory for rows_in_memory entries (total: the
+ * rows a pass searches, for progress).
+ */
+typedef struct SimhashSpill SimhashSpill;
+
+extern SimhashSpill *simhash_spill_begin(int k, int blocks, Size rows_in_memory, Size total,
+										 SimhashPairFn emit, void *arg);
+extern void simhash_spill_end(SimhashSpill *spill);
+
+/* Whether the search reports its progress itself (the serial run's does). */
+extern void simhash_spill_report(SimhashSpill *spill, bool report);
+extern int	simhash_spill_passes(const SimhashSpill *spill);
+extern SimhashSortBy simhash_spill_pass_order(const SimhashSpill *spill, int pass);
+
+/* The memory a partition is loaded into, and how many entries it holds. */
+extern SimhashEntry *simhash_spill_memory(SimhashSpill *spill, Size *capacity);
+
+/* A pass over the n entries loaded into the memory (a whole partition). */
+extern void simhash_spill_search_memory(SimhashSpill *spill, int pass, Size n);
+
+/*
+ * A pass over a file whose entries share their first bits_used bits of the
+ * pass's order (a partition, split again if it does not fit).
+ */
+extern void simhash_spill_search_file(SimhashSpill *spill, int pass, SimhashEntryFile *file,
+									  int bits_used);
+
+/* simhash_distinct() of such a file (by the whole fingerprint), appended to output. */
+extern void simhash_spill_distinct_file(SimhashSpill *spill, SimhashEntryFile *file, int bits_used,
+										SimhashPairFn join, void *arg, SimhashEntryFile *output);
+
+/*
+ * Appends the entries of a file to 2^bits outputs by the leading bits of
+ * an order (the partitions of a pass, files the caller made).
+ */
+extern void simhash_spill_split(SimhashEntryFile *input, const SimhashSortBy *by, int bits,
+								SimhashEntryFile *outputs);
 
 #endif							/* SIMHASH_FIND_ALL_SPILL_H */

@@ -46,26 +46,31 @@ def temporary_file_messages(conn: psycopg.Connection):
         conn.remove_notice_handler(keep)
 
 
-def pairs(conn, query: str, k: int, blocks: int | None) -> list[tuple[int, int, int]]:
-    return sorted(conn.execute("SELECT * FROM simhash_find_all(%s, %s, %s)", (query, k, blocks)).fetchall())
+def pairs(conn, query: str, k: int, blocks: int | None, workers: int = 0) -> list[tuple[int, int, int]]:
+    got = conn.execute("SELECT * FROM simhash_find_all(%s, %s, %s, %s)", (query, k, blocks, workers))
+    return sorted(got.fetchall())
 
 
-def clusters(conn, query: str, k: int, blocks: int | None, singletons: bool) -> dict[int, int]:
-    got = conn.execute("SELECT * FROM simhash_clusters(%s, %s, %s, %s)", (query, k, blocks, singletons))
+def clusters(conn, query: str, k: int, blocks: int | None, singletons: bool, workers: int = 0) -> dict[int, int]:
+    got = conn.execute("SELECT * FROM simhash_clusters(%s, %s, %s, %s, %s)", (query, k, blocks, singletons, workers))
     return dict(got.fetchall())
 
 
 @settings(max_examples=150, deadline=None)
-@given(clustered_rows(), st.integers(1, 12))
-def test_spilled_runs_equal_brute_force(shared_db, case, memory_rows) -> None:
+@given(clustered_rows(), st.integers(1, 12), st.sampled_from([0, 1, 2, 4]))
+def test_spilled_runs_equal_brute_force(shared_db, case, memory_rows, workers) -> None:
     """A few rows in memory: several levels of partition files, partitions of
-    one block value and groups of one key bigger than memory all come up."""
+    one block value and groups of one key bigger than memory all come up, in
+    the backend alone or with parallel workers sharing the partitions."""
     rows, k, blocks = case
     expected = brute_force_pairs(rows, k)
     nodes = [i for i, h in rows if h is not None]
+    shared_db.execute("SET simhash.find_all_parallel_min_rows = 0")
     with rows_in_memory(shared_db, memory_rows):
-        assert pairs(shared_db, rows_query(rows), k, blocks) == expected
-        assert clusters(shared_db, rows_query(rows), k, blocks, True) == components(nodes, [(a, b) for a, b, _ in expected])
+        assert pairs(shared_db, rows_query(rows), k, blocks, workers) == expected
+        got = clusters(shared_db, rows_query(rows), k, blocks, True, workers)
+        assert got == components(nodes, [(a, b) for a, b, _ in expected])
+    shared_db.execute("RESET simhash.find_all_parallel_min_rows")
 
 
 @pytest.mark.parametrize("ordered", [True, False], ids=["ids-increasing", "ids-shuffled"])
@@ -126,12 +131,34 @@ def test_too_little_maintenance_work_mem_for_a_spilled_run_is_a_clear_error(db) 
     assert "Raise maintenance_work_mem" in str(error.diag.message_hint)
 
 
-def test_cancelled_spilled_run_leaves_no_files(db) -> None:
+@pytest.mark.parametrize("workers", [0, 2])
+def test_cancelled_spilled_run_leaves_no_files(db, workers) -> None:
     db.execute("SET simhash.debug_spill_rows = 1000")
     db.execute("SET statement_timeout = '300ms'")
     error = error_of(
-        db, "SELECT count(*) FROM simhash_find_all('SELECT i, hashint8extended(i, 0)::simhash64 FROM generate_series(1, 3000000) i')"
+        db, "SELECT count(*) FROM simhash_find_all("
+        f"'SELECT i, hashint8extended(i, 0)::simhash64 FROM generate_series(1, 3000000) i', 3, NULL, {workers})"
     )
     assert error.sqlstate == "57014"
     db.execute("RESET statement_timeout")
     assert db.execute("SELECT count(*) FROM pg_ls_tmpdir()").fetchone() == (0,)
+    assert db.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'parallel worker' AND leader_pid = pg_backend_pid()"
+    ).fetchone() == (0,)
+
+
+def test_spilled_runs_share_the_partitions_with_workers(db) -> None:
+    """Past maintenance_work_mem the workers are launched too, and the result
+    is the serial one."""
+    query = planted_pairs_query(200_000, 20_000, 10_000)
+    messages: list[str] = []
+    db.add_notice_handler(lambda d: messages.append(d.message_primary or ""))
+    db.execute("SET simhash.debug_spill_rows = 30000")
+    serial = sorted(db.execute("SELECT * FROM simhash_find_all(%s, 3, workers => 0)", (query,)).fetchall())
+    serial_clusters = sorted(db.execute("SELECT * FROM simhash_clusters(%s, 3, workers => 0)", (query,)).fetchall())
+    db.execute("SET client_min_messages = debug1")
+    parallel = sorted(db.execute("SELECT * FROM simhash_find_all(%s, 3, workers => 2)", (query,)).fetchall())
+    parallel_clusters = sorted(db.execute("SELECT * FROM simhash_clusters(%s, 3, workers => 2)", (query,)).fetchall())
+    db.execute("RESET client_min_messages")
+    assert sum("parallel workers launched" in m and "(spilled)" in m for m in messages) == 2
+    assert parallel == serial and parallel_clusters == serial_clusters

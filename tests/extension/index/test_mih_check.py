@@ -2,21 +2,16 @@
 btree and GIN): a healthy index passes after build, inserts, flushes of the
 pending list, deletes and VACUUM; a page corrupted on disk is an ERROR naming
 the block (index_corrupted, XX002), a heap row missing from the index is
-found, and no corruption crashes the server.
+found, and no corruption crashes the server — neither the checker nor the
+queries, inserts and VACUUM that read the same pages (every width and count a
+page holds is checked before use in scans too).
 
-The page offsets below follow mih.h's page format (version 1): each page's
-contents start after the 24-byte page header; a run page is (n, next, keys[],
-tids[]), a directory page (n, next, first_key[], blkno[]), the metapage
-(magic, version, ntables, generation, nsets, sets[] of (nentries, dir_head[8],
-npages[8]), ...).
+The page offsets come from toolbox.mih_pages (page format 2).
 """
 
 from __future__ import annotations
 
-import os
 import random
-import struct
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -24,21 +19,21 @@ import pytest
 from pysimhash_sql.throwaway import ThrowawayServer
 from toolbox import copy_rows, error_of
 from toolbox.data import planted_fingerprints
+from toolbox.mih_pages import (BLCKSZ, CONTENTS, DIR_CAP, KIND_DELETED, META_NSETS, PENDING_CAP, RUN_BUCKETS,
+                               RUN_MAX_ENTRIES, SET0, SET0_NPAGES, IndexFile, connect, crashed, edit_index,
+                               own_server)
 
-BLCKSZ = 8192
-CONTENTS = 24                      # MAXALIGN(SizeOfPageHeaderData)
-RUN_CAP = (BLCKSZ - CONTENTS - 8) // 14
-DIR_CAP = (BLCKSZ - CONTENTS - 8) // 12
-META_NSETS = CONTENTS + 16
-META_SET0_DIR_HEAD = CONTENTS + 32  # sets[0].dir_head[0]
 INDEX_CORRUPTED = "XX002"
+FEATURE_NOT_SUPPORTED = "0A000"  # an index of another page format (test_mih_format.py)
 
 
-def load(conn: psycopg.Connection, rows: int, seed: int = 1) -> list[int | None]:
-    fps = planted_fingerprints(random.Random(seed), rows)
+def load(conn: psycopg.Connection, rows: int, seed: int = 1, pending: int = 0) -> list[int | None]:
+    """rows rows in one run set, then `pending` more in the pending list."""
+    fps = planted_fingerprints(random.Random(seed), rows + pending)
     conn.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64)")
-    copy_rows(conn, "COPY docs FROM STDIN", enumerate(fps))
+    copy_rows(conn, "COPY docs FROM STDIN", enumerate(fps[:rows]))
     conn.execute("CREATE INDEX docs_fp ON docs USING simhash_mih (fp)")
+    copy_rows(conn, "COPY docs FROM STDIN", ((rows + i, fp) for i, fp in enumerate(fps[rows:])))
     return fps
 
 
@@ -107,62 +102,36 @@ def test_only_superusers_may_run_it_unless_granted(db: psycopg.Connection) -> No
 
 
 @pytest.fixture
-def own_server(tmp_path_factory):
-    server = ThrowawayServer(os.environ["SIMHASH_PG_BINDIR"], tmp_path_factory.mktemp("mih-check")).initdb().start()
-    try:
-        yield server
-    finally:
-        server.stop("immediate")
+def server(tmp_path_factory):
+    with own_server(tmp_path_factory.mktemp("mih-check")) as started:
+        yield started
 
 
-def connect(server: ThrowawayServer) -> psycopg.Connection:
-    conn = psycopg.connect(server.dsn(), autocommit=True)
-    # PostgreSQL 18 initializes clusters with checksums: let the checker, not
-    # the buffer manager, see the corrupted pages.
-    conn.execute("SET ignore_checksum_failure = on")
-    return conn
+# What else reads the corrupted pages: queries at several radii through the
+# index (k = 30 reads the first run whole), an insert (the pending list's
+# tail) and VACUUM (every first-run and pending page, the later runs' pages
+# holding removed rows); the insert is rolled back so the table stays as the
+# restored index knows it.
+EXERCISE = [
+    *(f"SET enable_seqscan = off; SELECT count(*) FROM docs WHERE hamming_within(fp, (SELECT fp FROM docs"
+      f" WHERE fp IS NOT NULL ORDER BY id LIMIT 1 OFFSET {offset}), {k})" for offset, k in
+      [(0, 0), (1, 3), (2, 5), (3, 8), (4, 30)]),
+    "BEGIN; INSERT INTO docs VALUES (-1, '12345'); ROLLBACK",
+    "VACUUM docs",
+]
 
 
-class IndexFile:
-    """The index's first segment on disk, edited while its server is down."""
-
-    def __init__(self, server: ThrowawayServer, conn: psycopg.Connection) -> None:
-        conn.execute("CHECKPOINT")
-        self.path = server.datadir / conn.execute("SELECT pg_relation_filepath('docs_fp')").fetchone()[0]
-        self.data = bytearray(self.path.read_bytes())
-
-    def u32(self, block: int, offset: int) -> int:
-        return struct.unpack_from("<I", self.data, block * BLCKSZ + offset)[0]
-
-    def put_u32(self, block: int, offset: int, value: int) -> None:
-        struct.pack_into("<I", self.data, block * BLCKSZ + offset, value)
-
-    def put_u64(self, block: int, offset: int, value: int) -> None:
-        struct.pack_into("<Q", self.data, block * BLCKSZ + offset, value)
-
-    def run_page(self) -> int:
-        """The first page of run 0 of the first run set."""
-        directory = self.u32(0, META_SET0_DIR_HEAD)
-        return self.u32(directory, CONTENTS + 8 + 8 * DIR_CAP)
-
-    def write(self, path: Path | None = None) -> None:
-        (path or self.path).write_bytes(bytes(self.data))
-
-
-def corrupted(server: ThrowawayServer, corrupt) -> psycopg.Error | None:
-    """Loads the table, corrupts its index on disk with corrupt(IndexFile),
-    and returns what simhash_mih_check raises (None if it passes); the server
-    must still answer afterwards."""
+def corrupted(server: ThrowawayServer, corrupt) -> tuple[psycopg.Error | None, dict[str, psycopg.Error]]:
+    """Loads the table (5000 rows in a run set, 100 pending), corrupts its
+    index on disk with corrupt(IndexFile), and returns what simhash_mih_check
+    raises (None if it passes) and what the statements of EXERCISE raise:
+    only XX002 or 0A000, and no backend may crash."""
     with connect(server) as conn:
         if conn.execute("SELECT to_regclass('docs')").fetchone()[0] is None:
             conn.execute("CREATE EXTENSION simhash")
-            load(conn, 5000)
-        index = IndexFile(server, conn)
-    server.stop()
-    original = bytes(index.data)
-    corrupt(index)
-    index.write()
-    server.start()
+            load(conn, 5000, pending=100)
+    index = edit_index(server, corrupt)
+    raised_by = {}
     try:
         with connect(server) as conn:
             try:
@@ -170,51 +139,108 @@ def corrupted(server: ThrowawayServer, corrupt) -> psycopg.Error | None:
                 error = None
             except psycopg.Error as raised:
                 error = raised
+            for sql in EXERCISE:
+                try:
+                    conn.execute(sql)
+                except psycopg.Error as raised:
+                    assert raised.sqlstate in {INDEX_CORRUPTED, FEATURE_NOT_SUPPORTED}, (sql, str(raised))
+                    raised_by[sql] = raised
+                    conn.execute("ROLLBACK")  # not RESET ALL: ignore_checksum_failure stays on
             assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert not crashed(server)
     finally:
         server.stop()
-        index.path.write_bytes(original)
+        index.restore()
         server.start()
-    return error
+    return error, raised_by
+
+
+def run_field(name: str, value: int, run: int = 0, page: int = 0):
+    """Sets a field of the header of a run page (run `run` of the first run set)."""
+    return lambda f: f.set_run_field(f.run_page(run, page), name, value)
+
+
+def flip_tid(f: IndexFile) -> None:
+    """Flips the lowest bit of the first TID of the first run's first page (its line pointer)."""
+    block = f.run_page(0)
+    _, tids = f.run_areas(block)
+    f.data[block * BLCKSZ + CONTENTS + tids] ^= 1
+
+
+def base_beyond_keys(f: IndexFile) -> None:
+    """A base key so high that the page's keys wrap around: out of order."""
+    f.set_run_field(f.run_page(1, 1), "base", 2**64 - 1)
+
+
+def widths_beyond_the_page(f: IndexFile) -> None:
+    block = f.run_page(0)
+    f.set_run_field(block, "key_bits", 64)
+    f.set_run_field(block, "bucket_bits", 0)
 
 
 TARGETED = {
-    "a run page's count beyond its capacity": lambda f: f.put_u32(f.run_page(), CONTENTS, RUN_CAP + 1),
-    "a run page's count cut (rows lost)": lambda f: f.put_u32(f.run_page(), CONTENTS, 3),
-    "a recycled page in a run": lambda f: f.put_u32(f.run_page(), CONTENTS, 0xFFFFFFFF),
-    "keys out of order": lambda f: f.put_u64(f.run_page(), CONTENTS + 8, 2**64 - 1),
-    "a directory pointing past the end": lambda f: f.put_u32(f.u32(0, META_SET0_DIR_HEAD), CONTENTS + 8 + 8 * DIR_CAP,
-                                                               10**6),
-    "a directory pointing at the metapage": lambda f: f.put_u32(0, META_SET0_DIR_HEAD, 0),
-    "a directory count beyond its capacity": lambda f: f.put_u32(f.u32(0, META_SET0_DIR_HEAD), CONTENTS, DIR_CAP + 7),
-    "a directory chain into a cycle": lambda f: f.put_u32(f.u32(0, META_SET0_DIR_HEAD), CONTENTS + 4,
-                                                           f.u32(0, META_SET0_DIR_HEAD)),
+    "a run page's count beyond any page": run_field("n", RUN_MAX_ENTRIES + 1),
+    "a run page's count cut (rows lost)": run_field("n", 3),
+    "a run page's count cut in a later run": run_field("n", 3, run=2),
+    "a recycled page in a run": run_field("kind", KIND_DELETED),
+    "key bits beyond 64": run_field("key_bits", 65, run=1),
+    "bucket bits beyond their limit": run_field("bucket_bits", 9),
+    "TID bits beyond a TID": run_field("block_bits", 40),
+    "widths beyond the page": widths_beyond_the_page,
+    "a bucket starting past the page's entries": lambda f: f.put(f.run_page(1), RUN_BUCKETS + 2 * 3, "<H", 0xFFFF),
+    "bucket starts out of order": lambda f: f.put(f.run_page(0), RUN_BUCKETS + 2 * 5, "<H", 1),
+    "a base key beyond the page's keys": base_beyond_keys,
+    "a later run's page with TIDs": run_field("block_bits", 5, run=1),
+    "a first run's page without TIDs": run_field("offset_bits", 0),
+    "a directory pointing past the end": lambda f: f.put_u32(f.dir_head(0), 8 + 8 * DIR_CAP, 10**6),
+    "a directory pointing at a directory": lambda f: f.put_u32(f.dir_head(1), 8 + 8 * DIR_CAP, f.dir_head(1)),
+    "a directory pointing at the metapage": lambda f: f.put_u32(0, SET0 + 8, 0),
+    "a directory count beyond its capacity": lambda f: f.put(f.dir_head(0), 2, "<H", DIR_CAP + 7),
+    "a directory chain into a cycle": lambda f: f.put_u32(f.dir_head(0), 4, f.dir_head(0)),
+    "a run shorter than the metapage says": lambda f: f.put_u32(0, SET0_NPAGES, f.u32(0, SET0_NPAGES) + 1),
+    "a run set's entry count below its runs'": lambda f: f.put(0, SET0, "<q", 10),
     "the metapage's run set count": lambda f: f.put_u32(0, META_NSETS, 1000),
-    "a zeroed run page": lambda f: f.data.__setitem__(slice(f.run_page() * BLCKSZ, (f.run_page() + 1) * BLCKSZ),
+    "a zeroed run page": lambda f: f.data.__setitem__(slice(f.run_page(2) * BLCKSZ, (f.run_page(2) + 1) * BLCKSZ),
                                                       bytes(BLCKSZ)),
-    "a heap TID changed": lambda f: f.put_u32(f.run_page(), CONTENTS + 8 + 8 * RUN_CAP, 0x7777),
+    "a heap TID changed": flip_tid,
+    "a pending page's count beyond its capacity": lambda f: f.put(f.pending_head(), 2, "<H", PENDING_CAP + 1),
+    "a pending list into a cycle": lambda f: f.put_u32(f.pending_head(), 4, f.pending_head()),
 }
 
 
+# Corruptions of the first run's first page that a scan must report too: a
+# query reading the first run whole (k = 30, past every probe plan) reads it.
+SEEN_BY_A_WHOLE_RUN_SCAN = [
+    "a run page's count beyond any page", "a recycled page in a run", "bucket bits beyond their limit",
+    "TID bits beyond a TID", "widths beyond the page", "a first run's page without TIDs",
+    "a directory pointing past the end", "a directory count beyond its capacity", "a run shorter than the metapage says",
+]
+WHOLE_RUN_SCAN = EXERCISE[4]
+
+
 @pytest.mark.parametrize("corruption", list(TARGETED))
-def test_corrupted_pages_are_errors_naming_the_block(own_server, corruption: str) -> None:
-    error = corrupted(own_server, TARGETED[corruption])
+def test_corrupted_pages_are_errors_naming_the_block(server, corruption: str) -> None:
+    error, raised_by = corrupted(server, TARGETED[corruption])
     assert error is not None, f"{corruption}: not detected"
     assert error.sqlstate == INDEX_CORRUPTED, str(error)
     assert "block" in str(error) or "run" in str(error), str(error)
+    if corruption in SEEN_BY_A_WHOLE_RUN_SCAN:
+        assert "block" in str(raised_by.get(WHOLE_RUN_SCAN)), f"{corruption}: the scan did not see it"
 
 
-def test_random_byte_flips_never_crash(own_server) -> None:
+def test_random_byte_flips_never_crash(server) -> None:
+    """Flips in every kind of page (the headers most often); whatever the
+    checker says, queries, inserts and VACUUM on the same pages never crash."""
     rng = random.Random(11)
     outcomes = []
-    for _ in range(12):
+    for _ in range(16):
         def flip(f: IndexFile) -> None:
             for _ in range(rng.randint(1, 8)):
                 block = rng.randrange(len(f.data) // BLCKSZ)
-                offset = rng.randrange(CONTENTS, CONTENTS + 256 if rng.random() < 0.7 else BLCKSZ)
+                offset = rng.randrange(CONTENTS, CONTENTS + 64 if rng.random() < 0.7 else BLCKSZ)
                 f.data[block * BLCKSZ + offset] ^= 1 << rng.randrange(8)
 
-        error = corrupted(own_server, flip)
-        assert error is None or error.sqlstate in {INDEX_CORRUPTED, "55000"}, str(error)
+        error, _ = corrupted(server, flip)
+        assert error is None or error.sqlstate in {INDEX_CORRUPTED, FEATURE_NOT_SUPPORTED}, str(error)
         outcomes.append(error is not None)
     assert any(outcomes), "no flip was detected at all"

@@ -1,7 +1,9 @@
 """On a streaming hot standby, radius queries through either index kind give
 the primary's answers (and brute force's), after a build, inserts, flushes of
 simhash_mih's pending list into run sets, deletes, VACUUM's merges and page
-recycling, and REINDEX: every page change reaches the standby through WAL."""
+recycling, and REINDEX (simhash_mih's in parallel, its pages logged whole at
+the build's end), scoped queries through a scoped simhash_mih index too:
+every page change reaches the standby through WAL."""
 
 from __future__ import annotations
 
@@ -15,8 +17,12 @@ import pytest
 from pysimhash_sql.throwaway import ThrowawayServer
 from toolbox import INDEX_KINDS, brute_force_within, copy_rows, flip_random
 from toolbox.data import planted_fingerprints
+from toolbox.mih_builds import build
 
-QUERY = "SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
+# Each kind's index, and its queries' scope ("" or a condition on the domain, every third row's).
+KINDS = {**{kind: (using, "") for kind, using in INDEX_KINDS.items()},
+         "simhash_mih scoped": ("simhash_mih (domain, fp) {options}", "domain = 'site1' AND ")}
+QUERY = "SELECT id FROM docs WHERE {scope}hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
 
 
 @pytest.fixture(scope="module")
@@ -50,48 +56,57 @@ def caught_up(primary: psycopg.Connection, standby: psycopg.Connection) -> None:
         time.sleep(0.05)
 
 
-def answers(conn: psycopg.Connection, queries: list[tuple[int, int]], index: str) -> list[list[int]]:
+def answers(conn: psycopg.Connection, queries: list[tuple[int, int]], index: str, scope: str) -> list[list[int]]:
     conn.execute("SET enable_seqscan = off")
-    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + QUERY, (str(queries[0][0]), 3)))
+    sql = QUERY.format(scope=scope)
+    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, (str(queries[0][0]), 3)))
     assert f"Bitmap Index Scan on {index}" in plan, plan
-    return [[r[0] for r in conn.execute(QUERY, (str(c), k))] for c, k in queries]
+    return [[r[0] for r in conn.execute(sql, (str(c), k))] for c, k in queries]
 
 
-@pytest.mark.parametrize("kind", list(INDEX_KINDS))
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_standby_answers_as_the_primary_does(pair, kind: str) -> None:
     primary, standby = pair
+    using, scope = KINDS[kind]
     rng = random.Random(kind)
     fps = planted_fingerprints(rng, 4000)
     with primary.connect() as p, primary.connect() as writer, standby.connect() as s:
         if p.execute("SELECT count(*) FROM pg_extension WHERE extname = 'simhash'").fetchone()[0] == 0:
             p.execute("CREATE EXTENSION simhash")
         p.execute("DROP TABLE IF EXISTS docs")
-        p.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64)")
-        copy_rows(p, "COPY docs FROM STDIN", enumerate(fps))
-        p.execute(f"CREATE INDEX docs_fp ON docs USING {INDEX_KINDS[kind].format(options='')}")
+        p.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64,"
+                  " domain text GENERATED ALWAYS AS ('site' || id % 3) STORED)")
+        copy_rows(p, "COPY docs (id, fp) FROM STDIN", enumerate(fps))
+        p.execute(f"CREATE INDEX docs_fp ON docs USING {using.format(options='')}")
         writer.execute("SET simhash.mih_pending_limit = 64")
         stored = [fp for fp in fps if fp is not None]
 
         def compare() -> None:
             rows = dict(p.execute("SELECT id, fp::text FROM docs").fetchall())
-            current = [None if rows.get(i) is None else int(rows[i]) for i in range(max(rows) + 1)]
+            # the scoped kind's queries ask for ids = 1 mod 3 alone
+            current = [None if rows.get(i) is None or (scope and i % 3 != 1) else int(rows[i])
+                       for i in range(max(rows) + 1)]
             queries = [(flip_random(rng.choice(stored), rng.randint(0, 3), rng), rng.randint(0, 8))
                        for _ in range(150)]
             caught_up(p, s)
             expected = [brute_force_within(current, c, k) for c, k in queries]
-            assert answers(p, queries, "docs_fp") == expected
-            assert answers(s, queries, "docs_fp") == expected
+            assert answers(p, queries, "docs_fp", scope) == expected
+            assert answers(s, queries, "docs_fp", scope) == expected
 
         compare()
         for i in range(300):  # single-row inserts: simhash_mih flushes every 64
-            writer.execute("INSERT INTO docs VALUES (%s, %s::text::simhash64)",
+            writer.execute("INSERT INTO docs (id, fp) VALUES (%s, %s::text::simhash64)",
                            (10_000 + i, str(flip_random(rng.choice(stored), rng.randint(0, 3), rng))))
         compare()
         p.execute("DELETE FROM docs WHERE id % 4 = 0")
         p.execute("VACUUM docs")  # merges the run sets; a second VACUUM recycles the retired pages
         p.execute("VACUUM docs")
         for i in range(100):
-            writer.execute("INSERT INTO docs VALUES (%s, %s::text::simhash64)", (20_000 + i, str(rng.getrandbits(64))))
+            writer.execute("INSERT INTO docs (id, fp) VALUES (%s, %s::text::simhash64)",
+                           (20_000 + i, str(rng.getrandbits(64))))
         compare()
-        p.execute("REINDEX INDEX docs_fp")
+        if kind.startswith("simhash_mih"):
+            assert build(p, "REINDEX INDEX docs_fp", 2).processes == 3
+        else:
+            p.execute("REINDEX INDEX docs_fp")
         compare()

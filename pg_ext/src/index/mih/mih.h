@@ -1,24 +1,43 @@
 /*
  * mih.h — the index access method `simhash_mih`: multi-index
- * hashing over sorted runs that carry the fingerprint beside the TID, so a
- * candidate is checked inside the index and only true matches reach the heap.
+ * hashing over sorted runs that carry the fingerprint, so a candidate is
+ * checked inside the index and only true matches reach the heap.
  *
  * Layout (log-structured):
  * - block 0, the metapage: the run sets, the pending list, retired pages;
- * - a run set holds every entry (fingerprint, TID) of some rows m times, one
- *   run per block t: entries sorted by the fingerprint rotated so that block
- *   t leads, packed MIH_PAGE_CAP to a page, and a chain of directory pages
- *   (each run page's first key and block number);
- * - the pending list: new rows, unsorted, in a chain of pages that every
- *   scan reads whole.  When it reaches simhash.mih_pending_limit rows, the
- *   inserting backend sorts it into a new run set; VACUUM merges the run sets
- *   into one.
+ * - a run set holds the fingerprints of some rows m times, one run per block
+ *   t, each sorted by the fingerprint rotated so that block t leads (its
+ *   "key"), in compact run pages (mih_page.h: a base key, fixed-width
+ *   offsets, a bucket table), and a chain of directory pages (each run
+ *   page's first key and block number);
+ * - the heap TIDs are stored once, in the first run: a later run holds keys
+ *   only, and a match found there takes the TIDs of its fingerprint from the
+ *   first run of its set (one more page read per match);
+ * - the pending list: new rows, unsorted (fingerprint, TID), in a chain of
+ *   pages that every scan reads whole.  When it reaches
+ *   simhash.mih_pending_limit rows, the inserting backend sorts it into a new
+ *   run set; VACUUM merges the run sets into one.
  * Pages a flush or merge retires are listed in the metapage and recycled by
  * the next VACUUM, after it has waited for every scan holding a pin on the
  * metapage (a scan pins it from reading the layout until it is done).
  *
+ * Scope columns (mih_scope.c): an index USING simhash_mih (domain, fp) keeps
+ * fp XOR a 64-bit hash of the scope values in place of fp, everywhere
+ * (runs, pending list); a query folds the hash of its scope into its centre
+ * the same way, so it reaches the rows of its own scope exactly as an index
+ * without scope would, while another scope's rows land at random places.
+ * Below, "fingerprint" means that folded value.
+ *
  * Results are rechecked at the heap, so an entry whose TID VACUUM has not yet
- * removed (a flush may copy it between VACUUM's passes) is harmless.
+ * removed (a flush may copy it between VACUUM's passes) is harmless; so is a
+ * fingerprint a later run still holds after VACUUM took it out of the first
+ * run (VACUUM takes it out of the first run first, so a crash in between
+ * leaves the later runs a superset, which the next merge or REINDEX drops):
+ * TIDs come from the first run only.
+ *
+ * Every page but the metapage starts with (kind, n); every count, width and
+ * block number read from a page is checked before use, in scans as in
+ * simhash_mih_check, so a corrupted page is an ERROR naming its block.
  */
 #ifndef SIMHASH_MIH_H
 #define SIMHASH_MIH_H
@@ -26,6 +45,7 @@
 #include "simhash.h"
 
 #include "access/amapi.h"
+#include "access/htup_details.h"
 #include "nodes/execnodes.h"
 #include "nodes/tidbitmap.h"
 #include "storage/bufmgr.h"
@@ -34,21 +54,36 @@
 #include "blocks/permute.h"
 
 #define MIH_MAGIC 0x53484D49
-#define MIH_VERSION 1			/* of the page format: another one needs REINDEX */
+/*
+ * The page format: another one needs REINDEX.  1: every run held (8-byte key,
+ * 6-byte TID) per row (42 bytes/row with 3 runs); 2: compact run pages, TIDs
+ * in the first run only.  The metapage's first two fields (magic, version)
+ * keep their place in every version, so an index of another version is
+ * recognized as such.
+ */
+#define MIH_VERSION 2
 #define MIH_DEFAULT_RUNS 3
 #define MIH_MAX_TABLES 8
 #define MIH_MAX_SETS 16
 #define MIH_MAX_RETIRED 32
 #define MIH_PAGE_DATA (BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
-#define MIH_PAGE_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(ItemPointerData)))
+#define MIH_PENDING_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(ItemPointerData)))
 #define MIH_DIR_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(BlockNumber)))
 #define MIH_MAX_PROBES 100000
-#define MIH_DELETED PG_UINT32_MAX	/* `n` of a recycled page */
+
+/* The first field of every page but the metapage. */
+typedef enum MihPageKind
+{
+	MIH_PAGE_RUN = 0x5201,
+	MIH_PAGE_DIRECTORY = 0x5202,
+	MIH_PAGE_PENDING = 0x5203,
+	MIH_PAGE_DELETED = 0x52FF	/* recycled: free for reuse */
+} MihPageKind;
 
 /* One run set: for each run, its directory chain and page count. */
 typedef struct MihRunSet
 {
-	int64		nentries;
+	int64		nentries;		/* rows (entries of the first run) when written */
 	BlockNumber dir_head[MIH_MAX_TABLES];
 	BlockNumber npages[MIH_MAX_TABLES];
 } MihRunSet;
@@ -71,55 +106,100 @@ typedef struct MihMeta
 	MihRunSet	sets[MIH_MAX_SETS];
 	BlockNumber pending_head;	/* first pending page, or InvalidBlockNumber */
 	BlockNumber pending_tail;
-	int64		pending_count;
+	int64		pending_count;	/* rows added since the last flush (>= pending pages) */
 	int32		nretired;
 	MihRetired	retired[MIH_MAX_RETIRED];
+	/*
+	 * Scope columns before the fingerprint (the index's columns but one).
+	 * Last, so that an index written before it had one reads 0 here: the
+	 * page was zeroed.
+	 */
+	int32		nscope;
 } MihMeta;
 
 StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
 
-/*
- * A run page: n keys, then n TIDs, at fixed offsets.  Pending pages have the
- * same form, with unrotated fingerprints, chained by `next`.
- */
-typedef struct MihRunPage
+/* What every page but the metapage starts with. */
+typedef struct MihPageHead
 {
-	uint32		n;
+	uint16		kind;			/* MihPageKind */
+	uint16		n;				/* entries */
+} MihPageHead;
+
+/* A pending page: n unsorted (fingerprint, TID), chained by `next`. */
+typedef struct MihPendingPage
+{
+	uint16		kind;
+	uint16		n;
 	BlockNumber next;
-	uint64		keys[MIH_PAGE_CAP];
-	ItemPointerData tids[MIH_PAGE_CAP];
-} MihRunPage;
+	uint64		fps[MIH_PENDING_CAP];
+	ItemPointerData tids[MIH_PENDING_CAP];
+} MihPendingPage;
 
 /* A directory page: the first key and block of n run pages. */
 typedef struct MihDirPage
 {
-	uint32		n;
+	uint16		kind;
+	uint16		n;
 	BlockNumber next;
 	uint64		first_key[MIH_DIR_CAP];
 	BlockNumber blkno[MIH_DIR_CAP];
 } MihDirPage;
 
-StaticAssertDecl(sizeof(MihRunPage) <= MIH_PAGE_DATA, "run page fits");
+StaticAssertDecl(sizeof(MihPendingPage) <= MIH_PAGE_DATA, "pending page fits");
 StaticAssertDecl(sizeof(MihDirPage) <= MIH_PAGE_DATA, "directory page fits");
-
-/* Entries of rows being sorted into a run set. */
-typedef struct MihEntries
-{
-	uint64	   *fps;
-	ItemPointerData *tids;
-	int64		n;
-	int64		cap;
-} MihEntries;
+StaticAssertDecl(MIH_PENDING_CAP <= PG_UINT16_MAX && MIH_DIR_CAP <= PG_UINT16_MAX, "counts fit n");
 
 /* Called with each page of a run or chain. */
 typedef void (*MihPageVisitor) (Relation index, BlockNumber blkno, void *arg);
 
-/* Collects the entries of a run page (keys unrotated with `mask`, 0 for pending). */
+struct MihSorter;
+struct BufFile;
+
+/* Collects the rows of pending or first-run pages (keys unrotated with `mask`) into a sorter. */
 typedef struct MihCollect
 {
-	MihEntries *entries;
+	struct MihSorter *sorter;
 	uint64		mask;
 } MihCollect;
+
+/*
+ * A run being written page by page (mih_runs.c): entries arrive sorted, in
+ * batches; a page is packed once MIH_RUN_MAX_ENTRIES entries are waiting
+ * (the most a page holds, so its shape is what the whole run would give it).
+ */
+typedef struct MihRunWriter
+{
+	Relation	index;
+	bool		with_tids;		/* the first run */
+	bool		logged;			/* WAL-log each page (a build logs them all at its end) */
+	int			start;			/* entries start..n wait */
+	int			n;
+	uint64	   *keys;
+	ItemPointerData *tids;
+	int64		npages;
+	int64		cap;			/* of first_key and blkno */
+	uint64	   *first_key;
+	BlockNumber *blkno;
+	struct MihRunPage *page;
+	struct BufFile *images;		/* not NULL: pages go there, for the leader to copy in */
+} MihRunWriter;
+
+/* The scope columns' hash functions (mih_scope.c). */
+typedef struct MihScope
+{
+	int			ncolumns;		/* the index's columns before the fingerprint */
+	FmgrInfo   *hash[INDEX_MAX_KEYS];
+	Oid			collation[INDEX_MAX_KEYS];
+} MihScope;
+
+/* A run's directory in memory: each run page's first key and block. */
+typedef struct MihRunDir
+{
+	BlockNumber npages;
+	uint64	   *first_key;
+	BlockNumber *blkno;
+} MihRunDir;
 
 /* Rotates fp so that the bits of `mask` (contiguous) are the top bits. */
 static inline uint64
@@ -139,16 +219,48 @@ unlead(uint64 key, uint64 mask)
 	return s == 0 ? key : (key >> s) | (key << (64 - s));
 }
 
+/* A heap TID in one integer, ordered as TIDs are: what the build sorts and spills. */
+static inline uint64
+mih_tid_pack(ItemPointer tid)
+{
+	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) | ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
+static inline void
+mih_tid_unpack(uint64 packed, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) (packed >> 16), (OffsetNumber) (packed & 0xFFFF));
+}
+
+/*
+ * A heap TID an index entry may hold: a valid block and a line pointer the
+ * bitmap accepts (1..MaxHeapTuplesPerPage).
+ */
+static inline bool
+mih_tid_valid(ItemPointer tid)
+{
+	OffsetNumber offset = ItemPointerGetOffsetNumberNoCheck(tid);
+
+	return ItemPointerGetBlockNumberNoCheck(tid) != InvalidBlockNumber &&
+		offset != InvalidOffsetNumber && offset <= MaxHeapTuplesPerPage;
+}
+
 static inline MihMeta *
 mih_meta_of(Page page)
 {
 	return (MihMeta *) PageGetContents(page);
 }
 
-static inline MihRunPage *
-mih_run_of(Page page)
+static inline MihPageHead *
+mih_head_of(Page page)
 {
-	return (MihRunPage *) PageGetContents(page);
+	return (MihPageHead *) PageGetContents(page);
+}
+
+static inline MihPendingPage *
+mih_pending_of(Page page)
+{
+	return (MihPendingPage *) PageGetContents(page);
 }
 
 static inline MihDirPage *
@@ -163,20 +275,37 @@ extern int	mih_runs_of(Relation index);
 extern int	mih_pending_limit;
 
 /* mih_runs.c: pages, run sets, the metapage */
+simhash_noreturn extern void mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...) pg_attribute_printf(3, 4);
 extern Buffer mih_new_buffer(Relation index);
-extern BlockNumber mih_write_page(Relation index, const void *contents, Size size);
-extern void mih_entries_init(MihEntries *e);
-extern void mih_entries_add(MihEntries *e, uint64 fp, ItemPointer tid);
-extern MihRunSet mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e);
+extern BlockNumber mih_write_page(Relation index, const void *contents, Size size, bool logged);
+extern void mih_run_writer_begin(MihRunWriter *w, Relation index, bool with_tids, bool logged);
+extern void mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int n);
+extern BlockNumber mih_run_writer_end(MihRunWriter *w, BlockNumber *npages);
+extern BlockNumber mih_run_copy_images(Relation index, struct BufFile *images, BlockNumber *npages);
+extern void mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode);
+extern Buffer mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode);
+extern void mih_read_directory(Relation index, const MihRunSet *set, int t, MemoryContext context,
+							   MihRunDir *dir);
+extern void mih_free_directory(MihRunDir *dir);
 extern void mih_visit_run(Relation index, const MihRunSet *set, int t, bool directory_too,
 						  MihPageVisitor visit, void *arg);
-extern void mih_visit_chain(Relation index, BlockNumber blkno, MihPageVisitor visit, void *arg);
-extern void mih_collect_page(Relation index, BlockNumber blkno, void *arg);
-extern void mih_init_meta(Relation index, ForkNumber fork, int ntables);
+extern Buffer mih_read_pending(Relation index, BlockNumber blkno, int64 pages, int64 rows);
+extern void mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPageVisitor visit, void *arg);
+extern void mih_collect_pending(Relation index, BlockNumber blkno, void *arg);
+extern void mih_collect_run(Relation index, BlockNumber blkno, void *arg);
+extern void mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope);
 extern void mih_meta_add_set(MihMeta *meta, const MihRunSet *set);
 extern bool mih_meta_retire(MihMeta *meta, const MihRetired *what);
 extern void mih_check_meta(Relation index, const MihMeta *meta);
 extern MihMeta mih_read_meta(Relation index);
+
+/* mih_scope.c: scope columns */
+extern void mih_scope_check_columns(Relation index);
+extern void mih_scope_init(MihScope *scope, Relation index);
+extern uint64 mih_scope_hash(const MihScope *scope, int column, Datum value);
+extern uint64 mih_scope_hash_key(const MihScope *scope, Relation index, ScanKey key);
+extern uint64 mih_scope_combine(const MihScope *scope, const uint64 *hashes);
+extern bool mih_fold(const MihScope *scope, const Datum *values, const bool *isnull, uint64 *fp);
 
 /* mih_build.c, mih_insert.c, mih_vacuum.c, mih_scan.c: the access method's entry points */
 extern IndexBuildResult *mih_build(Relation heap, Relation index, IndexInfo *indexInfo);

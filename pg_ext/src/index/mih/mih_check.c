@@ -14,14 +14,15 @@
  * Only the table's owner (or a superuser) may run it, and PUBLIC has no
  * EXECUTE right until granted, as for amcheck: it blocks the table's writers.
  *
- * heapallindexed follows amcheck: the index's (fingerprint, TID) entries of
- * each run go into a Bloom filter (lib/bloomfilter.h) sized by
- * maintenance_work_mem, and a scan of the heap (as CREATE INDEX reads it,
- * under ShareLock) looks each row up in every run's filter.  A missing entry
+ * heapallindexed follows amcheck: the index's entries of each run go into a
+ * Bloom filter (lib/bloomfilter.h) sized by maintenance_work_mem — (fingerprint,
+ * TID) for the first run and the pending list, the fingerprint alone for the
+ * later runs, which hold no TIDs — and a scan of the heap (as CREATE INDEX
+ * reads it, under ShareLock) looks each row up in every run's filter.  A missing entry
  * is found with a probability the filter's size sets (over 99.9 % at its
  * sizing); a reported one is always missing.
  */
-#include "index/mih/mih.h"
+#include "index/mih/mih_page.h"
 
 #include "access/heapam.h"
 #include "access/tableam.h"
@@ -43,6 +44,7 @@ typedef struct MihChecker
 	PGAlignedBlock copy;		/* the page being checked, copied out of its buffer */
 	SimhashBlocks blocks;
 	int			ntables;
+	MihScope	scope;			/* heap rows' fingerprints folded as the index keeps them */
 	bloom_filter *runs[MIH_MAX_TABLES]; /* heapallindexed: each run's entries */
 } MihChecker;
 
@@ -54,15 +56,6 @@ typedef struct MihCheckEntry
 	OffsetNumber offset;
 } MihCheckEntry;
 
-
-static void
-corrupt_page(MihChecker *c, BlockNumber blkno, const char *what)
-{
-	ereport(ERROR,
-			errcode(ERRCODE_INDEX_CORRUPTED),
-			errmsg("simhash_mih index \"%s\" is corrupted: block %u: %s",
-				   RelationGetRelationName(c->index), blkno, what));
-}
 
 /*
  * Copies block blkno into c->copy, after checking that it exists, is not the
@@ -80,17 +73,18 @@ read_page(MihChecker *c, BlockNumber blkno, const char *reached_as)
 				errmsg("simhash_mih index \"%s\" is corrupted: %s points to block %u, outside blocks 1 to %u",
 					   RelationGetRelationName(c->index), reached_as, blkno, c->nblocks - 1));
 	if (c->reached[blkno])
-		corrupt_page(c, blkno, psprintf("reached twice (again as %s)", reached_as));
+		mih_corrupt(c->index, blkno, "reached twice (again as %s)", reached_as);
 	c->reached[blkno] = true;
 	buffer = ReadBufferExtended(c->index, MAIN_FORKNUM, blkno, RBM_NORMAL, c->strategy);
 	LockBuffer(buffer, BUFFER_LOCK_SHARE);
 	memcpy(c->copy.data, BufferGetPage(buffer), BLCKSZ);
 	UnlockReleaseBuffer(buffer);
 	if (PageIsNew((Page) c->copy.data))
-		corrupt_page(c, blkno, psprintf("an uninitialized page, reached as %s", reached_as));
+		mih_corrupt(c->index, blkno, "an uninitialized page, reached as %s", reached_as);
 	return (Page) c->copy.data;
 }
 
+/* Adds an entry to run t's filter: a later run's without its TID (it has none). */
 static void
 add_entry(MihChecker *c, int t, uint64 fp, ItemPointer tid)
 {
@@ -100,45 +94,44 @@ add_entry(MihChecker *c, int t, uint64 fp, ItemPointer tid)
 		return;
 	memset(&entry, 0, sizeof(entry));
 	entry.fp = fp;
-	entry.block = ItemPointerGetBlockNumberNoCheck(tid);
-	entry.offset = ItemPointerGetOffsetNumberNoCheck(tid);
+	if (t == 0)
+	{
+		entry.block = ItemPointerGetBlockNumberNoCheck(tid);
+		entry.offset = ItemPointerGetOffsetNumberNoCheck(tid);
+	}
 	bloom_add_element(c->runs[t], (unsigned char *) &entry, sizeof(entry));
 }
 
+static void
+check_tid(MihChecker *c, BlockNumber blkno, uint32 j, ItemPointer tid)
+{
+	if (!mih_tid_valid(tid))
+		mih_corrupt(c->index, blkno, "entry %u has an invalid heap TID", j);
+}
+
 /*
- * The entries of a run page or pending page: a count within the page, valid
- * TIDs, and (for runs, sorted) keys no smaller than *floor, which becomes the
- * page's last key.  mask: the run's leading block, 0 for pending pages.
+ * The entries of page blkno (in c->copy) of run t: a sound header
+ * (mih_run_view), bucket starts, keys in order and valid TIDs in the first
+ * run (mih_run_decode), keys no smaller than *floor, which becomes the
+ * page's last key.
  * Returns the number of entries.
  */
-static uint32
-check_entries(MihChecker *c, BlockNumber blkno, int t, uint64 mask, uint64 *floor)
+static int
+check_run_page(MihChecker *c, BlockNumber blkno, int t, uint64 *floor)
 {
-	MihRunPage *page = mih_run_of((Page) c->copy.data);
-	uint32		n = page->n;
+	MihRunView	view;
+	uint64		keys[MIH_RUN_MAX_ENTRIES];
+	ItemPointerData tids[MIH_RUN_MAX_ENTRIES];
+	int			n;
 
-	if (n == MIH_DELETED)
-		corrupt_page(c, blkno, "a recycled page still in use");
-	if (n > MIH_PAGE_CAP)
-		corrupt_page(c, blkno, psprintf("holds %u entries, more than the %zu a page has room for",
-										n, (size_t) MIH_PAGE_CAP));
-	for (uint32 j = 0; j < n; j++)
-	{
-		ItemPointer tid = &page->tids[j];
-
-		if (!ItemPointerIsValid(tid) || ItemPointerGetOffsetNumberNoCheck(tid) == InvalidOffsetNumber)
-			corrupt_page(c, blkno, psprintf("entry %u has an invalid heap TID", j));
-		if (mask != 0)
-		{
-			if (page->keys[j] < *floor)
-				corrupt_page(c, blkno, psprintf("entry %u is out of order in run %d", j, t));
-			*floor = page->keys[j];
-			add_entry(c, t, unlead(page->keys[j], mask), tid);
-		}
-		else
-			for (int r = 0; r < c->ntables; r++)
-				add_entry(c, r, page->keys[j], tid);
-	}
+	mih_run_view(&view, c->index, blkno, (Page) c->copy.data, t == 0);
+	n = mih_run_decode(&view, keys, t == 0 ? tids : NULL);
+	if (n > 0 && keys[0] < *floor)
+		mih_corrupt(c->index, blkno, "its first key is below the keys before it in run %d", t);
+	for (int j = 0; j < n; j++)
+		add_entry(c, t, unlead(keys[j], c->blocks.mask[t]), &tids[j]);
+	if (n > 0)
+		*floor = keys[n - 1];
 	return n;
 }
 
@@ -146,7 +139,7 @@ check_entries(MihChecker *c, BlockNumber blkno, int t, uint64 mask, uint64 *floo
  * Run t of a run set: its directory chain, the first keys it records (in
  * order, each a lower bound of its page), its pages and their entries.
  */
-static void
+static int64
 check_run(MihChecker *c, const MihRunSet *set, int s, int t)
 {
 	const char *where = psprintf("the directory of run %d of run set %d", t, s);
@@ -163,9 +156,11 @@ check_run(MihChecker *c, const MihRunSet *set, int s, int t)
 		uint64	   *first_key;
 		BlockNumber *blkno;
 
+		if (dir->kind != MIH_PAGE_DIRECTORY)
+			mih_corrupt(c->index, here, "not a directory page (kind 0x%04x)", dir->kind);
 		if (n > MIH_DIR_CAP)
-			corrupt_page(c, here, psprintf("directory page holds %u pages, more than the %zu it has room for",
-										   n, (size_t) MIH_DIR_CAP));
+			mih_corrupt(c->index, here, "directory page holds %u pages, more than the %zu it has room for",
+						n, (size_t) MIH_DIR_CAP);
 		first_key = palloc(Max(n, 1) * sizeof(uint64));
 		blkno = palloc(Max(n, 1) * sizeof(BlockNumber));
 		memcpy(first_key, dir->first_key, n * sizeof(uint64));
@@ -174,10 +169,10 @@ check_run(MihChecker *c, const MihRunSet *set, int s, int t)
 		for (uint32 j = 0; j < n; j++)
 		{
 			if (first_key[j] < floor)
-				corrupt_page(c, here, psprintf("directory entry %u is below the keys before it", j));
+				mih_corrupt(c->index, here, "directory entry %u is below the keys before it", j);
 			floor = first_key[j];
 			read_page(c, blkno[j], psprintf("page %u of run %d of run set %d", pages, t, s));
-			entries += check_entries(c, blkno[j], t, c->blocks.mask[t], &floor);
+			entries += check_run_page(c, blkno[j], t, &floor);
 			pages++;
 		}
 		pfree(first_key);
@@ -193,6 +188,29 @@ check_run(MihChecker *c, const MihRunSet *set, int s, int t)
 				errcode(ERRCODE_INDEX_CORRUPTED),
 				errmsg("simhash_mih index \"%s\" is corrupted: run %d of run set %d holds " INT64_FORMAT " entries, more than the set's " INT64_FORMAT,
 					   RelationGetRelationName(c->index), t, s, entries, set->nentries));
+	return entries;
+}
+
+/*
+ * A run set: each run's pages; every later run holds at least the first
+ * run's entries (the same fingerprints, plus any a crash in the middle of a
+ * VACUUM left behind).
+ */
+static void
+check_set(MihChecker *c, const MihRunSet *set, int s)
+{
+	int64		first = check_run(c, set, s, 0);
+
+	for (int t = 1; t < c->ntables; t++)
+	{
+		int64		entries = check_run(c, set, s, t);
+
+		if (entries < first)
+			ereport(ERROR,
+					errcode(ERRCODE_INDEX_CORRUPTED),
+					errmsg("simhash_mih index \"%s\" is corrupted: run %d of run set %d holds " INT64_FORMAT " entries, fewer than its first run's " INT64_FORMAT,
+						   RelationGetRelationName(c->index), t, s, entries, first));
+	}
 }
 
 /* The pending list: a chain ending at the metapage's tail, within its count. */
@@ -202,14 +220,24 @@ check_pending(MihChecker *c, const MihMeta *meta)
 	BlockNumber blkno = meta->pending_head;
 	BlockNumber last = InvalidBlockNumber;
 	int64		entries = 0;
-	uint64		unused = 0;
 
 	while (blkno != InvalidBlockNumber)
 	{
-		MihRunPage *page = mih_run_of(read_page(c, blkno, "the pending list"));
+		MihPendingPage *page = mih_pending_of(read_page(c, blkno, "the pending list"));
 		BlockNumber next = page->next;
 
-		entries += check_entries(c, blkno, 0, 0, &unused);
+		if (page->kind != MIH_PAGE_PENDING)
+			mih_corrupt(c->index, blkno, "not a pending page (kind 0x%04x)", page->kind);
+		if (page->n > MIH_PENDING_CAP)
+			mih_corrupt(c->index, blkno, "holds %u entries, more than the %zu a page has room for",
+						page->n, (size_t) MIH_PENDING_CAP);
+		for (uint32 j = 0; j < page->n; j++)
+		{
+			check_tid(c, blkno, j, &page->tids[j]);
+			for (int t = 0; t < c->ntables; t++)
+				add_entry(c, t, page->fps[j], &page->tids[j]);
+		}
+		entries += page->n;
 		last = blkno;
 		blkno = next;
 	}
@@ -221,38 +249,33 @@ check_pending(MihChecker *c, const MihMeta *meta)
 					   meta->pending_count));
 }
 
-static void
-check_meta_counts(MihChecker *c, const MihMeta *meta)
-{
-	if (meta->ntables < 1 || meta->ntables > MIH_MAX_TABLES || meta->nsets < 0 ||
-		meta->nsets > MIH_MAX_SETS || meta->nretired < 0 || meta->nretired > MIH_MAX_RETIRED ||
-		meta->pending_count < 0)
-		corrupt_page(c, 0, psprintf("the metapage's counts are out of range (%d runs, %d run sets, %d retired)",
-									meta->ntables, meta->nsets, meta->nretired));
-	for (int s = 0; s < meta->nsets; s++)
-		if (meta->sets[s].nentries < 0)
-			corrupt_page(c, 0, psprintf("run set %d has a negative entry count", s));
-}
-
 /* table_index_build_scan's callback: a heap row the index must hold. */
 static void
 check_heap_row(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool tupleIsAlive, void *arg)
 {
 	MihChecker *c = (MihChecker *) arg;
 	MihCheckEntry entry;
+	uint64		fp;
 
-	if (isnull[0])
+	if (!mih_fold(&c->scope, values, isnull, &fp))
 		return;
-	memset(&entry, 0, sizeof(entry));
-	entry.fp = DatumGetSimhash64(values[0]);
-	entry.block = ItemPointerGetBlockNumber(tid);
-	entry.offset = ItemPointerGetOffsetNumber(tid);
 	for (int t = 0; t < c->ntables; t++)
+	{
+		/* As add_entry puts it: the TID in the first run only. */
+		memset(&entry, 0, sizeof(entry));
+		entry.fp = fp;
+		if (t == 0)
+		{
+			entry.block = ItemPointerGetBlockNumber(tid);
+			entry.offset = ItemPointerGetOffsetNumber(tid);
+		}
 		if (bloom_lacks_element(c->runs[t], (unsigned char *) &entry, sizeof(entry)))
 			ereport(ERROR,
 					errcode(ERRCODE_INDEX_CORRUPTED),
 					errmsg("simhash_mih index \"%s\" is corrupted: run %d lacks heap row (%u,%u) with fingerprint " UINT64_FORMAT,
-						   RelationGetRelationName(c->index), t, entry.block, entry.offset, entry.fp));
+						   RelationGetRelationName(c->index), t, ItemPointerGetBlockNumber(tid),
+						   ItemPointerGetOffsetNumber(tid), entry.fp));
+	}
 }
 
 static void
@@ -263,7 +286,7 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 
 	c->nblocks = RelationGetNumberOfBlocks(c->index);
 	if (c->nblocks == 0)
-		corrupt_page(c, 0, "the index has no metapage");
+		mih_corrupt(c->index, 0, "the index has no metapage");
 	c->reached = MemoryContextAllocHuge(CurrentMemoryContext, c->nblocks * sizeof(bool));
 	memset(c->reached, 0, c->nblocks * sizeof(bool));
 	c->reached[0] = true;
@@ -274,12 +297,12 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 	memcpy(c->copy.data, BufferGetPage(buffer), BLCKSZ);
 	UnlockReleaseBuffer(buffer);
 	if (PageIsNew((Page) c->copy.data))
-		corrupt_page(c, 0, "the metapage is uninitialized");
+		mih_corrupt(c->index, 0, "the metapage is uninitialized");
 	meta = *mih_meta_of((Page) c->copy.data);
 	mih_check_meta(c->index, &meta);
-	check_meta_counts(c, &meta);
 	c->ntables = meta.ntables;
 	simhash_blocks_init(&c->blocks, meta.ntables);
+	mih_scope_init(&c->scope, c->index);
 
 	if (heapallindexed)
 	{
@@ -293,8 +316,7 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 	}
 	check_pending(c, &meta);
 	for (int s = 0; s < meta.nsets; s++)
-		for (int t = 0; t < c->ntables; t++)
-			check_run(c, &meta.sets[s], s, t);
+		check_set(c, &meta.sets[s], s);
 	if (heapallindexed)
 	{
 		IndexInfo  *info = BuildIndexInfo(c->index);

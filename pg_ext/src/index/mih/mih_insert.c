@@ -2,7 +2,7 @@
  * mih_insert.c — inserts into simhash_mih: appended to the pending list under
  * the metapage's lock, sorted into a new run set when the list is full.
  */
-#include "index/mih/mih.h"
+#include "index/mih/mih_sort.h"
 
 #include "access/generic_xlog.h"
 
@@ -15,19 +15,18 @@ static void
 mih_flush_pending(Relation index, Buffer meta_buffer)
 {
 	MihMeta    *meta = mih_meta_of(BufferGetPage(meta_buffer));
-	MihEntries	e;
-	MihCollect	collect = {&e, 0};
-	SimhashBlocks blocks;
+	MihCollect	collect = {NULL, 0};
 	MihRunSet	set;
 	MihRetired	chain = {false};
 	GenericXLogState *state;
 
 	if (meta->nsets >= MIH_MAX_SETS || meta->nretired >= MIH_MAX_RETIRED)
 		return;					/* VACUUM merges and recycles first */
-	mih_entries_init(&e);
-	mih_visit_chain(index, meta->pending_head, mih_collect_page, &collect);
-	simhash_blocks_init(&blocks, meta->ntables);
-	set = mih_write_set(index, &blocks, &e);
+	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert. */
+	collect.sorter = mih_sorter_begin(meta->ntables, (Size) work_mem * 1024, NULL, -1, (double) meta->pending_count);
+	mih_visit_chain(index, meta->pending_head, meta->pending_count, mih_collect_pending, &collect);
+	set = mih_sorter_write_set(collect.sorter, index, true, (Size) work_mem * 1024);
+	mih_sorter_end(collect.sorter, NULL);
 	chain.chain_head = meta->pending_head;
 
 	state = GenericXLogStart(index);
@@ -37,8 +36,6 @@ mih_flush_pending(Relation index, Buffer meta_buffer)
 	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
 	meta->pending_count = 0;
 	GenericXLogFinish(state);
-	pfree(e.fps);
-	pfree(e.tids);
 }
 
 /*
@@ -55,18 +52,21 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	Buffer		new_buffer = InvalidBuffer;
 	GenericXLogState *state;
 	MihMeta    *meta;
-	MihRunPage *tail = NULL;
+	MihPendingPage *tail = NULL;
+	MihScope	scope;
+	uint64		fp;
 
-	if (isnull[0])
+	mih_scope_init(&scope, index);
+	if (!mih_fold(&scope, values, isnull, &fp))
 		return false;
 	meta_buffer = ReadBuffer(index, 0);
 	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
 	meta = mih_meta_of(BufferGetPage(meta_buffer));
+	mih_check_meta(index, meta);
 	if (meta->pending_tail != InvalidBlockNumber)
 	{
-		tail_buffer = ReadBuffer(index, meta->pending_tail);
-		LockBuffer(tail_buffer, BUFFER_LOCK_EXCLUSIVE);
-		if (mih_run_of(BufferGetPage(tail_buffer))->n >= MIH_PAGE_CAP)
+		tail_buffer = mih_read_page(index, meta->pending_tail, MIH_PAGE_PENDING, BUFFER_LOCK_EXCLUSIVE);
+		if (mih_pending_of(BufferGetPage(tail_buffer))->n >= MIH_PENDING_CAP)
 			new_buffer = mih_new_buffer(index);
 	}
 	else
@@ -75,24 +75,25 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	state = GenericXLogStart(index);
 	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
 	if (BufferIsValid(tail_buffer))
-		tail = mih_run_of(GenericXLogRegisterBuffer(state, tail_buffer, 0));
+		tail = mih_pending_of(GenericXLogRegisterBuffer(state, tail_buffer, 0));
 	if (BufferIsValid(new_buffer))
 	{
 		Page		page = GenericXLogRegisterBuffer(state, new_buffer, GENERIC_XLOG_FULL_IMAGE);
 		BlockNumber blkno = BufferGetBlockNumber(new_buffer);
 
 		PageInit(page, BLCKSZ, 0);
-		((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihRunPage);
+		((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihPendingPage);
 		if (tail)
 			tail->next = blkno;
 		else
 			meta->pending_head = blkno;
 		meta->pending_tail = blkno;
-		tail = mih_run_of(page);
+		tail = mih_pending_of(page);
+		tail->kind = MIH_PAGE_PENDING;
 		tail->n = 0;
 		tail->next = InvalidBlockNumber;
 	}
-	tail->keys[tail->n] = DatumGetSimhash64(values[0]);
+	tail->fps[tail->n] = fp;
 	tail->tids[tail->n] = *ht_ctid;
 	tail->n++;
 	meta->pending_count++;

@@ -1,16 +1,39 @@
 /*
  * mih_runs.c — the pages of a simhash_mih index: page allocation (recycled
- * pages first), run sets written from sorted entries, walks over a run's or a
- * chain's pages, and the metapage.
+ * pages first), runs written page by page from sorted entries, walks over a
+ * run's or a chain's pages and a run's directory, and the metapage.  Every page read
+ * here is checked before use (kind, counts): a corrupted one is an ERROR
+ * naming its block.
  */
-#include "index/mih/mih.h"
+#include "index/mih/mih_page.h"
 
 #include "access/generic_xlog.h"
+#include "access/xloginsert.h"
+#include "storage/buffile.h"
 #include "storage/indexfsm.h"
+
+#include "index/mih/mih_sort.h"
 #include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "blocks/radix_sort.h"
+/* The one form of every corruption report: SQLSTATE XX002, the index, the block. */
+void
+mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...)
+{
+	char		what[256];
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(what, sizeof(what), fmt, args);
+	va_end(args);
+	ereport(ERROR,
+			errcode(ERRCODE_INDEX_CORRUPTED),
+			errmsg("simhash_mih index \"%s\" is corrupted: block %u: %s",
+				   RelationGetRelationName(index), blkno, what));
+	pg_unreachable();
+}
 
 /* A page to write, exclusively locked: a recycled one, else a new one. */
 Buffer
@@ -31,7 +54,7 @@ mih_new_buffer(Relation index)
 			Page		page = BufferGetPage(buffer);
 
 			/* The FSM is not WAL-logged: trust only pages marked deleted. */
-			if (PageIsNew(page) || mih_run_of(page)->n == MIH_DELETED)
+			if (PageIsNew(page) || mih_head_of(page)->kind == MIH_PAGE_DELETED)
 				return buffer;
 			LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
 		}
@@ -47,52 +70,42 @@ mih_new_buffer(Relation index)
 	return buffer;
 }
 
-/* Writes `size` bytes of `contents` as a fresh page, WAL-logged. */
+/*
+ * Writes `size` bytes of `contents` as a fresh page, WAL-logged unless a
+ * build writes it (`logged` false: the build logs every page at its end, as
+ * GIN's does, rather than one record a page).  pd_lower covers them: WAL
+ * leaves out the hole between pd_lower and pd_upper.
+ */
 BlockNumber
-mih_write_page(Relation index, const void *contents, Size size)
+mih_write_page(Relation index, const void *contents, Size size, bool logged)
 {
 	Buffer		buffer = mih_new_buffer(index);
-	GenericXLogState *state = GenericXLogStart(index);
-	Page		page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
 	BlockNumber blkno = BufferGetBlockNumber(buffer);
+	GenericXLogState *state = NULL;
+	Page		page;
 
+	if (logged)
+	{
+		state = GenericXLogStart(index);
+		page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
+	}
+	else
+		page = BufferGetPage(buffer);
 	PageInit(page, BLCKSZ, 0);
 	memcpy(PageGetContents(page), contents, size);
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + size;
-	GenericXLogFinish(state);
+	if (logged)
+		GenericXLogFinish(state);
+	else
+		MarkBufferDirty(buffer);
 	UnlockReleaseBuffer(buffer);
 	return blkno;
 }
 
-void
-mih_entries_init(MihEntries *e)
-{
-	e->cap = 1024;
-	e->n = 0;
-	e->fps = palloc_extended(e->cap * sizeof(uint64), MCXT_ALLOC_HUGE);
-	e->tids = palloc_extended(e->cap * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
-}
-
-void
-mih_entries_add(MihEntries *e, uint64 fp, ItemPointer tid)
-{
-	if (e->n == e->cap)
-	{
-		if ((Size) e->cap * 2 * sizeof(uint64) > MaxAllocHugeSize / 2)
-			ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-							errmsg("simhash_mih: too many rows to sort at once")));
-		e->cap *= 2;
-		e->fps = repalloc_huge(e->fps, e->cap * sizeof(uint64));
-		e->tids = repalloc_huge(e->tids, e->cap * sizeof(ItemPointerData));
-	}
-	e->fps[e->n] = fp;
-	e->tids[e->n] = *tid;
-	e->n++;
-}
-
 /* Writes the directory of one run; returns its first page. */
 static BlockNumber
-mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *blkno, int64 npages)
+mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *blkno, int64 npages,
+					bool logged)
 {
 	MihDirPage *dir = palloc0(sizeof(MihDirPage));
 	BlockNumber next = InvalidBlockNumber;
@@ -101,147 +114,401 @@ mih_write_directory(Relation index, const uint64 *first_key, const BlockNumber *
 	/* Back to front, so each page knows the next. */
 	for (int64 start = last_start; start >= 0; start -= MIH_DIR_CAP)
 	{
-		dir->n = (uint32) Min(MIH_DIR_CAP, npages - start);
+		dir->kind = MIH_PAGE_DIRECTORY;
+		dir->n = (uint16) Min(MIH_DIR_CAP, npages - start);
 		dir->next = next;
 		memcpy(dir->first_key, first_key + start, dir->n * sizeof(uint64));
 		memcpy(dir->blkno, blkno + start, dir->n * sizeof(BlockNumber));
-		next = mih_write_page(index, dir, sizeof(MihDirPage));
+		next = mih_write_page(index, dir, sizeof(MihDirPage), logged);
 	}
 	pfree(dir);
 	return next;
 }
 
-/* Sorts the entries into one run per block and writes them: a new run set. */
-MihRunSet
-mih_write_set(Relation index, const SimhashBlocks *blocks, MihEntries *e)
+/*
+ * Room for several times the most a page holds: pages are packed from the
+ * front while a page's worth waits behind, and what remains moves to the
+ * start only when the room is full (one move per several pages).
+ */
+#define MIH_WRITER_ROOM (8 * MIH_RUN_MAX_ENTRIES)
+
+/*
+ * Starts a run: its first run (with_tids: heap TIDs beside the keys) or a
+ * later one, pages WAL-logged one by one or not (logged, mih_write_page).
+ */
+void
+mih_run_writer_begin(MihRunWriter *w, Relation index, bool with_tids, bool logged)
 {
-	MihRunSet	set;
-	int64		n = e->n;
-	int64		npages = (n + MIH_PAGE_CAP - 1) / MIH_PAGE_CAP;
-	uint64	   *keys = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	uint64	   *rows = palloc_extended(Max(n, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	uint64	   *first_key = palloc_extended(Max(npages, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	BlockNumber *blkno = palloc_extended(Max(npages, 1) * sizeof(BlockNumber), MCXT_ALLOC_HUGE);
-	MihRunPage *run = palloc0(sizeof(MihRunPage));
-
-	memset(&set, 0, sizeof(set));
-	set.nentries = n;
-	for (int t = 0; t < blocks->nblocks; t++)
-	{
-		for (int64 i = 0; i < n; i++)
-		{
-			keys[i] = lead_with(e->fps[i], blocks->mask[t]);
-			rows[i] = i;
-		}
-		simhash_radix_sort(keys, rows, (uint32) n);
-		for (int64 p = 0; p < npages; p++)
-		{
-			int64		first = p * MIH_PAGE_CAP;
-
-			run->n = (uint32) Min(MIH_PAGE_CAP, n - first);
-			run->next = InvalidBlockNumber;
-			for (uint32 j = 0; j < run->n; j++)
-			{
-				run->keys[j] = keys[first + j];
-				run->tids[j] = e->tids[rows[first + j]];
-			}
-			first_key[p] = run->keys[0];
-			blkno[p] = mih_write_page(index, run, sizeof(MihRunPage));
-			CHECK_FOR_INTERRUPTS();
-		}
-		set.npages[t] = (BlockNumber) npages;
-		set.dir_head[t] = mih_write_directory(index, first_key, blkno, npages);
-	}
-	pfree(keys);
-	pfree(rows);
-	pfree(first_key);
-	pfree(blkno);
-	pfree(run);
-	return set;
+	memset(w, 0, sizeof(*w));
+	w->index = index;
+	w->with_tids = with_tids;
+	w->logged = logged;
+	w->keys = palloc(MIH_WRITER_ROOM * sizeof(uint64));
+	if (with_tids)
+		w->tids = palloc(MIH_WRITER_ROOM * sizeof(ItemPointerData));
+	w->cap = 64;
+	w->first_key = palloc(w->cap * sizeof(uint64));
+	w->blkno = palloc(w->cap * sizeof(BlockNumber));
+	w->page = palloc(MIH_PAGE_DATA);
 }
 
+/* Packs the next page from the waiting entries (as many as fit) and writes it. */
+static void
+mih_run_writer_page(MihRunWriter *w)
+{
+	MihRunShape shape;
+	Size		size;
+
+	if (w->npages == w->cap)
+	{
+		if (w->cap > MaxBlockNumber)
+			ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+							errmsg("simhash_mih: a run of more than %u pages", MaxBlockNumber)));
+		w->cap *= 2;
+		w->first_key = repalloc_huge(w->first_key, w->cap * sizeof(uint64));
+		w->blkno = repalloc_huge(w->blkno, w->cap * sizeof(BlockNumber));
+	}
+	mih_run_fit(w->keys + w->start, w->tids ? w->tids + w->start : NULL, w->n - w->start, -1, &shape);
+	memset(w->page, 0, MIH_PAGE_DATA);
+	size = mih_run_pack(w->page, &shape, w->keys + w->start, w->tids ? w->tids + w->start : NULL);
+	w->first_key[w->npages] = w->keys[w->start];
+	if (w->images)
+	{
+		uint32		bytes = (uint32) size;
+
+		BufFileWrite(w->images, &bytes, sizeof(bytes));
+		BufFileWrite(w->images, w->page, size);
+		w->blkno[w->npages] = InvalidBlockNumber;
+	}
+	else
+		w->blkno[w->npages] = mih_write_page(w->index, w->page, size, w->logged);
+	w->npages++;
+	w->start += shape.n;
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* Adds n entries (keys sorted, and above every key added before; tids packed, the first run's). */
+void
+mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int n)
+{
+	while (n > 0)
+	{
+		int			take;
+
+		if (w->n == MIH_WRITER_ROOM)
+		{
+			/* Full: what waits moves to the front. */
+			w->n -= w->start;
+			memmove(w->keys, w->keys + w->start, w->n * sizeof(uint64));
+			if (w->tids)
+				memmove(w->tids, w->tids + w->start, w->n * sizeof(ItemPointerData));
+			w->start = 0;
+		}
+		take = Min(n, MIH_WRITER_ROOM - w->n);
+
+		memcpy(w->keys + w->n, keys, take * sizeof(uint64));
+		if (w->tids)
+			for (int i = 0; i < take; i++)
+				mih_tid_unpack(tids[i], &w->tids[w->n + i]);
+		w->n += take;
+		keys += take;
+		if (tids)
+			tids += take;
+		n -= take;
+		while (w->n - w->start >= MIH_RUN_MAX_ENTRIES)
+			mih_run_writer_page(w);
+	}
+}
+
+/*
+ * Writes the last pages and the run's directory; sets *npages, returns the
+ * directory's first page (InvalidBlockNumber for a run written to images:
+ * the leader writes its directory as it copies it in).
+ */
+BlockNumber
+mih_run_writer_end(MihRunWriter *w, BlockNumber *npages)
+{
+	BlockNumber head = InvalidBlockNumber;
+
+	while (w->n > w->start)
+		mih_run_writer_page(w);
+	if (!w->images)
+		head = mih_write_directory(w->index, w->first_key, w->blkno, w->npages, w->logged);
+	*npages = (BlockNumber) w->npages;
+	pfree(w->keys);
+	if (w->tids)
+		pfree(w->tids);
+	pfree(w->first_key);
+	pfree(w->blkno);
+	pfree(w->page);
+	return head;
+}
+
+/*
+ * Copies a run's pages a parallel worker packed (each page's size, then its
+ * contents: mih_run_writer_page) into the index, unlogged as a build writes,
+ * then writes the run's directory; sets *npages, returns the directory's
+ * first page.  A page's first key is its base (mih_run_pack).
+ */
+BlockNumber
+mih_run_copy_images(Relation index, BufFile *images, BlockNumber *npages)
+{
+	int64		cap = 64;
+	int64		pages = 0;
+	uint64	   *first_key = palloc(cap * sizeof(uint64));
+	BlockNumber *blkno = palloc(cap * sizeof(BlockNumber));
+	MihRunPage *page = palloc(MIH_PAGE_DATA);
+	BlockNumber head;
+	uint32		size;
+
+	if (BufFileSeek(images, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR, errcode_for_file_access(),
+				errmsg("simhash_mih: could not rewind a temporary file of the build: %m"));
+	while (BufFileRead(images, &size, sizeof(size)) == sizeof(size))
+	{
+		if (size > MIH_RUN_AREA)
+			elog(ERROR, "simhash_mih: a page of %u bytes in a temporary file of the build", size);
+		simhash_buffile_read(images, page, size);
+		if (pages == cap)
+		{
+			cap *= 2;
+			first_key = repalloc_huge(first_key, cap * sizeof(uint64));
+			blkno = repalloc_huge(blkno, cap * sizeof(BlockNumber));
+		}
+		first_key[pages] = page->base;
+		blkno[pages] = mih_write_page(index, page, size, false);
+		pages++;
+		CHECK_FOR_INTERRUPTS();
+	}
+	head = mih_write_directory(index, first_key, blkno, pages, false);
+	*npages = (BlockNumber) pages;
+	pfree(first_key);
+	pfree(blkno);
+	pfree(page);
+	return head;
+}
+
+/*
+ * Locks a pinned buffer in `mode` and checks that it holds a page of this
+ * kind whose count fits it (a run page's other fields: mih_run_view).
+ */
+void
+mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode)
+{
+	Page		page;
+	const char *problem = NULL;
+	uint16		found;
+
+	LockBuffer(buffer, mode);
+	page = BufferGetPage(buffer);
+	found = PageIsNew(page) ? 0 : mih_head_of(page)->kind;
+	if (found != kind)
+		problem = psprintf("expected a page of kind 0x%04x, found 0x%04x", kind, found);
+	else if (kind == MIH_PAGE_DIRECTORY && mih_head_of(page)->n > MIH_DIR_CAP)
+		problem = psprintf("directory page holds %u pages, more than the %zu it has room for",
+						   mih_head_of(page)->n, (size_t) MIH_DIR_CAP);
+	else if (kind == MIH_PAGE_PENDING && mih_head_of(page)->n > MIH_PENDING_CAP)
+		problem = psprintf("pending page holds %u entries, more than the %zu it has room for",
+						   mih_head_of(page)->n, (size_t) MIH_PENDING_CAP);
+	if (problem)
+	{
+		BlockNumber blkno = BufferGetBlockNumber(buffer);
+
+		UnlockReleaseBuffer(buffer);
+		mih_corrupt(index, blkno, "%s", problem);
+	}
+}
+
+/* Block blkno, locked in `mode`, checked (mih_lock_page). */
+Buffer
+mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode)
+{
+	Buffer		buffer = ReadBuffer(index, blkno);
+
+	mih_lock_page(index, buffer, kind, mode);
+	return buffer;
+}
+
+/*
+ * Run t's directory in memory (in `context`): each run page's first key and
+ * block.  Every block must lie inside the index, and the chain must hold the
+ * metapage's page count exactly.
+ */
+void
+mih_read_directory(Relation index, const MihRunSet *set, int t, MemoryContext context, MihRunDir *dir)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	BlockNumber dir_blkno = set->dir_head[t];
+	BlockNumber at = 0;
+
+	if (set->npages[t] >= nblocks)
+		mih_corrupt(index, 0, "run %d of a run set has %u pages, the index %u blocks",
+					t, set->npages[t], nblocks);
+	dir->npages = set->npages[t];
+	dir->first_key = MemoryContextAllocHuge(context, Max(dir->npages, 1) * sizeof(uint64));
+	dir->blkno = MemoryContextAllocHuge(context, Max(dir->npages, 1) * sizeof(BlockNumber));
+	while (dir_blkno != InvalidBlockNumber)
+	{
+		Buffer		buffer;
+		MihDirPage *page;
+		BlockNumber here = dir_blkno;
+		uint32		n;
+
+		if (dir_blkno == 0 || dir_blkno >= nblocks)
+			mih_corrupt(index, dir_blkno, "a directory page outside the index (%u blocks)", nblocks);
+		buffer = mih_read_page(index, dir_blkno, MIH_PAGE_DIRECTORY, BUFFER_LOCK_SHARE);
+		page = mih_dir_of(BufferGetPage(buffer));
+		if (page->n > dir->npages - at)
+		{
+			UnlockReleaseBuffer(buffer);
+			mih_corrupt(index, here, "the directory of run %d holds more pages than the metapage's %u",
+						t, dir->npages);
+		}
+		for (uint32 j = 0; j < page->n; j++)
+			if (page->blkno[j] == 0 || page->blkno[j] >= nblocks)
+			{
+				BlockNumber bad = page->blkno[j];
+
+				UnlockReleaseBuffer(buffer);
+				mih_corrupt(index, here, "directory entry %u points to block %u, outside the index", j, bad);
+			}
+		n = page->n;
+		memcpy(dir->first_key + at, page->first_key, n * sizeof(uint64));
+		memcpy(dir->blkno + at, page->blkno, n * sizeof(BlockNumber));
+		at += n;
+		dir_blkno = page->next;
+		UnlockReleaseBuffer(buffer);
+		/* Every directory page but an empty run's one holds a page: no cycle outlasts this. */
+		if (n == 0 && dir_blkno != InvalidBlockNumber)
+			mih_corrupt(index, here, "an empty directory page with a successor");
+	}
+	if (at != dir->npages)
+		mih_corrupt(index, 0, "run %d of a run set has %u pages in its directory, the metapage says %u",
+					t, at, dir->npages);
+}
+
+void
+mih_free_directory(MihRunDir *dir)
+{
+	pfree(dir->first_key);
+	pfree(dir->blkno);
+}
+
+/* Every page of run t of a set (and its directory pages, with directory_too). */
 void
 mih_visit_run(Relation index, const MihRunSet *set, int t, bool directory_too,
 			  MihPageVisitor visit, void *arg)
 {
+	MihRunDir	dir;
 	BlockNumber dir_blkno = set->dir_head[t];
 
-	while (dir_blkno != InvalidBlockNumber)
+	mih_read_directory(index, set, t, CurrentMemoryContext, &dir);
+	for (BlockNumber p = 0; p < dir.npages; p++)
+		visit(index, dir.blkno[p], arg);
+	mih_free_directory(&dir);
+	/* The chain was checked whole above. */
+	while (directory_too && dir_blkno != InvalidBlockNumber)
 	{
-		Buffer		buffer = ReadBuffer(index, dir_blkno);
-		MihDirPage *dir;
+		Buffer		buffer = mih_read_page(index, dir_blkno, MIH_PAGE_DIRECTORY, BUFFER_LOCK_SHARE);
 		BlockNumber here = dir_blkno;
-		uint32		n;
-		BlockNumber *blknos;
 
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		dir = mih_dir_of(BufferGetPage(buffer));
-		n = dir->n;
-		blknos = palloc(Max(n, 1) * sizeof(BlockNumber));
-		memcpy(blknos, dir->blkno, n * sizeof(BlockNumber));
-		dir_blkno = dir->next;
+		dir_blkno = mih_dir_of(BufferGetPage(buffer))->next;
 		UnlockReleaseBuffer(buffer);
-		for (uint32 j = 0; j < n; j++)
-			visit(index, blknos[j], arg);
-		if (directory_too)
-			visit(index, here, arg);
-		pfree(blknos);
+		visit(index, here, arg);
 	}
 }
 
-/* Every page of a chain linked by `next` (the pending list). */
-void
-mih_visit_chain(Relation index, BlockNumber blkno, MihPageVisitor visit, void *arg)
+/*
+ * Page number `pages` (from 0) of the pending list, at blkno, share-locked.
+ * A chain longer than the rows it received (each page was added for a row)
+ * has a cycle.
+ */
+Buffer
+mih_read_pending(Relation index, BlockNumber blkno, int64 pages, int64 rows)
 {
-	while (blkno != InvalidBlockNumber)
-	{
-		Buffer		buffer = ReadBuffer(index, blkno);
-		BlockNumber next;
+	if (pages >= rows)
+		mih_corrupt(index, blkno, "the pending list is longer than the metapage's " INT64_FORMAT " rows", rows);
+	return mih_read_page(index, blkno, MIH_PAGE_PENDING, BUFFER_LOCK_SHARE);
+}
 
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		next = mih_run_of(BufferGetPage(buffer))->next;
+/* Every page of the pending list. */
+void
+mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPageVisitor visit, void *arg)
+{
+	for (int64 pages = 0; blkno != InvalidBlockNumber; pages++)
+	{
+		Buffer		buffer = mih_read_pending(index, blkno, pages, rows);
+		BlockNumber next = mih_pending_of(BufferGetPage(buffer))->next;
+
 		UnlockReleaseBuffer(buffer);
 		visit(index, blkno, arg);
 		blkno = next;
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 
+/* Adds the rows of a pending page to c->sorter. */
 void
-mih_collect_page(Relation index, BlockNumber blkno, void *arg)
+mih_collect_pending(Relation index, BlockNumber blkno, void *arg)
 {
 	MihCollect *c = (MihCollect *) arg;
-	Buffer		buffer = ReadBuffer(index, blkno);
-	MihRunPage *run;
+	Buffer		buffer = mih_read_page(index, blkno, MIH_PAGE_PENDING, BUFFER_LOCK_SHARE);
+	MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
 
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	run = mih_run_of(BufferGetPage(buffer));
-	for (uint32 j = 0; j < run->n; j++)
-		mih_entries_add(c->entries, c->mask ? unlead(run->keys[j], c->mask) : run->keys[j],
-						&run->tids[j]);
+	for (uint32 j = 0; j < page->n; j++)
+		mih_sorter_add(c->sorter, page->fps[j], &page->tids[j]);
 	UnlockReleaseBuffer(buffer);
 }
 
+/* Adds the rows of a first-run page to c->sorter (keys unrotated with c->mask). */
 void
-mih_init_meta(Relation index, ForkNumber fork, int ntables)
+mih_collect_run(Relation index, BlockNumber blkno, void *arg)
+{
+	MihCollect *c = (MihCollect *) arg;
+	Buffer		buffer = mih_read_page(index, blkno, MIH_PAGE_RUN, BUFFER_LOCK_SHARE);
+	MihRunView	view;
+	uint64		keys[MIH_RUN_MAX_ENTRIES];
+	ItemPointerData tids[MIH_RUN_MAX_ENTRIES];
+	int			n;
+
+	mih_run_view(&view, index, blkno, BufferGetPage(buffer), true);
+	n = mih_run_decode(&view, keys, tids);
+	UnlockReleaseBuffer(buffer);
+	for (int j = 0; j < n; j++)
+		mih_sorter_add(c->sorter, unlead(keys[j], c->mask), &tids[j]);
+}
+
+/*
+ * The metapage of an empty index, in `fork`: the main fork, or an unlogged
+ * table's init fork (ambuildempty), which is WAL-logged whatever the
+ * table's persistence: crash recovery copies the init fork over the main
+ * one, and replaying this record is what puts the page on disk (generic WAL
+ * logs nothing for an unlogged relation, leaving a zeroed page there).
+ */
+void
+mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 {
 	Buffer		buffer = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
-	GenericXLogState *state;
 	Page		page;
 	MihMeta    *meta;
 
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 	Assert(BufferGetBlockNumber(buffer) == 0);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buffer, GENERIC_XLOG_FULL_IMAGE);
+	page = BufferGetPage(buffer);
+	START_CRIT_SECTION();
 	PageInit(page, BLCKSZ, 0);
 	meta = mih_meta_of(page);
 	memset(meta, 0, sizeof(MihMeta));
 	meta->magic = MIH_MAGIC;
 	meta->version = MIH_VERSION;
 	meta->ntables = ntables;
+	meta->nscope = nscope;
 	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihMeta);
-	GenericXLogFinish(state);
+	MarkBufferDirty(buffer);
+	if (fork == INIT_FORKNUM || RelationNeedsWAL(index))
+		log_newpage_buffer(buffer, true);
+	END_CRIT_SECTION();
 	UnlockReleaseBuffer(buffer);
 }
 
@@ -263,20 +530,40 @@ mih_meta_retire(MihMeta *meta, const MihRetired *what)
 	return true;
 }
 
+/*
+ * What every reader checks first: a simhash_mih metapage of this page format
+ * (another format is an index to REINDEX, not a corrupted one), with every
+ * count within the arrays it indexes.
+ */
 void
 mih_check_meta(Relation index, const MihMeta *meta)
 {
 	if (meta->magic != MIH_MAGIC)
-		ereport(ERROR, (errcode(ERRCODE_INDEX_CORRUPTED),
-						errmsg("index \"%s\" is not a simhash_mih index", RelationGetRelationName(index))));
+		mih_corrupt(index, 0, "not a simhash_mih metapage");
 	if (meta->version != MIH_VERSION)
-		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						errmsg("index \"%s\" has page format %u, this build reads %u",
-							   RelationGetRelationName(index), meta->version, MIH_VERSION),
-						errhint("REINDEX INDEX %s", RelationGetRelationName(index))));
+		ereport(ERROR,
+				errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				errmsg("index \"%s\" has simhash_mih page format %u, which this version of the simhash extension does not read",
+					   RelationGetRelationName(index), meta->version),
+				errdetail("This version reads page format %u only.", MIH_VERSION),
+				errhint("Rebuild the index: REINDEX INDEX %s;",
+						quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+												   RelationGetRelationName(index))));
+	if (meta->ntables < 1 || meta->ntables > MIH_MAX_TABLES || meta->nsets < 0 ||
+		meta->nsets > MIH_MAX_SETS || meta->nretired < 0 || meta->nretired > MIH_MAX_RETIRED ||
+		meta->pending_count < 0)
+		mih_corrupt(index, 0, "the metapage's counts are out of range (%d runs, %d run sets, %d retired, " INT64_FORMAT " pending)",
+					meta->ntables, meta->nsets, meta->nretired, meta->pending_count);
+	for (int s = 0; s < meta->nsets; s++)
+		if (meta->sets[s].nentries < 0)
+			mih_corrupt(index, 0, "run set %d has a negative entry count", s);
+	/* The fingerprints are folded with as many scope columns as the index has before its last. */
+	if (meta->nscope != IndexRelationGetNumberOfKeyAttributes(index) - 1)
+		mih_corrupt(index, 0, "the metapage says %d scope columns, the index has %d",
+					meta->nscope, IndexRelationGetNumberOfKeyAttributes(index) - 1);
 }
 
-/* A copy of the metapage. */
+/* A copy of the metapage, checked. */
 MihMeta
 mih_read_meta(Relation index)
 {

@@ -1,8 +1,10 @@
 /*
- * mih_scan.c — a radius query on simhash_mih: the probe plan, the probes into
- * every run of every run set, the pending list, all into the bitmap.
+ * mih_scan.c — a radius query on simhash_mih: its keys (the scope folded
+ * into the centre), the probe plan, the probes into every run of every run
+ * set, the first run's TIDs of the matches found in later runs, the pending
+ * list, all into the bitmap.
  */
-#include "index/mih/mih.h"
+#include "index/mih/mih_page.h"
 
 #include "access/relscan.h"
 #include "nodes/tidbitmap.h"
@@ -11,13 +13,19 @@
 #include "index/hamming_ball.h"
 #include "index/probe_plan.h"
 
-/* A run's directory in backend memory. */
-typedef struct MihRunDir
+/*
+ * A run's directory as probes read it: a binary search over the first keys
+ * of 77,000 pages (a run at 100M rows) is 17 dependent cache misses a probe,
+ * so a radix table over the keys' top bits narrows it to the one or two
+ * pages sharing them first.
+ */
+typedef struct MihScanRun
 {
-	BlockNumber npages;
-	uint64	   *first_key;
-	BlockNumber *blkno;
-} MihRunDir;
+	MihRunDir	dir;
+	int			radix_bits;		/* R: 2^R >= the page count */
+	uint32	   *radix;			/* 2^R + 1: the first page whose first key's top R bits are b or more */
+	Buffer	   *recent;			/* each page's buffer when last read: pinned without a lookup */
+} MihScanRun;
 
 /* The directories of every run set, for one generation (rd_amcache). */
 typedef struct MihCache
@@ -26,34 +34,31 @@ typedef struct MihCache
 	uint32		generation;
 	int			nsets;
 	SimhashBlocks blocks;
-	MihRunDir	runs[MIH_MAX_SETS][MIH_MAX_TABLES];
+	MihScanRun	runs[MIH_MAX_SETS][MIH_MAX_TABLES];
 } MihCache;
 
-static void
-mih_load_run(Relation index, const MihRunSet *set, int t, MihRunDir *run, MemoryContext context)
+static inline uint32
+radix_of(const MihScanRun *run, uint64 key)
 {
-	BlockNumber dir_blkno = set->dir_head[t];
-	BlockNumber at = 0;
+	return run->radix_bits == 0 ? 0 : (uint32) (key >> (64 - run->radix_bits));
+}
 
-	run->npages = set->npages[t];
-	run->first_key = MemoryContextAllocHuge(context, Max(run->npages, 1) * sizeof(uint64));
-	run->blkno = MemoryContextAllocHuge(context, Max(run->npages, 1) * sizeof(BlockNumber));
-	while (dir_blkno != InvalidBlockNumber && at < run->npages)
+static void
+mih_load_run(Relation index, const MihRunSet *set, int t, MemoryContext context, MihScanRun *run)
+{
+	BlockNumber p = 0;
+
+	mih_read_directory(index, set, t, context, &run->dir);
+	run->radix_bits = run->dir.npages <= 1 ? 0 : pg_leftmost_one_pos32(run->dir.npages - 1) + 1;
+	run->radix = MemoryContextAllocHuge(context, (((Size) 1 << run->radix_bits) + 1) * sizeof(uint32));
+	run->recent = MemoryContextAllocHuge(context, Max(run->dir.npages, 1) * sizeof(Buffer));
+	memset(run->recent, 0, Max(run->dir.npages, 1) * sizeof(Buffer));	/* InvalidBuffer */
+	for (uint64 b = 0; b <= ((uint64) 1 << run->radix_bits); b++)
 	{
-		Buffer		buffer = ReadBuffer(index, dir_blkno);
-		MihDirPage *dir;
-		uint32		n;
-
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		dir = mih_dir_of(BufferGetPage(buffer));
-		n = Min(dir->n, run->npages - at);
-		memcpy(run->first_key + at, dir->first_key, n * sizeof(uint64));
-		memcpy(run->blkno + at, dir->blkno, n * sizeof(BlockNumber));
-		at += n;
-		dir_blkno = dir->next;
-		UnlockReleaseBuffer(buffer);
+		while (p < run->dir.npages && radix_of(run, run->dir.first_key[p]) < b)
+			p++;
+		run->radix[b] = p;
 	}
-	run->npages = at;
 }
 
 /* The directories for the layout `meta` describes (the caller pins the metapage). */
@@ -70,7 +75,8 @@ mih_cache(Relation index, const MihMeta *meta)
 		index->rd_amcache = NULL;
 	}
 	{
-		MemoryContext context = AllocSetContextCreate(index->rd_indexcxt, "simhash_mih directories",
+		/* Under the query's context until complete: a corrupted directory frees it. */
+		MemoryContext context = AllocSetContextCreate(CurrentMemoryContext, "simhash_mih directories",
 													  ALLOCSET_DEFAULT_SIZES);
 
 		cache = MemoryContextAllocZero(context, sizeof(MihCache));
@@ -81,7 +87,8 @@ mih_cache(Relation index, const MihMeta *meta)
 	simhash_blocks_init(&cache->blocks, meta->ntables);
 	for (int s = 0; s < meta->nsets; s++)
 		for (int t = 0; t < meta->ntables; t++)
-			mih_load_run(index, &meta->sets[s], t, &cache->runs[s][t], cache->context);
+			mih_load_run(index, &meta->sets[s], t, cache->context, &cache->runs[s][t]);
+	MemoryContextSetParent(cache->context, index->rd_indexcxt);
 	index->rd_amcache = cache;
 	return cache;
 }
@@ -132,17 +139,33 @@ mih_plan(const SimhashBlocks *blocks, int k, SimhashProbePlan *plan)
 	return true;
 }
 
+/*
+ * What a scan's keys ask, the scope folded in (mih_scope.c): the ball the
+ * probes search, and any further balls every match must also lie in.
+ */
+typedef struct MihQuery
+{
+	bool		folded;			/* every scope column given: centres folded */
+	SimhashBall probe;
+	int			nothers;
+	SimhashBall *others;
+} MihQuery;
+
 typedef struct MihProbe
 {
 	Relation	index;
 	MihCache   *cache;
-	const SimhashProbePlan *plan;	/* NULL when reading run 0 whole */
-	int			run;			/* the run being probed */
+	const SimhashProbePlan *plan;	/* NULL when reading the first run whole */
 	int			set;
 	TIDBitmap  *tbm;
 	uint64		center;
 	int			k;
+	const MihQuery *query;
 	int64		found;
+	/* Fingerprints matched in later runs, whose TIDs the first run holds. */
+	uint64	   *lookups;
+	int			nlookups;
+	int			maxlookups;
 } MihProbe;
 
 /*
@@ -150,128 +173,248 @@ typedef struct MihProbe
  * each match is added to the bitmap (and counted) once.
  */
 static inline bool
-found_in_earlier_run(const MihProbe *s, uint64 fp)
+found_in_earlier_run(const MihProbe *s, int run, uint64 fp)
 {
 	if (s->plan == NULL)
 		return false;
-	for (int t = 0; t < s->run; t++)
+	for (int t = 0; t < run; t++)
 		if (s->plan->radius[t] >= 0 &&
 			pg_popcount64((fp ^ s->center) & s->cache->blocks.mask[t]) <= s->plan->radius[t])
 			return true;
 	return false;
 }
 
-/* The entries of one run page within k bits of query (rotated as the page). */
-static void
-mih_scan_page(MihProbe *s, BlockNumber blkno, uint64 query, uint64 lo, uint64 hi, bool *past)
+/* Whether fp lies in every other ball of the query (several radius conditions on one column). */
+static inline bool
+in_other_balls(const MihProbe *s, uint64 fp)
 {
-	Buffer		buffer = ReadBuffer(s->index, blkno);
-	MihRunPage *run;
-	uint32		low = 0,
-				high;
+	for (int i = 0; i < s->query->nothers; i++)
+		if (pg_popcount64(fp ^ s->query->others[i].center) > s->query->others[i].radius)
+			return false;
+	return true;
+}
 
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	run = mih_run_of(BufferGetPage(buffer));
-	high = run->n;
+static void
+add_lookup(MihProbe *s, uint64 fp)
+{
+	if (s->nlookups == s->maxlookups)
+	{
+		s->maxlookups = Max(64, s->maxlookups * 2);
+		s->lookups = s->lookups ? repalloc_huge(s->lookups, s->maxlookups * sizeof(uint64)) :
+			palloc(s->maxlookups * sizeof(uint64));
+	}
+	s->lookups[s->nlookups++] = fp;
+}
+
+/*
+ * Last page whose first key is below lo (or the first page): the pages before
+ * radix[b] have smaller top bits than lo, those from radix[b + 1] on larger.
+ */
+static BlockNumber
+mih_first_page(const MihScanRun *run, uint64 lo)
+{
+	uint32		b = radix_of(run, lo);
+	BlockNumber low = run->radix[b],
+				high = run->radix[b + 1];
+
 	while (low < high)
 	{
-		uint32		mid = (low + high) / 2;
+		BlockNumber mid = low + (high - low) / 2;
 
-		if (run->keys[mid] < lo)
+		if (run->dir.first_key[mid] < lo)
 			low = mid + 1;
 		else
 			high = mid;
 	}
-	for (uint32 j = low; j < run->n; j++)
-	{
-		if (run->keys[j] > hi)
-		{
-			*past = true;
-			break;
-		}
-		if (pg_popcount64(run->keys[j] ^ query) <= s->k &&
-			!found_in_earlier_run(s, unlead(run->keys[j], s->cache->blocks.mask[s->run])))
-		{
-			tbm_add_tuples(s->tbm, &run->tids[j], 1, true);
-			s->found++;
-		}
-	}
-	UnlockReleaseBuffer(buffer);
+	return low == 0 ? 0 : low - 1;
 }
 
-/* Last page whose first key is below lo (or the first page). */
-static BlockNumber
-mih_first_page(const MihRunDir *run, uint64 lo)
+/*
+ * The entries of run t with keys in [lo, hi] (rotated as the run) within k
+ * bits of query, from directory page `first` on (the last one whose first
+ * key is below lo): the first run's go to the bitmap, a later run's to the
+ * lookups.
+ */
+static void
+mih_probe_run(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uint64 query, int k)
 {
-	BlockNumber low = 0,
-				high = run->npages;
+	MihScanRun *run = &s->cache->runs[s->set][t];
+	uint64		mask = s->cache->blocks.mask[t];
+	bool		past = false;
 
-	while (high - low > 1)
+	for (BlockNumber p = first; p < run->dir.npages && !past; p++)
 	{
-		BlockNumber mid = low + (high - low) / 2;
+		BlockNumber blkno = run->dir.blkno[p];
+		Buffer		buffer = run->recent[p];
+		MihRunView	v;
+		MihRunCursor c;
+		uint64		key;
 
-		if (run->first_key[mid] < lo)
-			low = mid;
-		else
-			high = mid;
+		if (buffer == InvalidBuffer || !simhash_read_recent_buffer(s->index, blkno, buffer))
+			run->recent[p] = buffer = ReadBuffer(s->index, blkno);
+		mih_lock_page(s->index, buffer, MIH_PAGE_RUN, BUFFER_LOCK_SHARE);
+		mih_run_view(&v, s->index, blkno, BufferGetPage(buffer), t == 0);
+		for (mih_run_seek(&v, lo, &c); mih_run_key(&v, &c, &key); c.j++)
+		{
+			if (key > hi)
+			{
+				past = true;
+				break;
+			}
+			if (pg_popcount64(key ^ query) > k || found_in_earlier_run(s, t, unlead(key, mask)) ||
+				!in_other_balls(s, unlead(key, mask)))
+				continue;
+			if (t == 0)
+			{
+				ItemPointerData tid = mih_run_tid(&v, c.j);
+
+				tbm_add_tuples(s->tbm, &tid, 1, true);
+				s->found++;
+			}
+			else
+				add_lookup(s, unlead(key, mask));
+		}
+		UnlockReleaseBuffer(buffer);
+		CHECK_FOR_INTERRUPTS();
 	}
-	return low;
 }
 
 static void
 mih_visit(int t, int distance, uint64 flip, void *arg)
 {
 	MihProbe   *s = (MihProbe *) arg;
-	const MihRunDir *run = &s->cache->runs[s->set][t];
+	MihScanRun *run = &s->cache->runs[s->set][t];
 	uint64		mask = s->cache->blocks.mask[t];
 	int			width = pg_popcount64(mask);
-	uint64		query = lead_with(s->center, mask);
 	uint64		lo = lead_with((s->center ^ flip) & mask, mask);
 	uint64		hi = width == 64 ? lo : lo | (~UINT64CONST(0) >> width);
-	bool		past = false;
 
-	s->run = t;
-	for (BlockNumber p = run->npages ? mih_first_page(run, lo) : 0; p < run->npages && !past; p++)
-		mih_scan_page(s, run->blkno[p], query, lo, hi, &past);
+	mih_probe_run(s, t, mih_first_page(run, lo), lo, hi, lead_with(s->center, mask), s->k);
 }
 
-/* No plan: every entry of run 0, compared. */
-static void
-mih_scan_whole(MihProbe *s)
+static int
+compare_uint64(const void *a, const void *b)
 {
-	const MihRunDir *run = &s->cache->runs[s->set][0];
-	uint64		query = lead_with(s->center, s->cache->blocks.mask[0]);
-	bool		past = false;
+	uint64		x = *(const uint64 *) a;
+	uint64		y = *(const uint64 *) b;
 
-	s->run = 0;
-	for (BlockNumber p = 0; p < run->npages; p++)
-	{
-		mih_scan_page(s, run->blkno[p], query, 0, ~UINT64CONST(0), &past);
-		CHECK_FOR_INTERRUPTS();
-	}
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The TIDs of the fingerprints later runs matched, from the first run: each
+ * fingerprint once (a later run holds one entry per row, so equal
+ * fingerprints of several rows were matched once each), every row of it.
+ */
+static void
+mih_take_lookups(MihProbe *s)
+{
+	uint64		mask = s->cache->blocks.mask[0];
+
+	for (int i = 0; i < s->nlookups; i++)
+		s->lookups[i] = lead_with(s->lookups[i], mask);
+	qsort(s->lookups, s->nlookups, sizeof(uint64), compare_uint64);
+	for (int i = 0; i < s->nlookups; i++)
+		if (i == 0 || s->lookups[i] != s->lookups[i - 1])
+			mih_probe_run(s, 0, mih_first_page(&s->cache->runs[s->set][0], s->lookups[i]),
+						  s->lookups[i], s->lookups[i], s->lookups[i], 0);
+	s->nlookups = 0;
 }
 
 /* Every pending entry, compared. */
 static void
-mih_scan_pending(MihProbe *s, BlockNumber blkno)
+mih_scan_pending(MihProbe *s, BlockNumber blkno, int64 rows)
 {
-	while (blkno != InvalidBlockNumber)
+	for (int64 pages = 0; blkno != InvalidBlockNumber; pages++)
 	{
-		Buffer		buffer = ReadBuffer(s->index, blkno);
-		MihRunPage *run;
+		Buffer		buffer = mih_read_pending(s->index, blkno, pages, rows);
+		MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
 
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		run = mih_run_of(BufferGetPage(buffer));
-		for (uint32 j = 0; j < run->n; j++)
-			if (pg_popcount64(run->keys[j] ^ s->center) <= s->k)
+		for (uint32 j = 0; j < page->n; j++)
+			if (pg_popcount64(page->fps[j] ^ s->center) <= s->k && in_other_balls(s, page->fps[j]))
 			{
-				tbm_add_tuples(s->tbm, &run->tids[j], 1, true);
+				if (!mih_tid_valid(&page->tids[j]))
+				{
+					UnlockReleaseBuffer(buffer);
+					mih_corrupt(s->index, blkno, "entry %u has an invalid heap TID", j);
+				}
+				tbm_add_tuples(s->tbm, &page->tids[j], 1, true);
 				s->found++;
 			}
-		blkno = run->next;
+		blkno = page->next;
 		UnlockReleaseBuffer(buffer);
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+/*
+ * The scan's keys, folded: false when no row can match (a NULL key, a ball
+ * of NULLs, two different values for one scope column).  Without every
+ * scope column given (a query on some of them, or the scope alone), the
+ * centre cannot be folded: q->folded is false and the scan returns every
+ * row, for the heap to recheck.  With several balls, the probes search the
+ * smallest; the others filter.
+ */
+static bool
+mih_read_keys(IndexScanDesc scan, MihQuery *q)
+{
+	Relation	index = scan->indexRelation;
+	MihScope	scope;
+	uint64		hashes[INDEX_MAX_KEYS];
+	bool		given[INDEX_MAX_KEYS] = {false};
+	SimhashBall *balls = palloc(Max(scan->numberOfKeys, 1) * sizeof(SimhashBall));
+	int			nballs = 0;
+	uint64		folding;
+
+	mih_scope_init(&scope, index);
+	for (int i = 0; i < scan->numberOfKeys; i++)
+	{
+		ScanKey		key = &scan->keyData[i];
+		int			column = key->sk_attno - 1;
+
+		if (key->sk_flags & SK_ISNULL)
+			return false;
+		if (column == scope.ncolumns)
+		{
+			if (!simhash_ball_read(key->sk_argument, &balls[nballs]))
+				return false;
+			nballs++;
+		}
+		else
+		{
+			uint64		hash = mih_scope_hash_key(&scope, index, key);
+
+			/* Equal values hash alike: two hashes, two values, no row has both. */
+			if (given[column] && hashes[column] != hash)
+				return false;
+			given[column] = true;
+			hashes[column] = hash;
+		}
+	}
+	memset(q, 0, sizeof(*q));
+	q->folded = nballs > 0;
+	for (int i = 0; i < scope.ncolumns; i++)
+		q->folded &= given[i];
+	if (!q->folded)
+	{
+		q->probe.radius = SIMHASH64_BITS;
+		return true;
+	}
+	folding = mih_scope_combine(&scope, hashes);
+	for (int i = 1; i < nballs; i++)
+		if (balls[i].radius < balls[0].radius)
+		{
+			SimhashBall smallest = balls[i];
+
+			balls[i] = balls[0];
+			balls[0] = smallest;
+		}
+	for (int i = 0; i < nballs; i++)
+		balls[i].center ^= folding;
+	q->probe = balls[0];
+	q->nothers = nballs - 1;
+	q->others = balls + 1;
+	return true;
 }
 
 int64
@@ -279,15 +422,13 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	Relation	index = scan->indexRelation;
 	MihProbe	s;
-	SimhashBall ball;
+	MihQuery	query;
 	SimhashProbePlan plan;
 	Buffer		meta_buffer;
 	MihMeta		meta;
 	bool		planned;
 
-	if (scan->numberOfKeys != 1 || (scan->keyData[0].sk_flags & SK_ISNULL))
-		return 0;
-	if (!simhash_ball_read(scan->keyData[0].sk_argument, &ball))
+	if (!mih_read_keys(scan, &query))
 		return 0;
 	/* The pin stays until the scan is done: VACUUM waits for it to recycle. */
 	meta_buffer = ReadBuffer(index, 0);
@@ -296,23 +437,26 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
 	mih_check_meta(index, &meta);
 
+	memset(&s, 0, sizeof(s));
 	s.index = index;
 	s.cache = mih_cache(index, &meta);
 	s.tbm = tbm;
-	s.center = ball.center;
-	s.k = ball.radius;
-	s.found = 0;
-	planned = mih_plan(&s.cache->blocks, ball.radius, &plan);
+	s.query = &query;
+	s.center = query.probe.center;
+	s.k = query.probe.radius;
+	planned = mih_plan(&s.cache->blocks, s.k, &plan);
 	s.plan = planned ? &plan : NULL;
-	s.run = 0;
 	for (s.set = 0; s.set < s.cache->nsets; s.set++)
 	{
 		if (planned)
+		{
 			simhash_probe_plan_visit(&s.cache->blocks, &plan, mih_visit, &s);
-		else
-			mih_scan_whole(&s);
+			mih_take_lookups(&s);
+		}
+		else					/* no plan: every entry of the first run, compared */
+			mih_probe_run(&s, 0, 0, 0, ~UINT64CONST(0), lead_with(s.center, s.cache->blocks.mask[0]), s.k);
 	}
-	mih_scan_pending(&s, meta.pending_head);
+	mih_scan_pending(&s, meta.pending_head, meta.pending_count);
 	ReleaseBuffer(meta_buffer);
 	return s.found;
 }

@@ -1,100 +1,256 @@
 /*
  * mih_vacuum.c — VACUUM of simhash_mih: dead TIDs compacted out of every
- * page, run sets merged into one, retired pages recycled once no scan can
- * still read them.
+ * first-run and pending page (and their fingerprints out of the later runs),
+ * run sets merged into one, retired pages recycled once no scan can still
+ * read them.
  */
-#include "index/mih/mih.h"
+#include "index/mih/mih_page.h"
+#include "index/mih/mih_sort.h"
 
 #include "access/generic_xlog.h"
 #include "commands/vacuum.h"
 #include "storage/indexfsm.h"
 #include "utils/memutils.h"
 
+#include "blocks/radix_sort.h"
+
 typedef struct MihVacuum
 {
 	IndexBulkDeleteCallback callback;
 	void	   *callback_state;
 	IndexBulkDeleteResult *stats;
+	const MihRunSet *set;		/* the run set being vacuumed */
+	SimhashBlocks blocks;
+	/*
+	 * Fingerprints taken out of the set's first run, not yet out of the later
+	 * runs: room for `room`, grown up to `most` (what maintenance_work_mem
+	 * allows), then taken out in a batch.
+	 */
+	uint64	   *removed;
+	int64		nremoved;
+	int64		room;
+	int64		most;
 } MihVacuum;
 
-/* Compacts the entries whose TID VACUUM removes out of one page. */
+/* Rewrites a run page's contents (the caller's GenericXLog copy) with n entries. */
 static void
-mih_vacuum_page(Relation index, BlockNumber blkno, void *arg)
+mih_repack(Page page, int bucket_bits, const uint64 *keys, const ItemPointerData *tids, int n)
+{
+	MihRunShape shape;
+	MihRunPage *run = (MihRunPage *) PageGetContents(page);
+
+	/* The page's own bucket bits: fewer entries never need more room (mih_run_fit). */
+	mih_run_fit(keys, tids, n, bucket_bits, &shape);
+	if (shape.n != n)
+		elog(ERROR, "simhash_mih: %d entries do not fit back into their page", n);
+	memset(run, 0, MIH_PAGE_DATA);
+	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + mih_run_pack(run, &shape, keys, tids);
+}
+
+/*
+ * Takes the removed fingerprints out of every later run of the set: sorted
+ * by each run's key, they are merged with the run's pages, skipping the
+ * pages whose key range (from the directory) holds none of them.  Each
+ * removed fingerprint takes out one entry (rows may share a fingerprint).
+ */
+static void
+mih_remove_from_later_runs(Relation index, MihVacuum *v)
+{
+	uint64	   *keys = palloc_extended(Max(v->nremoved, 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+
+	for (int t = 1; t < v->blocks.nblocks && v->nremoved > 0; t++)
+	{
+		MihRunDir	dir;
+		int64		r = 0;
+
+		for (int64 i = 0; i < v->nremoved; i++)
+			keys[i] = lead_with(v->removed[i], v->blocks.mask[t]);
+		simhash_radix_sort(keys, NULL, (uint32) v->nremoved);
+		mih_read_directory(index, v->set, t, CurrentMemoryContext, &dir);
+		for (BlockNumber p = 0; p < dir.npages && r < v->nremoved; p++)
+		{
+			Buffer		buffer;
+			GenericXLogState *state;
+			MihRunView	view;
+			uint64		page_keys[MIH_RUN_MAX_ENTRIES];
+			int			n,
+						kept = 0;
+
+			/* A page's keys never exceed the next page's first key. */
+			if (p + 1 < dir.npages && keys[r] > dir.first_key[p + 1])
+				continue;
+			buffer = mih_read_page(index, dir.blkno[p], MIH_PAGE_RUN, BUFFER_LOCK_EXCLUSIVE);
+			mih_run_view(&view, index, dir.blkno[p], BufferGetPage(buffer), false);
+			n = mih_run_decode(&view, page_keys, NULL);
+			for (int j = 0; j < n; j++)
+			{
+				while (r < v->nremoved && keys[r] < page_keys[j])
+					r++;		/* not in this run: nothing to take out */
+				if (r < v->nremoved && keys[r] == page_keys[j])
+					r++;
+				else
+					page_keys[kept++] = page_keys[j];
+			}
+			if (kept < n)
+			{
+				state = GenericXLogStart(index);
+				mih_repack(GenericXLogRegisterBuffer(state, buffer, 0), view.page->bucket_bits,
+						   page_keys, NULL, kept);
+				GenericXLogFinish(state);
+			}
+			UnlockReleaseBuffer(buffer);
+			simhash_vacuum_delay_point();
+		}
+		mih_free_directory(&dir);
+	}
+	pfree(keys);
+	v->nremoved = 0;
+}
+
+/* Compacts the entries whose TID VACUUM removes out of a first-run page. */
+static void
+mih_vacuum_run_page(Relation index, BlockNumber blkno, void *arg)
 {
 	MihVacuum  *v = (MihVacuum *) arg;
-	Buffer		buffer = ReadBuffer(index, blkno);
-	GenericXLogState *state;
-	MihRunPage *run;
-	uint32		kept = 0;
+	Buffer		buffer;
+	MihRunView	view;
+	uint64		keys[MIH_RUN_MAX_ENTRIES];
+	ItemPointerData tids[MIH_RUN_MAX_ENTRIES];
+	int			n,
+				kept = 0;
 
-	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(index);
-	run = mih_run_of(GenericXLogRegisterBuffer(state, buffer, 0));
-	for (uint32 j = 0; j < run->n; j++)
+	/* Room for every fingerprint this page may give up (before locking it). */
+	if (v->nremoved + MIH_RUN_MAX_ENTRIES > v->room)
 	{
-		if (v->callback(&run->tids[j], v->callback_state))
+		if (v->room * 2 <= v->most)
+		{
+			v->room *= 2;
+			v->removed = repalloc_huge(v->removed, v->room * sizeof(uint64));
+		}
+		else
+			mih_remove_from_later_runs(index, v);
+	}
+	buffer = mih_read_page(index, blkno, MIH_PAGE_RUN, BUFFER_LOCK_EXCLUSIVE);
+	mih_run_view(&view, index, blkno, BufferGetPage(buffer), true);
+	n = mih_run_decode(&view, keys, tids);
+	for (int j = 0; j < n; j++)
+	{
+		if (v->callback(&tids[j], v->callback_state))
 		{
 			v->stats->tuples_removed++;
+			v->removed[v->nremoved++] = unlead(keys[j], v->blocks.mask[0]);
 			continue;
 		}
-		run->keys[kept] = run->keys[j];
-		run->tids[kept] = run->tids[j];
+		keys[kept] = keys[j];
+		tids[kept] = tids[j];
 		kept++;
 	}
-	if (kept == run->n)
-		GenericXLogAbort(state);
-	else
+	if (kept < n)
 	{
-		run->n = kept;
+		GenericXLogState *state = GenericXLogStart(index);
+
+		mih_repack(GenericXLogRegisterBuffer(state, buffer, 0), view.page->bucket_bits, keys, tids, kept);
 		GenericXLogFinish(state);
 	}
 	UnlockReleaseBuffer(buffer);
 	simhash_vacuum_delay_point();
 }
 
+/* Compacts the entries whose TID VACUUM removes out of a pending page. */
+static void
+mih_vacuum_pending_page(Relation index, BlockNumber blkno, void *arg)
+{
+	MihVacuum  *v = (MihVacuum *) arg;
+	Buffer		buffer = mih_read_page(index, blkno, MIH_PAGE_PENDING, BUFFER_LOCK_EXCLUSIVE);
+	GenericXLogState *state = GenericXLogStart(index);
+	MihPendingPage *page = mih_pending_of(GenericXLogRegisterBuffer(state, buffer, 0));
+	uint32		kept = 0;
+
+	for (uint32 j = 0; j < page->n; j++)
+	{
+		if (v->callback(&page->tids[j], v->callback_state))
+		{
+			v->stats->tuples_removed++;
+			continue;
+		}
+		page->fps[kept] = page->fps[j];
+		page->tids[kept] = page->tids[j];
+		kept++;
+	}
+	if (kept == page->n)
+		GenericXLogAbort(state);
+	else
+	{
+		page->n = (uint16) kept;
+		GenericXLogFinish(state);
+	}
+	UnlockReleaseBuffer(buffer);
+	simhash_vacuum_delay_point();
+}
+
+/*
+ * Dead TIDs out of every run set (the first run, then their fingerprints out
+ * of the later runs, in batches that fit maintenance_work_mem) and out of
+ * the pending list.
+ */
 IndexBulkDeleteResult *
 mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			   IndexBulkDeleteCallback callback, void *callback_state)
 {
 	MihMeta		meta = mih_read_meta(info->index);
-	MihVacuum	v = {callback, callback_state, stats ? stats : palloc0(sizeof(IndexBulkDeleteResult))};
+	MihVacuum	v;
 
+	memset(&v, 0, sizeof(v));
+	v.callback = callback;
+	v.callback_state = callback_state;
+	v.stats = stats ? stats : palloc0(sizeof(IndexBulkDeleteResult));
+	simhash_blocks_init(&v.blocks, meta.ntables);
+	/* the removed fingerprints and their sorted keys (and the sort's copy), 8 bytes each */
+	v.most = Max((int64) maintenance_work_mem * 1024 / (3 * sizeof(uint64)), 2 * MIH_RUN_MAX_ENTRIES);
+	v.most = Min(v.most, (int64) PG_UINT32_MAX);	/* what the radix sort takes */
+	v.room = 2 * MIH_RUN_MAX_ENTRIES;
+	v.removed = palloc(v.room * sizeof(uint64));
 	for (int s = 0; s < meta.nsets; s++)
-		for (int t = 0; t < meta.ntables; t++)
-			mih_visit_run(info->index, &meta.sets[s], t, false, mih_vacuum_page, &v);
-	mih_visit_chain(info->index, meta.pending_head, mih_vacuum_page, &v);
+	{
+		v.set = &meta.sets[s];
+		mih_visit_run(info->index, v.set, 0, false, mih_vacuum_run_page, &v);
+		mih_remove_from_later_runs(info->index, &v);
+	}
+	mih_visit_chain(info->index, meta.pending_head, meta.pending_count, mih_vacuum_pending_page, &v);
+	pfree(v.removed);
 	return v.stats;
 }
 
-/* Merges every run set into one (if it fits in maintenance_work_mem). */
+/*
+ * Merges every run set into one: the first runs' rows sorted again, within
+ * the memory of VACUUM (spilling past it, so a merge is never put off for
+ * want of memory).
+ */
 static void
 mih_merge_sets(Relation index)
 {
 	MihMeta		meta = mih_read_meta(index);
-	MihEntries	e;
 	SimhashBlocks blocks;
 	MihRunSet	merged;
 	Buffer		buffer;
 	GenericXLogState *state;
 	MihMeta    *live;
-	int64		total = 0;
 	int			nmerged = meta.nsets;
+	int64		total = 0;
+	Size		budget = (Size) maintenance_work_mem * 1024;	/* as the removal batches (above) */
+	MihCollect	collect;
 
 	if (meta.nsets < 2 || meta.nretired + meta.nsets > MIH_MAX_RETIRED)
 		return;
+	simhash_blocks_init(&blocks, meta.ntables);
 	for (int s = 0; s < nmerged; s++)
 		total += meta.sets[s].nentries;
-	if (total * 4 * sizeof(uint64) > (Size) maintenance_work_mem * 1024)
-		return;
-	simhash_blocks_init(&blocks, meta.ntables);
-	mih_entries_init(&e);
+	collect.sorter = mih_sorter_begin(meta.ntables, budget, NULL, -1, (double) total);
+	collect.mask = blocks.mask[0];
 	for (int s = 0; s < nmerged; s++)
-	{
-		MihCollect	collect = {&e, blocks.mask[0]};
-
-		mih_visit_run(index, &meta.sets[s], 0, false, mih_collect_page, &collect);
-	}
-	merged = mih_write_set(index, &blocks, &e);
+		mih_visit_run(index, &meta.sets[s], 0, false, mih_collect_run, &collect);
+	merged = mih_sorter_write_set(collect.sorter, index, true, budget);
+	mih_sorter_end(collect.sorter, NULL);
 
 	/* Swap: the merged sets were the first nmerged; flushes only append. */
 	buffer = ReadBuffer(index, 0);
@@ -113,8 +269,6 @@ mih_merge_sets(Relation index)
 	live->generation++;
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buffer);
-	pfree(e.fps);
-	pfree(e.tids);
 }
 
 static void
@@ -125,7 +279,7 @@ mih_free_page(Relation index, BlockNumber blkno, void *arg)
 
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 	state = GenericXLogStart(index);
-	mih_run_of(GenericXLogRegisterBuffer(state, buffer, 0))->n = MIH_DELETED;
+	mih_head_of(GenericXLogRegisterBuffer(state, buffer, 0))->kind = MIH_PAGE_DELETED;
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buffer);
 	RecordFreeIndexPage(index, blkno);
@@ -169,7 +323,7 @@ mih_recycle(Relation index)
 			for (int t = 0; t < ntables; t++)
 				mih_visit_run(index, &retired[i].set, t, true, mih_free_page, NULL);
 		else
-			mih_visit_chain(index, retired[i].chain_head, mih_free_page, NULL);
+			mih_visit_chain(index, retired[i].chain_head, RelationGetNumberOfBlocks(index), mih_free_page, NULL);
 	}
 	IndexFreeSpaceMapVacuum(index);
 	pfree(retired);
