@@ -4,6 +4,7 @@
  */
 #include "postgres.h"
 
+#include "find_all/find_all_distributed.h"
 #include "find_all/find_all_parallel.h"
 #include "find_all/find_all_spill.h"
 #include "find_all/progress.h"
@@ -24,4 +25,5 @@ _PG_init(void)
 	simhash_find_all_parallel_init();
 	simhash_progress_init();
 	simhash_spill_init();
+	simhash_shuffle_init();
 }

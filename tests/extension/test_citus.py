@@ -19,7 +19,7 @@ import pytest
 from toolbox.citus_cluster import CitusCluster, citus_missing
 from toolbox.readme import readme_blocks
 from toolbox.dedupe_writers import CLUSTERS, MAX_DISTANCE, run_writers
-from toolbox import brute_force_pairs, flip
+from toolbox import brute_force_pairs, error_of, flip
 
 pytestmark = pytest.mark.skipif(citus_missing() is not None, reason=citus_missing() or "")
 
@@ -65,9 +65,11 @@ def load_pages(conn: psycopg.Connection, rows, distribution: str = "id", shards:
 
 
 def test_the_extension_reaches_every_node(cluster) -> None:
+    with cluster.connect() as conn:
+        (default,) = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'simhash'").fetchone()
     for node in range(len(cluster.nodes)):
         with cluster.connect(node) as conn:
-            assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simhash'").fetchone() == ("1.1",)
+            assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simhash'").fetchone() == (default,)
 
 
 def test_radius_and_scoped_queries_equal_brute_force(coordinator) -> None:
@@ -99,23 +101,144 @@ def rows_of(conn, sql: str) -> list[tuple]:
     return sorted(conn.execute(sql).fetchall())
 
 
+def leftovers(cluster: CitusCluster) -> list[str]:
+    """What a run may leave behind, on every node: work tables, and files in
+    Citus's directory of intermediate results."""
+    found = []
+    for node, server in enumerate(cluster.nodes):
+        with cluster.connect(node) as conn:
+            found += [f"node {node}: table {name}" for (name,) in conn.execute(
+                "SELECT relname FROM pg_class WHERE relname LIKE 'simhash\\_work\\_%'").fetchall()]
+        cache = server.datadir / "base" / "pgsql_job_cache"
+        found += [f"node {node}: {path}" for path in cache.rglob("*")] if cache.exists() else []
+    return found
+
+
+def assert_distributed_equal_single_node(conn: psycopg.Connection, rows, ks=(0, 3, 5)) -> None:
+    """find_all and clusters (with and without singletons) of pages, distributed
+    and on one node, for each distance; and find_all against brute force."""
+    for k in ks:
+        pairs = rows_of(conn, f"SELECT * FROM simhash_find_all('SELECT id, fp FROM pages', {k})")
+        assert pairs == brute_force_pairs([(i, fp) for i, _, fp in rows], k)
+        assert rows_of(conn, f"SELECT * FROM simhash_find_all_distributed('pages', 'id', 'fp', {k})") == pairs
+        for singletons in (False, True):
+            single = rows_of(conn, f"SELECT * FROM simhash_clusters('SELECT id, fp FROM pages', {k}, NULL, {singletons})")
+            assert rows_of(conn, f"SELECT * FROM simhash_clusters_distributed('pages', 'id', 'fp', {k}, {singletons})") == single
+
+
 @pytest.mark.parametrize("distribution", ["id", "domain"])
-def test_distributed_find_all_and_clusters_equal_single_node(coordinator, distribution) -> None:
+def test_distributed_find_all_and_clusters_equal_single_node(cluster, coordinator, distribution) -> None:
     """By id (a unique index on the id: no duplicate check) and by domain
     (ids checked for duplicates first)."""
     rows = clustered_pages(4000, seed=3)
     load_pages(coordinator, rows, distribution, shards=6)
     if distribution == "id":
         coordinator.execute("ALTER TABLE pages ADD PRIMARY KEY (id)")
-    for k in (0, 3, 5):
-        pairs = rows_of(coordinator, f"SELECT * FROM simhash_find_all('SELECT id, fp FROM pages', {k})")
-        assert pairs == brute_force_pairs([(i, fp) for i, _, fp in rows], k)
-        assert rows_of(coordinator, f"SELECT * FROM simhash_find_all_distributed('pages', 'id', 'fp', {k})") == pairs
-        for singletons in (False, True):
-            single = rows_of(coordinator, f"SELECT * FROM simhash_clusters('SELECT id, fp FROM pages', {k}, NULL, {singletons})")
-            assert rows_of(coordinator, f"SELECT * FROM simhash_clusters_distributed('pages', 'id', 'fp', {k}, {singletons})") == single
-    # no work table is left behind, on any node
-    assert coordinator.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'simhash_keys%'").fetchone() == (0,)
+    assert_distributed_equal_single_node(coordinator, rows)
+    assert leftovers(cluster) == []
+
+
+# Settings of a run, for its transaction on every node (citus.propagate_set_commands):
+# several buckets (a small maintenance_work_mem on the coordinator sets more,
+# each worker then searches within it); the results through Citus's functions
+# only, not read and written directly; the rows through temporary files on the
+# workers (spilled past simhash.debug_spill_rows, and then also read through
+# Citus's functions, as they no longer fit).
+RUN_SETTINGS = {
+    "buckets": {"maintenance_work_mem": "'1MB'"},
+    "through Citus": {"maintenance_work_mem": "'1MB'", "simhash.debug_direct_results": "off"},
+    "spilled": {"simhash.debug_spill_rows": "500"},
+}
+
+
+@pytest.mark.parametrize("settings", RUN_SETTINGS.values(), ids=RUN_SETTINGS.keys())
+def test_every_way_the_rows_go_gives_the_single_node_results(cluster, coordinator, settings) -> None:
+    rows = clustered_pages(20000, seed=4)
+    load_pages(coordinator, rows, "domain", shards=8)
+    coordinator.execute("SET citus.propagate_set_commands = 'local'")
+    with coordinator.transaction():
+        for name, value in settings.items():
+            coordinator.execute(f"SET LOCAL {name} = {value}")
+        assert_distributed_equal_single_node(coordinator, rows, ks=(3,))
+    assert leftovers(cluster) == []
+
+
+def test_rows_written_earlier_in_the_transaction_are_seen(coordinator) -> None:
+    """The rows of each shard are read over the connection that holds the
+    transaction's writes to it."""
+    rows = clustered_pages(3000, seed=5)
+    load_pages(coordinator, rows[:1500], "id", shards=8)
+    with coordinator.transaction(force_rollback=True):
+        with coordinator.cursor().copy("COPY pages (id, domain, fp) FROM STDIN") as copy:
+            for i, domain, fp in rows[1500:]:
+                copy.write_row((i, domain, None if fp is None else str(fp)))
+        coordinator.execute("DELETE FROM pages WHERE id % 7 = 0")
+        kept = [(i, d, fp) for i, d, fp in rows if i % 7 != 0]
+        assert_distributed_equal_single_node(coordinator, kept, ks=(3,))
+
+
+def test_a_partitioned_table(coordinator) -> None:
+    """The rows of a shard of a partitioned table are those of all its partitions."""
+    rows = clustered_pages(3000, seed=6)
+    coordinator.execute("CREATE TABLE pages (id bigint NOT NULL, domain text NOT NULL, fp simhash64)"
+                        " PARTITION BY LIST (domain)")
+    for site in range(5):
+        coordinator.execute(f"CREATE TABLE pages_site{site} PARTITION OF pages FOR VALUES IN ('site{site}.example')")
+    coordinator.execute("SELECT create_distributed_table('pages', 'id', shard_count := 4)")
+    with coordinator.cursor().copy("COPY pages (id, domain, fp) FROM STDIN") as copy:
+        for i, domain, fp in rows:
+            copy.write_row((i, domain, None if fp is None else str(fp)))
+    assert_distributed_equal_single_node(coordinator, rows, ks=(3,))
+
+
+def test_quoted_names(coordinator) -> None:
+    coordinator.execute('CREATE SCHEMA "Crawl Data"')
+    try:
+        coordinator.execute('CREATE TABLE "Crawl Data"."Odd Pages" ("Page Id" bigint, "the fp" simhash64)')
+        coordinator.execute("""SELECT create_distributed_table('"Crawl Data"."Odd Pages"', 'Page Id', shard_count := 4)""")
+        coordinator.execute("""INSERT INTO "Crawl Data"."Odd Pages" SELECT g, ((g / 3) * 1024 + g % 3)::bigint::simhash64
+                               FROM generate_series(1, 300) g""")
+        single = rows_of(coordinator, """SELECT * FROM simhash_find_all('SELECT "Page Id", "the fp" FROM "Crawl Data"."Odd Pages"', 2)""")
+        assert rows_of(coordinator, """SELECT * FROM simhash_find_all_distributed('"Crawl Data"."Odd Pages"', 'Page Id', 'the fp', 2)""") == single
+        assert single
+    finally:
+        coordinator.execute('DROP SCHEMA "Crawl Data" CASCADE')
+
+
+def test_an_error_on_a_worker_is_the_single_node_error_and_leaves_nothing(cluster, coordinator) -> None:
+    """A NULL id, found only when a shard's rows are read on its worker: the
+    same ERROR as on one node, and the transaction takes the work table and the
+    files with it."""
+    rows = clustered_pages(2000, seed=7)
+    load_pages(coordinator, rows, "domain", shards=4)
+    coordinator.execute("ALTER TABLE pages ALTER COLUMN id DROP NOT NULL")
+    coordinator.execute("UPDATE pages SET id = NULL WHERE id = (SELECT min(id) FROM pages WHERE fp IS NOT NULL)")
+    single = error_of(coordinator, "SELECT count(*) FROM simhash_find_all('SELECT id, fp FROM pages', 3)")
+    for function in ("simhash_find_all_distributed", "simhash_clusters_distributed"):
+        error = error_of(coordinator, f"SELECT count(*) FROM {function}('pages', 'id', 'fp', 3)")
+        assert (error.sqlstate, "returned a NULL id" in str(error)) == (single.sqlstate, True)
+    assert leftovers(cluster) == []
+
+
+def test_cancelling_reaches_the_workers(cluster, coordinator) -> None:
+    """A run waiting on a worker (a shard locked there) is cancelled by the
+    statement timeout like any query, and leaves nothing behind."""
+    rows = clustered_pages(2000, seed=8)
+    load_pages(coordinator, rows, "id", shards=4)
+    shard, port = coordinator.execute(
+        "SELECT shard_name('pages'::regclass, shardid), nodeport FROM pg_dist_shard JOIN pg_dist_placement USING (shardid)"
+        " JOIN pg_dist_node USING (groupid) WHERE logicalrelid = 'pages'::regclass ORDER BY shardid LIMIT 1").fetchone()
+    worker = [n for n, server in enumerate(cluster.nodes) if server.port == port][0]
+    with cluster.connect(worker) as locker:
+        locker.execute("BEGIN")
+        locker.execute("SET LOCAL citus.enable_manual_changes_to_shards = on")
+        locker.execute(f"LOCK TABLE {shard} IN ACCESS EXCLUSIVE MODE")
+        with coordinator.transaction():
+            coordinator.execute("SET LOCAL statement_timeout = '2s'")
+            error = error_of(coordinator, "SELECT count(*) FROM simhash_find_all_distributed('pages', 'id', 'fp', 3)")
+        locker.execute("ROLLBACK")
+    assert error.sqlstate == "57014"
+    assert leftovers(cluster) == []
 
 
 def test_a_repeated_id_is_the_single_node_error(coordinator) -> None:

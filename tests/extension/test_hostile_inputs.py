@@ -327,6 +327,21 @@ edge_queries = typed(
     ),
     "text",
 )
+# (part, batch) rows for the buckets' search: well made, cut short, overlong
+# varints, wrong columns, and the hostile queries
+BATCH_QUERIES = [
+    f"SELECT (b).part, (b).batch FROM (SELECT simhash_partition_batches('SELECT id, fp FROM {DOCS}', 3, 100, 2) AS b) s",
+    "SELECT 0, '\\x01'::bytea", "SELECT -1, ''::bytea", "SELECT 0, NULL::bytea", "SELECT NULL::int, ''::bytea",
+    "SELECT 2147483647, '\\x000000000000000001'::bytea", "SELECT 0, '\\x0000000000000000ffffffffffffffffffffff01'::bytea",
+    "SELECT 0::int2, ''::bytea", "SELECT 0, ''::text", "SELECT 0",
+]
+batch_queries = typed(st.one_of(st.none(), st.sampled_from(BATCH_QUERIES), st.sampled_from(QUERIES)), "text")
+# names of intermediate results: made of the allowed characters or not (paths)
+result_names = typed(
+    st.one_of(st.none(), st.lists(st.one_of(st.none(), st.sampled_from(["r_0", "", "../x", "a/b", "x" * 300]),
+                                            st.text(max_size=20)), max_size=3)),
+    "text[]",
+)
 rows_of = st.one_of(
     st.just(f"NULL::{DOCS}"),
     st.sampled_from(["NULL::int", "NULL::simhash64", "NULL::pg_temp.hostile_scratch", "NULL::record"]),
@@ -442,6 +457,17 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
     "function simhash_components(text)": function("simhash_components", edge_queries, set_returning=True),
     "function simhash_partition_rows(regclass,name,name,integer,text)":
         function("simhash_partition_rows", relations, id_column_names, column_names, int4s, texts),
+    "function simhash_partition_batches(text,integer,bigint,integer)":
+        function("simhash_partition_batches", queries, int4s, int8s, int4s, set_returning=True),
+    "function simhash_prepare_results(text[],integer,integer)":
+        function("simhash_prepare_results", result_names, int4s, int4s),
+    "function simhash_write_shard(regclass,name,name,integer,bigint,integer,text)":
+        function("simhash_write_shard", relations, id_column_names, column_names, int4s, int8s, int4s, texts),
+    "function simhash_find_all_batches(text,integer,bigint,text[])":
+        function("simhash_find_all_batches", batch_queries, int4s, int8s, result_names, set_returning=True),
+    "function simhash_clusters_batches(text,integer,bigint,text[])":
+        function("simhash_clusters_batches", batch_queries, int4s, int8s, result_names, set_returning=True),
+    "function simhash_unpack_pairs(bytea)": function("simhash_unpack_pairs", byteas, set_returning=True),
     "function simhash_find_all_distributed(regclass,name,name,integer)":
         function("simhash_find_all_distributed", relations, id_column_names, column_names, int4s, set_returning=True),
     "function simhash_clusters_distributed(regclass,name,name,integer,boolean)":

@@ -1,11 +1,11 @@
 /*
- * find_all_distributed.c — the parts of simhash_find_all_distributed() and
- * simhash_clusters_distributed() (docs/citus.md) that run in C: the key that
- * routes a row to its partitions, the pairs of one partition (run on the
- * workers, one call per shard and part), and the connected components of the
- * edges the workers found (run on the coordinator).
+ * find_all_distributed.c — C parts of simhash_find_all_distributed() and
+ * simhash_clusters_distributed() (docs/citus.md): the connected components
+ * of the edges the workers found (run on the coordinator), and 1.1's
+ * per-shard functions, which 1.2's design (find_all_shuffle.c) no longer
+ * calls but which stay for SQL that does.
  *
- * The partitioning: the 64 bits are cut into k + 1 contiguous blocks.  Two
+ * 1.1's partitioning: the 64 bits are cut into k + 1 contiguous blocks.  Two
  * fingerprints within k bits agree on at least one whole block (pigeonhole),
  * so each row is sent to k + 1 partitions, "part c" keyed by the bits of its
  * block c, and every pair within k bits meets in the partition of each block
@@ -23,6 +23,7 @@
 #include "utils/memutils.h"
 
 #include "find_all/clusters.h"
+#include "find_all/find_all_distributed.h"
 #include "find_all/find_all.h"
 #include "find_all/find_all_row_buffer.h"
 #include "find_all/find_all_sql.h"
@@ -42,17 +43,6 @@ check_part(int k, int part)
 				errmsg("part must be between 0 and max_distance (%d), got %d", k, part));
 }
 
-/* splitmix64's finalizer: spreads any set of keys over the shards. */
-static uint64
-mix64(uint64 x)
-{
-	x ^= x >> 30;
-	x *= UINT64CONST(0xBF58476D1CE4E5B9);
-	x ^= x >> 27;
-	x *= UINT64CONST(0x94D049BB133111EB);
-	return x ^ (x >> 31);
-}
-
 PG_FUNCTION_INFO_V1(simhash_partition_key);
 Datum
 simhash_partition_key(PG_FUNCTION_ARGS)
@@ -64,7 +54,7 @@ simhash_partition_key(PG_FUNCTION_ARGS)
 
 	check_part(k, part);
 	simhash_blocks_init(&coarse, k + 1);
-	PG_RETURN_INT64((int64) mix64((fp & coarse.mask[part]) ^ mix64(((uint64) k << 8) | part)));
+	PG_RETURN_INT64((int64) simhash_mix64((fp & coarse.mask[part]) ^ simhash_mix64(((uint64) k << 8) | part)));
 }
 
 /* The set bits of bits, in order, cut into nblocks blocks of nearly equal width. */

@@ -542,6 +542,17 @@ simhash_spill_find_pairs(SimhashEntryFile *input, int k, int blocks, Size rows_i
 	simhash_spill_end(spill);
 }
 
+void
+simhash_spill_find_pass_pairs(SimhashEntryFile *input, int k, int blocks, int pass,
+							  Size rows_in_memory, SimhashPairFn emit, void *arg)
+{
+	SimhashSpill *spill = simhash_spill_begin(k, blocks, rows_in_memory, input->count, emit, arg);
+
+	simhash_spill_search_file(spill, pass, input, 0);
+	simhash_entry_file_close(input);
+	simhash_spill_end(spill);
+}
+
 /* ---------- distinct fingerprints ---------- */
 
 typedef struct SpillDistinct

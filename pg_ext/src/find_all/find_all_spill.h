@@ -97,6 +97,14 @@ extern void simhash_spill_find_pairs(SimhashEntryFile *input, int k, int blocks,
 									 SimhashPairFn emit, void *arg);
 
 /*
+ * The same for one pass only (find_all.h): the pairs whose first table is
+ * one of the pass's, for a run whose passes are searched apart
+ * (find_all_distributed.c).  Closes the file.
+ */
+extern void simhash_spill_find_pass_pairs(SimhashEntryFile *input, int k, int blocks, int pass,
+										  Size rows_in_memory, SimhashPairFn emit, void *arg);
+
+/*
  * simhash_distinct() on a rewound file: a new rewound file with one entry
  * of each fingerprint, the others joined to it.  Closes the input.
  */
