@@ -339,7 +339,8 @@ batch_queries = typed(st.one_of(st.none(), st.sampled_from(BATCH_QUERIES), st.sa
 # names of intermediate results: made of the allowed characters or not (paths)
 result_names = typed(
     st.one_of(st.none(), st.lists(st.one_of(st.none(), st.sampled_from(["r_0", "", "../x", "a/b", "x" * 300]),
-                                            st.text(max_size=20)), max_size=3)),
+                                            st.text(st.characters(exclude_characters="\x00"), max_size=20)),
+                                  max_size=3)),
     "text[]",
 )
 rows_of = st.one_of(
