@@ -11,6 +11,7 @@
 #   make report    the near-duplicate report of examples/corpus: near-duplicates.html
 #   make bench     benchmarks (a printed table; not tests): BENCH=find_all one of
 #                  them, BENCH_ARGS="--rows 10000000" or "--large" (100M rows) sizes
+#                  and BENCH_SERVER_OPTIONS="-c shared_buffers=8GB" the server's settings
 #   make dist      the PGXN distribution zip (build/dist/simhash-<version>.zip)
 #
 # Build dependencies (PostgreSQL server headers, libxxhash-dev) are installed

@@ -41,7 +41,9 @@ Options (others are other benchmarks'): --rows 1000000,10000000; --only
 radius (table 1 alone), --only builds (table 5 alone), --only writes (table 6); --columns mih,gin,gin-1.0,bit_count (which of table
 1's columns; at 100M rows the 1.0 behaviour and bit_count take hours);
 --queries N (per radius, default 300); --compare-dsn DSN; --mih-runs 2,3,4
-(after table 1, simhash_mih with each run count, one after the other).
+(after table 1, simhash_mih with each run count, one after the other);
+--builds btree,simhash_mih,GIN (table 5's indexes; at 100M rows GIN's builds
+take minutes each).
 
 Latencies are measured at the client over a Unix socket, with server-side
 prepared statements, on a warm cache (table and index loaded into shared
@@ -390,13 +392,16 @@ def build_row(conn: psycopg.Connection, dsn: str, rows: int, name: str, workers:
     detail = (f"sort memory {report['leader']} leader, {report['worker']} a worker, spilled {report['spilled']};"
               f" scan {report['scan']} s, runs {report['runs']} s, WAL {report['wal']} s") if report else ""
     conn.execute("DROP INDEX docs_fp")
-    workers_text = re.search(r"request for (\d+) parallel workers", launched)
+    workers_text = (re.search(r"request for (\d+) parallel workers", launched)
+                    or next((re.search(r"\((\d+) parallel workers requested\)", m) for m in messages
+                             if "parallel workers requested" in m), None))
     return (f"{name:<12} {workers:>7} {workers_text[1] if workers_text else 0:>9} {seconds:>8.1f}s"
             f" {size / rows:>9.1f} {peak[0]:>10.0f}  {detail}")
 
 
-def builds_table(conn: psycopg.Connection, dsn: str, rng: np.random.Generator, rows_list: list[int]) -> None:
-    """Table 5 at each size: every index kind's build with 0, 1, 2 workers."""
+def builds_table(conn: psycopg.Connection, dsn: str, rng: np.random.Generator, rows_list: list[int],
+                 kinds: list[str]) -> None:
+    """Table 5 at each size: each index kind's build with 0, 1, 2 workers."""
     for rows in rows_list:
         load(conn, fingerprints(rng, rows))
         conn.execute("CHECKPOINT")
@@ -405,7 +410,7 @@ def builds_table(conn: psycopg.Connection, dsn: str, rng: np.random.Generator, r
         print(f"{'index':<12} {'workers':>7} {'requested':>9} {'time':>9} {'bytes/row':>9} {'peak MB':>10}"
               "  simhash_mih's own report")
         for workers in BUILD_WORKERS:
-            for name in BUILDS:
+            for name in kinds:
                 print(build_row(conn, dsn, rows, name, workers), flush=True)
         print(f"(peak MB: private memory of the backend and its workers; load average after {os.getloadavg()[0]:.1f})\n")
 
@@ -480,13 +485,15 @@ def parse_options():
     parser.add_argument("--queries", type=int, default=300, help="queries per radius (default 300)")
     parser.add_argument("--compare-dsn", help="another server whose simhash_mih is measured beside this one's")
     parser.add_argument("--mih-runs", default="", help="after table 1: simhash_mih with these run counts, e.g. 2,3,4")
+    parser.add_argument("--builds", default=",".join(BUILDS), help="table 5's indexes, of " + ",".join(BUILDS))
     options = parser.parse_known_args()[0]
     options.rows = [int(n) for n in options.rows.split(",")]
     options.mih_runs = [int(n) for n in options.mih_runs.split(",") if n]
     options.columns = [c for c in options.columns.split(",") if c]
-    unknown = set(options.columns) - set(COLUMNS)
+    options.builds = [b for b in options.builds.split(",") if b]
+    unknown = set(options.columns) - set(COLUMNS) | set(options.builds) - set(BUILDS)
     if unknown:
-        parser.error(f"unknown columns {sorted(unknown)}")
+        parser.error(f"unknown columns or builds {sorted(unknown)}")
     return options
 
 
@@ -505,7 +512,7 @@ def main() -> None:
             layouts_side_by_side(conn, centres, options.rows[-1])
             tradeoff_table(conn, rng)
         if options.only in (None, "builds"):
-            builds_table(conn, dsns[0], rng, options.rows)
+            builds_table(conn, dsns[0], rng, options.rows, options.builds)
         if options.only in (None, "writes"):
             writes_table(conn, dsns[0], rng, min(options.rows))
         conn.execute("DROP TABLE docs")

@@ -7,7 +7,9 @@
 . "$(dirname "$0")/lib.sh"
 
 "$ROOT/scripts/venv.sh" bench
-export SIMHASH_SERVER_OPTIONS="-c shared_buffers=1GB -c work_mem=256MB -c maintenance_work_mem=1GB -c max_wal_size=4GB -c synchronous_commit=off"
+# BENCH_SERVER_OPTIONS: more -c settings, after these (the last of a name wins),
+# e.g. "-c shared_buffers=8GB" for an index of 100M rows to stay in memory.
+export SIMHASH_SERVER_OPTIONS="-c shared_buffers=1GB -c work_mem=256MB -c maintenance_work_mem=1GB -c max_wal_size=4GB -c synchronous_commit=off ${BENCH_SERVER_OPTIONS:-}"
 exec "$ROOT/scripts/with-server.sh" bench bash -c '
     for bench in "$0"/bench/bench_${BENCH:-*}.py; do
         echo "== $(basename "$bench")"
