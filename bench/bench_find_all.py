@@ -200,6 +200,8 @@ def main() -> None:
         conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
         load(conn, fps)
         conn.execute("SET maintenance_work_mem = '1GB'")
+        # One core, as simhash-cpp's find_all: the parallel table follows.
+        conn.execute("SET max_parallel_maintenance_workers = 0")
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
         print(f"{n} rows ({n // 10} planted near-duplicates at 1-3 bits), distance {K}")
         print(f"{'function':<18}{'blocks':>8}{'wall s':>9}{'CPU s':>8}{'result rows':>13}  vs C++ (wall, CPU)")
