@@ -11,7 +11,7 @@ small batch).  It needs READ COMMITTED (PostgreSQL's default): the lock
 statement raises under REPEATABLE READ, where the check could not see what
 the other writer committed.  The check is ``hamming_within`` (and ``scope =
 value``), which uses whichever near-duplicate index the table has: simhash_mih
-(``simhash_index``'s default), GIN, or the two-column GIN of a scoped one.
+(``simhash_index``'s default, with the scope columns or without), or GIN.
 """
 
 from __future__ import annotations
