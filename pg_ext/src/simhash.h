@@ -29,6 +29,13 @@ simhash64_distance(simhash64 a, simhash64 b)
 	return pg_popcount64(a ^ b);
 }
 
+/* A hint to bring memory into the CPU's cache, where the compiler has one. */
+#if defined(__GNUC__) || defined(__clang__)
+#define simhash_prefetch(address) __builtin_prefetch(address)
+#else
+#define simhash_prefetch(address) ((void) (address))
+#endif
+
 /*
  * Stay cancellable in long loops without paying for the check on every
  * iteration: CHECK_FOR_INTERRUPTS every 65,536 iterations of counter i.

@@ -8,6 +8,7 @@
 
 #include "access/relscan.h"
 #include "nodes/tidbitmap.h"
+#include "storage/buf_internals.h"
 #include "utils/memutils.h"
 
 #include "index/hamming_ball.h"
@@ -151,6 +152,19 @@ typedef struct MihQuery
 	SimhashBall *others;
 } MihQuery;
 
+/*
+ * The run page a walk has locked, kept while the next probes (in key order)
+ * land on it: at 100M rows and k = 8 about a third of the probes of a run
+ * share a page with the one before.
+ */
+typedef struct MihHeldPage
+{
+	int			run;			/* -1: none held */
+	BlockNumber p;				/* its place in the run's directory */
+	Buffer		buffer;
+	MihRunView	view;
+} MihHeldPage;
+
 typedef struct MihProbe
 {
 	Relation	index;
@@ -162,10 +176,15 @@ typedef struct MihProbe
 	int			k;
 	const MihQuery *query;
 	int64		found;
+	MihHeldPage held;
 	/* Fingerprints matched in later runs, whose TIDs the first run holds. */
 	uint64	   *lookups;
 	int			nlookups;
 	int			maxlookups;
+	/* The probes of the plan, run by run: the first key of each range. */
+	uint64	   *probes[MIH_MAX_TABLES];
+	int			nprobes[MIH_MAX_TABLES];
+	BlockNumber *first_pages;	/* room for the most probes of a run */
 } MihProbe;
 
 /*
@@ -229,44 +248,92 @@ mih_first_page(const MihScanRun *run, uint64 lo)
 	return low == 0 ? 0 : low - 1;
 }
 
+/* Lets go of the page the walk holds, if any. */
+static void
+mih_release_held(MihProbe *s)
+{
+	if (s->held.run < 0)
+		return;
+	UnlockReleaseBuffer(s->held.buffer);
+	s->held.run = -1;
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* Page p of run t, share-locked and checked: the one held already, or read now. */
+static const MihRunView *
+mih_hold_page(MihProbe *s, int t, BlockNumber p)
+{
+	MihScanRun *run = &s->cache->runs[s->set][t];
+	BlockNumber blkno = run->dir.blkno[p];
+	Buffer		buffer = run->recent[p];
+
+	if (s->held.run == t && s->held.p == p)
+		return &s->held.view;
+	mih_release_held(s);
+	if (buffer == InvalidBuffer || !simhash_read_recent_buffer(s->index, blkno, buffer))
+		run->recent[p] = buffer = ReadBuffer(s->index, blkno);
+	mih_lock_page(s->index, buffer, MIH_PAGE_RUN, BUFFER_LOCK_SHARE);
+	mih_run_view(&s->held.view, s->index, blkno, BufferGetPage(buffer), t == 0);
+	s->held.run = t;
+	s->held.p = p;
+	s->held.buffer = buffer;
+	return &s->held.view;
+}
+
+/*
+ * Asks for page p of a run a few probes ahead of reading it: its buffer
+ * (found in the buffer table if this backend never read it, which a
+ * prefetch also does) and the CPU cache lines a probe reads first, the
+ * buffer header (pinned first) and the page's header and bucket table.  A
+ * probe is a chain of cache misses into a 2 GB index at 100M rows;
+ * overlapping them with the probes before is what it gains.  Only a hint:
+ * the buffer may hold another page by then, which the pin checks.
+ */
+static void
+mih_prefetch_page(Relation index, MihScanRun *run, BlockNumber p)
+{
+	Buffer		buffer;
+
+	if (p >= run->dir.npages)	/* an empty run: nothing to read */
+		return;
+	buffer = run->recent[p];
+	if (buffer == InvalidBuffer)
+		run->recent[p] = buffer = PrefetchBuffer(index, MAIN_FORKNUM, run->dir.blkno[p]).recent_buffer;
+	if (buffer <= 0)			/* not in shared buffers, or a temporary index's local buffer */
+		return;
+	simhash_prefetch(GetBufferDescriptor(buffer - 1));
+	simhash_prefetch(BufferGetPage(buffer));
+	simhash_prefetch((const char *) BufferGetPage(buffer) + PG_CACHE_LINE_SIZE);
+}
+
 /*
  * The entries of run t with keys in [lo, hi] (rotated as the run) within k
  * bits of query, from directory page `first` on (the last one whose first
  * key is below lo): the first run's go to the bitmap, a later run's to the
- * lookups.
+ * lookups.  The last page read stays held for the next probe.
  */
 static void
-mih_probe_run(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uint64 query, int k)
+mih_probe_range(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uint64 query, int k)
 {
 	MihScanRun *run = &s->cache->runs[s->set][t];
 	uint64		mask = s->cache->blocks.mask[t];
-	bool		past = false;
 
-	for (BlockNumber p = first; p < run->dir.npages && !past; p++)
+	for (BlockNumber p = first; p < run->dir.npages; p++)
 	{
-		BlockNumber blkno = run->dir.blkno[p];
-		Buffer		buffer = run->recent[p];
-		MihRunView	v;
+		const MihRunView *v = mih_hold_page(s, t, p);
 		MihRunCursor c;
 		uint64		key;
 
-		if (buffer == InvalidBuffer || !simhash_read_recent_buffer(s->index, blkno, buffer))
-			run->recent[p] = buffer = ReadBuffer(s->index, blkno);
-		mih_lock_page(s->index, buffer, MIH_PAGE_RUN, BUFFER_LOCK_SHARE);
-		mih_run_view(&v, s->index, blkno, BufferGetPage(buffer), t == 0);
-		for (mih_run_seek(&v, lo, &c); mih_run_key(&v, &c, &key); c.j++)
+		for (mih_run_seek(v, lo, &c); mih_run_key(v, &c, &key); c.j++)
 		{
 			if (key > hi)
-			{
-				past = true;
-				break;
-			}
+				return;
 			if (pg_popcount64(key ^ query) > k || found_in_earlier_run(s, t, unlead(key, mask)) ||
 				!in_other_balls(s, unlead(key, mask)))
 				continue;
 			if (t == 0)
 			{
-				ItemPointerData tid = mih_run_tid(&v, c.j);
+				ItemPointerData tid = mih_run_tid(v, c.j);
 
 				tbm_add_tuples(s->tbm, &tid, 1, true);
 				s->found++;
@@ -274,22 +341,114 @@ mih_probe_run(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uint6
 			else
 				add_lookup(s, unlead(key, mask));
 		}
-		UnlockReleaseBuffer(buffer);
-		CHECK_FOR_INTERRUPTS();
 	}
 }
 
+/*
+ * Where the probe of lo reads page p of a run first: its bucket's entry in
+ * the bucket table or, with that entry known (`entry`), its first
+ * remainder; NULL if the page does not say.  The page is peeked at without
+ * a pin or lock: any value may be stale or another page's, so every one is
+ * bounded to keep the address inside the buffer, and the address is only
+ * prefetched.
+ */
+static const char *
+mih_peek(const MihScanRun *run, BlockNumber p, uint64 lo, bool entry)
+{
+	Buffer		buffer = p < run->dir.npages ? run->recent[p] : InvalidBuffer;
+	const char *page;
+	const MihRunPage *head;
+	int			key_bits,
+				bucket_bits,
+				rem_bits,
+				bucket;
+	uint64		d;
+	Size		at;
+
+	if (buffer <= 0)
+		return NULL;
+	page = BufferGetPage(buffer);
+	head = (const MihRunPage *) PageGetContents((Page) page);
+	key_bits = head->key_bits;
+	bucket_bits = head->bucket_bits;
+	d = lo - head->base;
+	if (lo < head->base || key_bits > 64 || bucket_bits > Min(key_bits, MIH_RUN_MAX_BUCKET_BITS) ||
+		(key_bits < 64 && (d >> key_bits) != 0))
+		return NULL;
+	rem_bits = key_bits - bucket_bits;
+	bucket = bucket_bits == 0 ? 0 : (int) (d >> rem_bits);
+	if (!entry)
+		return (const char *) &head->bucket_start[bucket];
+	at = ((const char *) &head->bucket_start[1 << bucket_bits] - page) +
+		((Size) Min(head->bucket_start[bucket], MIH_RUN_MAX_ENTRIES) * rem_bits) / 8;
+	return at < BLCKSZ - 3 * PG_CACHE_LINE_SIZE ? page + at : NULL;
+}
+
+/*
+ * How far ahead (in probes) a walk asks for what a probe reads, in three
+ * steps, each needing what the one before brought: the page (its buffer and
+ * header), the bucket table's entry, the first entries.
+ */
+#define MIH_PREFETCH_PAGE 6
+#define MIH_PREFETCH_BUCKET 4
+#define MIH_PREFETCH_ENTRIES 2
+
+/* The steps of the prefetch for probe i of a walk (mih_walk_run). */
+static void
+mih_prefetch_probes(Relation index, MihScanRun *run, const BlockNumber *first, const uint64 *los,
+					int n, int i)
+{
+	const char *at;
+
+	if (i + MIH_PREFETCH_PAGE < n)
+		mih_prefetch_page(index, run, first[i + MIH_PREFETCH_PAGE]);
+	if (i + MIH_PREFETCH_BUCKET < n &&
+		(at = mih_peek(run, first[i + MIH_PREFETCH_BUCKET], los[i + MIH_PREFETCH_BUCKET], false)) != NULL)
+		simhash_prefetch(at);
+	if (i + MIH_PREFETCH_ENTRIES < n &&
+		(at = mih_peek(run, first[i + MIH_PREFETCH_ENTRIES], los[i + MIH_PREFETCH_ENTRIES], true)) != NULL)
+	{
+		/* About 48 entries of 40 bits at 100M rows and k = 8: four lines. */
+		for (int line = 0; line < 3; line++)
+			simhash_prefetch(at + line * PG_CACHE_LINE_SIZE);
+	}
+}
+
+/*
+ * The probes `los` of run t (ranges [lo, lo + span], sorted and distinct),
+ * in key order: pages are visited front to back, each once, and located
+ * (the directory, in memory) before any is read, so that what the probes
+ * read can be prefetched.  exact: each probe is a fingerprint looked up
+ * (k = 0), else every entry within k bits of query.
+ */
+static void
+mih_walk_run(MihProbe *s, int t, const uint64 *los, int n, uint64 span, bool exact,
+			 uint64 query, int k)
+{
+	MihScanRun *run = &s->cache->runs[s->set][t];
+	BlockNumber *first = palloc(sizeof(BlockNumber) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		first[i] = mih_first_page(run, los[i]);
+	for (int i = 0; i < MIH_PREFETCH_PAGE && i < n; i++)
+		mih_prefetch_page(s->index, run, first[i]);
+	for (int i = 0; i < n; i++)
+	{
+		mih_prefetch_probes(s->index, run, first, los, n, i);
+		mih_probe_range(s, t, first[i], los[i], los[i] + span, exact ? los[i] : query, exact ? 0 : k);
+	}
+	mih_release_held(s);
+	pfree(first);
+}
+
+/* Collects a probe of the plan: the first key of its range, with its run's probes. */
 static void
 mih_visit(int t, int distance, uint64 flip, void *arg)
 {
 	MihProbe   *s = (MihProbe *) arg;
-	MihScanRun *run = &s->cache->runs[s->set][t];
 	uint64		mask = s->cache->blocks.mask[t];
-	int			width = pg_popcount64(mask);
-	uint64		lo = lead_with((s->center ^ flip) & mask, mask);
-	uint64		hi = width == 64 ? lo : lo | (~UINT64CONST(0) >> width);
 
-	mih_probe_run(s, t, mih_first_page(run, lo), lo, hi, lead_with(s->center, mask), s->k);
+	s->probes[t][s->nprobes[t]++] = lead_with((s->center ^ flip) & mask, mask);
 }
 
 static int
@@ -301,23 +460,48 @@ compare_uint64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Sorts keys and drops repeats; returns how many are left. */
+static int
+sort_distinct(uint64 *keys, int n)
+{
+	int			kept = 0;
+
+	qsort(keys, n, sizeof(uint64), compare_uint64);
+	for (int i = 0; i < n; i++)
+		if (kept == 0 || keys[i] != keys[kept - 1])
+			keys[kept++] = keys[i];
+	return kept;
+}
+
 /*
- * The TIDs of the fingerprints later runs matched, from the first run: each
- * fingerprint once (a later run holds one entry per row, so equal
- * fingerprints of several rows were matched once each), every row of it.
+ * Every probe of the plan in one run set: each run's probes in key order
+ * (mih_walk_run), then the first run's TIDs of the fingerprints later runs
+ * matched: each fingerprint once (a later run holds one entry per row, so
+ * equal fingerprints of several rows were matched once each), every row of
+ * it.
  */
 static void
-mih_take_lookups(MihProbe *s)
+mih_probe_set(MihProbe *s)
 {
-	uint64		mask = s->cache->blocks.mask[0];
+	const SimhashBlocks *blocks = &s->cache->blocks;
 
+	for (int t = 0; t < blocks->nblocks; t++)
+		s->nprobes[t] = 0;
+	simhash_probe_plan_visit(blocks, s->plan, mih_visit, s);
+	for (int t = 0; t < blocks->nblocks; t++)
+	{
+		int			width = pg_popcount64(blocks->mask[t]);
+
+		if (s->nprobes[t] == 0)
+			continue;
+		s->nprobes[t] = sort_distinct(s->probes[t], s->nprobes[t]);
+		mih_walk_run(s, t, s->probes[t], s->nprobes[t], width == 64 ? 0 : ~UINT64CONST(0) >> width,
+					 false, lead_with(s->center, blocks->mask[t]), s->k);
+	}
 	for (int i = 0; i < s->nlookups; i++)
-		s->lookups[i] = lead_with(s->lookups[i], mask);
-	qsort(s->lookups, s->nlookups, sizeof(uint64), compare_uint64);
-	for (int i = 0; i < s->nlookups; i++)
-		if (i == 0 || s->lookups[i] != s->lookups[i - 1])
-			mih_probe_run(s, 0, mih_first_page(&s->cache->runs[s->set][0], s->lookups[i]),
-						  s->lookups[i], s->lookups[i], s->lookups[i], 0);
+		s->lookups[i] = lead_with(s->lookups[i], blocks->mask[0]);
+	s->nlookups = sort_distinct(s->lookups, s->nlookups);
+	mih_walk_run(s, 0, s->lookups, s->nlookups, 0, true, 0, 0);
 	s->nlookups = 0;
 }
 
@@ -446,15 +630,21 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	s.k = query.probe.radius;
 	planned = mih_plan(&s.cache->blocks, s.k, &plan);
 	s.plan = planned ? &plan : NULL;
+	s.held.run = -1;
+	if (planned)
+		for (int t = 0; t < s.cache->blocks.nblocks; t++)
+			s.probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
 	for (s.set = 0; s.set < s.cache->nsets; s.set++)
 	{
 		if (planned)
-		{
-			simhash_probe_plan_visit(&s.cache->blocks, &plan, mih_visit, &s);
-			mih_take_lookups(&s);
-		}
+			mih_probe_set(&s);
 		else					/* no plan: every entry of the first run, compared */
-			mih_probe_run(&s, 0, 0, 0, ~UINT64CONST(0), lead_with(s.center, s.cache->blocks.mask[0]), s.k);
+		{
+			uint64		everything = 0;
+
+			mih_walk_run(&s, 0, &everything, 1, ~UINT64CONST(0), false,
+						 lead_with(s.center, s.cache->blocks.mask[0]), s.k);
+		}
 	}
 	mih_scan_pending(&s, meta.pending_head, meta.pending_count);
 	ReleaseBuffer(meta_buffer);
