@@ -443,6 +443,107 @@ compact(SimhashEntry *entries, const ChunkInfo *chunks, uint64 nchunks)
 	return n;
 }
 
+/* Entries [start, start + count) of the run's, and the next stretch of their process (-1: none). */
+typedef struct Stretch
+{
+	Size		start;
+	Size		count;
+	int64		next;
+} Stretch;
+
+/* A run's place in the merge: its next entry, and the stretches after. */
+typedef struct RunCursor
+{
+	const SimhashEntry *pos;
+	const SimhashEntry *end;
+	int64		stretch;		/* -1: the run is done */
+} RunCursor;
+
+static void
+cursor_at(RunCursor *cursor, const SimhashEntry *entries, const Stretch *stretches,
+		  int64 stretch)
+{
+	/* Skip empty stretches. */
+	while (stretch >= 0 && stretches[stretch].count == 0)
+		stretch = stretches[stretch].next;
+	cursor->stretch = stretch;
+	cursor->pos = cursor->end = NULL;
+	if (stretch >= 0)
+	{
+		cursor->pos = entries + stretches[stretch].start;
+		cursor->end = cursor->pos + stretches[stretch].count;
+	}
+}
+
+/*
+ * Whether runs of entries, each increasing (run r the chain of stretches
+ * from first[r]), share a key (*key): the runs merged, the entries of the
+ * run with the smallest next key that lie below every other run's next one
+ * skipped in a tight loop (the processes' runs interleave in long
+ * stretches).
+ */
+static bool
+runs_repeat_a_key(const SimhashEntry *entries, const Stretch *stretches,
+				  const int64 *first, int nruns, uint64 *key)
+{
+	RunCursor  *cursor = palloc(sizeof(RunCursor) * Max(nruns, 1));
+	uint64		rounds = 0;
+	bool		repeated = false;
+
+	for (int r = 0; r < nruns; r++)
+		cursor_at(&cursor[r], entries, stretches, first[r]);
+	for (;;)
+	{
+		int			smallest = -1;
+		bool		have_second = false;
+		uint64		second = 0;
+
+		/* The run with the smallest next key, and the next smallest key of the others. */
+		for (int r = 0; r < nruns; r++)
+		{
+			uint64		head;
+
+			if (cursor[r].stretch < 0)
+				continue;
+			head = cursor[r].pos->key;
+			if (smallest < 0 || head < cursor[smallest].pos->key)
+			{
+				if (smallest >= 0)
+				{
+					second = cursor[smallest].pos->key;
+					have_second = true;
+				}
+				smallest = r;
+			}
+			else if (!have_second || head < second)
+			{
+				second = head;
+				have_second = true;
+			}
+		}
+		if (!have_second)
+			break;				/* one run left: increasing */
+		if (cursor[smallest].pos->key == second)
+		{
+			*key = second;
+			repeated = true;
+			break;
+		}
+		/* The smallest run's entries below the others' next ones, stretch after stretch. */
+		for (RunCursor *run = &cursor[smallest]; run->stretch >= 0;)
+		{
+			while (run->pos < run->end && run->pos->key < second)
+				run->pos++;
+			if (run->pos < run->end)
+				break;
+			cursor_at(run, entries, stretches, stretches[run->stretch].next);
+		}
+		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(++rounds);
+	}
+	pfree(cursor);
+	return repeated;
+}
+
 /*
  * Whether the ids of the claimed chunks (before compact()) are unique, when
  * each process's entries, its chunks in the order it claimed them, are
@@ -453,7 +554,7 @@ static bool
 runs_unique(const SimhashEntry *entries, const ChunkInfo *chunks, uint64 nchunks, bool *checked,
 			uint64 *repeated)
 {
-	SimhashStretch *stretches = palloc(sizeof(SimhashStretch) * Max(nchunks, 1));
+	Stretch *stretches = palloc(sizeof(Stretch) * Max(nchunks, 1));
 	int64		first[SIMHASH_PARALLEL_READ_MAX_PROCESSES];
 	int64		last[SIMHASH_PARALLEL_READ_MAX_PROCESSES];
 	bool		unique;
@@ -484,7 +585,7 @@ runs_unique(const SimhashEntry *entries, const ChunkInfo *chunks, uint64 nchunks
 			first[owner] = (int64) c;
 		last[owner] = (int64) c;
 	}
-	unique = !simhash_runs_repeat_a_key(entries, stretches, first, SIMHASH_PARALLEL_READ_MAX_PROCESSES,
+	unique = !runs_repeat_a_key(entries, stretches, first, SIMHASH_PARALLEL_READ_MAX_PROCESSES,
 										repeated);
 	pfree(stretches);
 	return unique;

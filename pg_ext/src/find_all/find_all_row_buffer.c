@@ -25,8 +25,6 @@ simhash_rows_init(SimhashRows *rows, const char *caller, Size extra_bytes_per_ro
 	rows->count = 0;
 	rows->keys_increasing = true;
 	rows->last_key = 0;
-	rows->nruns = 1;
-	rows->run_start[0] = 0;
 	/* The entry, and its share of the stripes' buffers (find_all.c). */
 	rows->bytes_per_row = sizeof(SimhashEntry) + sizeof(SimhashEntry) / 8 + extra_bytes_per_row;
 	rows->may_spill = may_spill;
@@ -119,16 +117,6 @@ simhash_rows_grow(SimhashRows *rows)
 	/* The rows of the new chunk count as soon as the first of them. */
 	check_budget(rows, rows->count + 1);
 	add_chunk(rows);
-}
-
-void
-simhash_rows_new_run(SimhashRows *rows)
-{
-	rows->keys_increasing = false;
-	if (rows->nruns < SIMHASH_ROWS_MAX_RUNS)
-		rows->run_start[rows->nruns] = rows->count;
-	if (rows->nruns <= SIMHASH_ROWS_MAX_RUNS)
-		rows->nruns++;
 }
 
 void
@@ -232,118 +220,6 @@ simhash_entries_unique_ids(SimhashEntry *entries, Size n, bool ordered, const ch
 	/* Ids in increasing order are unique; others are looked for repeats. */
 	if (!ordered && simhash_repeated_key(entries, n, &key))
 		simhash_duplicate_id_error(caller, SIMHASH_ID_OF_KEY(key));
-}
-
-/* A run's place in the merge: its next entry, and the stretches after. */
-typedef struct RunCursor
-{
-	const SimhashEntry *pos;
-	const SimhashEntry *end;
-	int64		stretch;		/* -1: the run is done */
-} RunCursor;
-
-static void
-cursor_at(RunCursor *cursor, const SimhashEntry *entries, const SimhashStretch *stretches,
-		  int64 stretch)
-{
-	/* Skip empty stretches. */
-	while (stretch >= 0 && stretches[stretch].count == 0)
-		stretch = stretches[stretch].next;
-	cursor->stretch = stretch;
-	cursor->pos = cursor->end = NULL;
-	if (stretch >= 0)
-	{
-		cursor->pos = entries + stretches[stretch].start;
-		cursor->end = cursor->pos + stretches[stretch].count;
-	}
-}
-
-bool
-simhash_runs_repeat_a_key(const SimhashEntry *entries, const SimhashStretch *stretches,
-						  const int64 *first, int nruns, uint64 *key)
-{
-	RunCursor  *cursor = palloc(sizeof(RunCursor) * Max(nruns, 1));
-	uint64		rounds = 0;
-	bool		repeated = false;
-
-	for (int r = 0; r < nruns; r++)
-		cursor_at(&cursor[r], entries, stretches, first[r]);
-	for (;;)
-	{
-		int			smallest = -1;
-		bool		have_second = false;
-		uint64		second = 0;
-
-		/* The run with the smallest next key, and the next smallest key of the others. */
-		for (int r = 0; r < nruns; r++)
-		{
-			uint64		head;
-
-			if (cursor[r].stretch < 0)
-				continue;
-			head = cursor[r].pos->key;
-			if (smallest < 0 || head < cursor[smallest].pos->key)
-			{
-				if (smallest >= 0)
-				{
-					second = cursor[smallest].pos->key;
-					have_second = true;
-				}
-				smallest = r;
-			}
-			else if (!have_second || head < second)
-			{
-				second = head;
-				have_second = true;
-			}
-		}
-		if (!have_second)
-			break;				/* one run left: increasing */
-		if (cursor[smallest].pos->key == second)
-		{
-			*key = second;
-			repeated = true;
-			break;
-		}
-		/* The smallest run's entries below the others' next ones, stretch after stretch. */
-		for (RunCursor *run = &cursor[smallest]; run->stretch >= 0;)
-		{
-			while (run->pos < run->end && run->pos->key < second)
-				run->pos++;
-			if (run->pos < run->end)
-				break;
-			cursor_at(run, entries, stretches, stretches[run->stretch].next);
-		}
-		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(++rounds);
-	}
-	pfree(cursor);
-	return repeated;
-}
-
-void
-simhash_rows_unique_ids(const SimhashRows *rows, SimhashEntry *entries, Size n)
-{
-	uint64		key;
-
-	Assert(rows->spill == NULL);
-	if (rows->nruns > SIMHASH_ROWS_MAX_RUNS)
-		simhash_entries_unique_ids(entries, n, false, rows->caller);
-	else if (rows->nruns > 1)
-	{
-		SimhashStretch stretches[SIMHASH_ROWS_MAX_RUNS];
-		int64		first[SIMHASH_ROWS_MAX_RUNS];
-
-		/* Each run one stretch of the entries. */
-		for (int r = 0; r < rows->nruns; r++)
-		{
-			stretches[r].start = rows->run_start[r];
-			stretches[r].count = (r + 1 < rows->nruns ? rows->run_start[r + 1] : n) - rows->run_start[r];
-			stretches[r].next = -1;
-			first[r] = r;
-		}
-		if (simhash_runs_repeat_a_key(entries, stretches, first, rows->nruns, &key))
-			simhash_duplicate_id_error(rows->caller, SIMHASH_ID_OF_KEY(key));
-	}
 }
 
 Size

@@ -23,13 +23,6 @@
 #define SIMHASH_KEY_OF_ID(id) ((uint64) (id) ^ (UINT64CONST(1) << 63))
 #define SIMHASH_ID_OF_KEY(key) ((int64) ((key) ^ (UINT64CONST(1) << 63)))
 
-/*
- * Increasing runs of keys the rows remember where they start: a parallel
- * read gives one run per process (each reads its blocks in order), and the
- * id check then merges the runs instead of sorting.
- */
-#define SIMHASH_ROWS_MAX_RUNS 16
-
 struct SimhashParallelRun;
 
 typedef struct SimhashRows
@@ -43,8 +36,6 @@ typedef struct SimhashRows
 	Size		bytes_per_row;	/* the peak a row costs, for the budget */
 	bool		keys_increasing;	/* every key so far above the one before */
 	uint64		last_key;
-	int			nruns;			/* increasing runs; past SIMHASH_ROWS_MAX_RUNS: too many */
-	Size		run_start[SIMHASH_ROWS_MAX_RUNS];
 	bool		may_spill;		/* past the budget: to a file, not an ERROR */
 	SimhashEntryFile *spill;	/* once spilled: rows [0, spilled) are there */
 	Size		spilled;
@@ -73,9 +64,6 @@ extern bool simhash_rows_fit(const SimhashRows *rows, uint64 n);
 /* Makes room for one more row (the slow path of simhash_rows_add). */
 extern void simhash_rows_grow(SimhashRows *rows);
 
-/* A key not above the one before: a new increasing run begins at row count. */
-extern void simhash_rows_new_run(SimhashRows *rows);
-
 static inline void
 simhash_rows_add(SimhashRows *rows, uint64 key, uint64 hash)
 {
@@ -90,7 +78,7 @@ simhash_rows_add(SimhashRows *rows, uint64 key, uint64 hash)
 	}
 	entry = &rows->chunks[in_memory / SIMHASH_ROWS_CHUNK][in_memory % SIMHASH_ROWS_CHUNK];
 	if (rows->count > 0 && rows->last_key >= key)
-		simhash_rows_new_run(rows);
+		rows->keys_increasing = false;
 	rows->last_key = key;
 	entry->hash = hash;
 	entry->key = key;
@@ -118,30 +106,6 @@ simhash_noreturn extern void simhash_duplicate_id_error(const char *caller, int6
 /* ERROR if two entries share a key (an id), unless ordered (keys increasing); reorders them. */
 extern void simhash_entries_unique_ids(SimhashEntry *entries, Size n, bool ordered,
 									   const char *caller);
-
-/* Entries [start, start + count) of an array, and the next stretch of their run (-1: none). */
-typedef struct SimhashStretch
-{
-	Size		start;
-	Size		count;
-	int64		next;
-} SimhashStretch;
-
-/*
- * Whether runs of entries, each increasing (run r the chain of stretches
- * from first[r]), share a key (*key): the runs merged, the entries of the
- * run with the smallest next key that lie below every other run's next one
- * skipped in a tight loop (the runs of a parallel read interleave in long
- * stretches).
- */
-extern bool simhash_runs_repeat_a_key(const SimhashEntry *entries, const SimhashStretch *stretches,
-									  const int64 *first, int nruns, uint64 *key);
-
-/*
- * The same for the rows' entries in memory (gathered, in row order): the
- * increasing runs merged, unless there are too many (then sorted).
- */
-extern void simhash_rows_unique_ids(const SimhashRows *rows, SimhashEntry *entries, Size n);
 
 /* Orders entries by key, unless already so, and drops repeated keys; returns how many are left. */
 extern Size simhash_entries_unique_keys(SimhashEntry *entries, Size n, bool ordered);

@@ -506,7 +506,7 @@ run_in_memory(SimhashResultSink *sink, SimhashRows *rows, FindAllInput input, in
 		workers = input == FROM_QUERY ? simhash_parallel_workers(workers, n) : 0;
 		entries = entries_for(rows, workers, &run);
 		if (input == FROM_QUERY)
-			simhash_rows_unique_ids(rows, entries, n);
+			simhash_entries_unique_ids(entries, n, rows->keys_increasing, rows->caller);
 		else
 			n = simhash_entries_unique_keys(entries, n, rows->keys_increasing);
 	}
