@@ -13,6 +13,7 @@ must be found.
 
     make bench BENCH=find_all_scale                       # 1M and 10M
     make bench BENCH=find_all_scale BENCH_ARGS=--large    # and 100M (about 15 GB of disk, 30+ minutes)
+    make bench BENCH=find_all_scale BENCH_ARGS="--sizes 10000000 --workers 0 1"   # one size, serial against 1 worker
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="also 100M rows")
     parser.add_argument("--sizes", type=int, nargs="+", help="row counts (default 1M 10M, and 100M with --large)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2], help="worker counts (default 0 2)")
     args, _ = parser.parse_known_args()
     sizes = args.sizes or [1_000_000, 10_000_000] + ([100_000_000] if args.large else [])
     dsn = os.environ["SIMHASH_DSN"]
@@ -137,7 +139,7 @@ def main() -> None:
             generate(conn, n)
             print(f"({n} rows generated in {time.perf_counter() - start:.0f} s)")
         # past maintenance_work_mem (about 22 bytes a row) the run spills, in parallel as in memory
-        worker_counts = (0, 2)
+        worker_counts = args.workers
         for function in ("simhash_find_all", "simhash_clusters"):
             for workers in worker_counts:
                 r = run(dsn, function, n, workers)

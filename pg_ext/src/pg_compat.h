@@ -128,6 +128,18 @@
 	 plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index)) : 0)
 #endif
 
+/*
+ * The privileges a query's range table needs, checked as ExecutorStart
+ * checks them (an ERROR if one is missing): PostgreSQL 16 moved them from
+ * the range table entries to RTEPermissionInfos (executor/executor.h).
+ */
+#if PG_VERSION_NUM >= 160000
+#define simhash_check_query_permissions(query) \
+	((void) ExecCheckPermissions((query)->rtable, (query)->rteperminfos, true))
+#else
+#define simhash_check_query_permissions(query) ((void) ExecCheckRTPerms((query)->rtable, true))
+#endif
+
 /* The query id a parallel worker reports as its leader's: PostgreSQL 18 made it signed. */
 #if PG_VERSION_NUM >= 180000
 typedef int64 simhash_query_id;

@@ -9,12 +9,14 @@ dedupe_writers (concurrent check-then-insert writers), readme (the README's exam
 servers (a test's own copy of the private installation, and the installations
 of other majors), citus_cluster (a local Citus cluster), web_pages (HTML pages
 for the extractor and the CLI) and pages_model (the SQLAlchemy model the
-Alembic and query tests share)."""
+Alembic and query tests share).  Also the settings that give find_all
+parallel workers on small inputs, and a backend's parallel workers."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from itertools import combinations
 from pathlib import Path
 
@@ -132,3 +134,38 @@ def near_copies(seed: int, groups: int, per_group: int, max_flip: int) -> list[i
             base = flip_random(base, rng.randint(0, max_flip), rng)
             values.append(base)
     return values
+
+
+@contextmanager
+def parallel_on_small_inputs(conn: psycopg.Connection, spill_rows: int | None = None) -> Iterator[list[str]]:
+    """find_all and clusters with workers for any input, up to 4, with the
+    messages (DEBUG1: the workers launched) collected; with spill_rows, every
+    input bigger than that spills to temporary files."""
+    messages: list[str] = []
+
+    def keep(diagnostic) -> None:
+        messages.append(diagnostic.message_primary or "")
+
+    conn.add_notice_handler(keep)
+    conn.execute("SET simhash.find_all_parallel_min_rows = 0")
+    conn.execute("SET max_parallel_maintenance_workers = 4")
+    conn.execute("SET client_min_messages = debug1")
+    conn.execute("SET statement_timeout = '120s'")  # a hang fails, not blocks the suite
+    if spill_rows is not None:
+        conn.execute(f"SET simhash.debug_spill_rows = {spill_rows}")
+    try:
+        yield messages
+    finally:
+        conn.execute("RESET simhash.debug_spill_rows")
+        conn.execute("RESET statement_timeout")
+        conn.execute("RESET client_min_messages")
+        conn.execute("RESET max_parallel_maintenance_workers")
+        conn.execute("RESET simhash.find_all_parallel_min_rows")
+        conn.remove_notice_handler(keep)
+
+
+def parallel_workers_of(conn: psycopg.Connection, pid: int) -> int:
+    """The parallel workers the backend pid leads now."""
+    return conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'parallel worker' AND leader_pid = %s", (pid,)
+    ).fetchone()[0]

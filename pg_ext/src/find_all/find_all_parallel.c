@@ -218,6 +218,12 @@ allowed_workers(int requested, Size n)
 }
 
 int
+simhash_parallel_read_workers(int requested, Size n)
+{
+	return allowed_workers(requested, n);
+}
+
+int
 simhash_parallel_spill_workers(int requested, Size n)
 {
 	return allowed_workers(requested, n);
@@ -247,6 +253,21 @@ simhash_parallel_begin(Size n, int workers, SimhashEntry **entries)
 
 	*entries = run->entries;
 	return run;
+}
+
+bool
+simhash_parallel_enough_rows(Size n)
+{
+	return n >= 2 && n >= (Size) parallel_min_rows;
+}
+
+dsm_handle
+simhash_parallel_entries_handle(SimhashParallelRun *run, Size *offset)
+{
+	if (run->pcxt->seg == NULL)
+		return DSM_HANDLE_INVALID;
+	*offset = (char *) run->entries - (char *) dsm_segment_address(run->pcxt->seg);
+	return dsm_segment_handle(run->pcxt->seg);
 }
 
 SimhashParallelRun *

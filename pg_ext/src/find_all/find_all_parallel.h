@@ -9,6 +9,8 @@
 
 #include "simhash.h"
 
+#include "storage/dsm.h"
+
 #include "find_all/find_all.h"
 #include "find_all/find_all_spill.h"
 
@@ -29,6 +31,13 @@ extern void simhash_find_all_parallel_init(void);
  */
 extern int	simhash_parallel_workers(int requested, Size n);
 
+/*
+ * How many parallel workers read an input of about n rows (a table's
+ * estimate, before it is read): as simhash_parallel_workers() without the
+ * shared memory, which the reading needs little of.
+ */
+extern int	simhash_parallel_read_workers(int requested, Size n);
+
 /* The same for a spilled run (its rows in files: no shared memory for them). */
 extern int	simhash_parallel_spill_workers(int requested, Size n);
 
@@ -48,6 +57,20 @@ extern SimhashParallelRun *simhash_parallel_begin(Size n, int workers, SimhashEn
  */
 extern int	simhash_parallel_find_pairs(SimhashParallelRun *run, Size n, int k, int blocks,
 										bool distinct_first, SimhashPairFn emit, void *arg);
+
+/*
+ * Whether n rows are enough for workers (simhash.find_all_parallel_min_rows),
+ * for a run begun before its rows were counted.
+ */
+extern bool simhash_parallel_enough_rows(Size n);
+
+/*
+ * Where a run's entries are in its segment, for the processes of another
+ * ParallelContext to attach it (dsm_attach) and write them: the segment's
+ * handle, and the entries' offset in it; DSM_HANDLE_INVALID if the run has
+ * no segment (its entries in the backend's memory, no workers).
+ */
+extern dsm_handle simhash_parallel_entries_handle(SimhashParallelRun *run, Size *offset);
 
 /*
  * A run past maintenance_work_mem: its rows in temporary files (each

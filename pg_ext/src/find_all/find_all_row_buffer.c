@@ -30,6 +30,8 @@ simhash_rows_init(SimhashRows *rows, const char *caller, Size extra_bytes_per_ro
 	rows->may_spill = may_spill;
 	rows->spill = NULL;
 	rows->spilled = 0;
+	rows->placed_run = NULL;
+	rows->placed_entries = NULL;
 }
 
 /* Whether n rows fit the budget in memory, with the search's own buffers. */
@@ -37,6 +39,12 @@ static bool
 within_budget(const SimhashRows *rows, uint64 n)
 {
 	return simhash_spill_fits(n, n * rows->bytes_per_row + simhash_search_fixed_bytes(n));
+}
+
+bool
+simhash_rows_fit(const SimhashRows *rows, uint64 n)
+{
+	return within_budget(rows, n);
 }
 
 /* ERROR if n rows would need more than the budget. */
@@ -151,8 +159,8 @@ simhash_rows_to_array(SimhashRows *rows)
 	return entries;
 }
 
-static void
-duplicate_id(const char *caller, int64 id)
+void
+simhash_duplicate_id_error(const char *caller, int64 id)
 {
 	ereport(ERROR,
 			errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -188,7 +196,7 @@ simhash_spill_unique_ids(SimhashRows *rows)
 		int64		id = DatumGetInt64(value);
 
 		if (!first && id == previous)
-			duplicate_id(rows->caller, id);
+			simhash_duplicate_id_error(rows->caller, id);
 		first = false;
 		previous = id;
 	}
@@ -211,7 +219,7 @@ simhash_entries_unique_ids(SimhashEntry *entries, Size n, bool ordered, const ch
 
 	/* Ids in increasing order are unique; others are looked for repeats. */
 	if (!ordered && simhash_repeated_key(entries, n, &key))
-		duplicate_id(caller, SIMHASH_ID_OF_KEY(key));
+		simhash_duplicate_id_error(caller, SIMHASH_ID_OF_KEY(key));
 }
 
 Size

@@ -23,6 +23,8 @@
 #define SIMHASH_KEY_OF_ID(id) ((uint64) (id) ^ (UINT64CONST(1) << 63))
 #define SIMHASH_ID_OF_KEY(key) ((int64) ((key) ^ (UINT64CONST(1) << 63)))
 
+struct SimhashParallelRun;
+
 typedef struct SimhashRows
 {
 	const char *caller;			/* the SQL function, for error messages */
@@ -37,6 +39,14 @@ typedef struct SimhashRows
 	bool		may_spill;		/* past the budget: to a file, not an ERROR */
 	SimhashEntryFile *spill;	/* once spilled: rows [0, spilled) are there */
 	Size		spilled;
+
+	/*
+	 * Rows read by parallel workers straight into a parallel run's shared
+	 * memory (find_all_read.c): count entries there, their ids checked, and
+	 * no chunks.  The run is the caller's to search and end.
+	 */
+	struct SimhashParallelRun *placed_run;
+	SimhashEntry *placed_entries;
 } SimhashRows;
 
 /*
@@ -47,6 +57,9 @@ typedef struct SimhashRows
  */
 extern void simhash_rows_init(SimhashRows *rows, const char *caller, Size extra_bytes_per_row,
 							  bool may_spill);
+
+/* Whether n rows fit the budget in memory, with the search's own buffers. */
+extern bool simhash_rows_fit(const SimhashRows *rows, uint64 n);
 
 /* Makes room for one more row (the slow path of simhash_rows_add). */
 extern void simhash_rows_grow(SimhashRows *rows);
@@ -86,6 +99,9 @@ extern SimhashEntry *simhash_rows_to_array(SimhashRows *rows);
 
 /* ERROR if two rows of the spilled rows share a key (an id), with PostgreSQL's external sort. */
 extern void simhash_spill_unique_ids(SimhashRows *rows);
+
+/* The ERROR of an id that more than one row has. */
+simhash_noreturn extern void simhash_duplicate_id_error(const char *caller, int64 id);
 
 /* ERROR if two entries share a key (an id), unless ordered (keys increasing); reorders them. */
 extern void simhash_entries_unique_ids(SimhashEntry *entries, Size n, bool ordered,

@@ -28,6 +28,7 @@
 #include "find_all/clusters.h"
 #include "find_all/find_all.h"
 #include "find_all/find_all_parallel.h"
+#include "find_all/find_all_read.h"
 #include "find_all/find_all_row_buffer.h"
 #include "find_all/find_all_sql.h"
 #include "find_all/progress.h"
@@ -152,18 +153,12 @@ check_query_columns(TupleDesc desc, Oid second_type, const char *caller)
 				errhint("Cast it: SELECT id, fingerprint::simhash64 ..."));
 }
 
-static int64
-id_datum(Datum value, Oid type)
+void
+simhash_null_id_error(const char *caller)
 {
-	switch (type)
-	{
-		case INT2OID:
-			return DatumGetInt16(value);
-		case INT4OID:
-			return DatumGetInt32(value);
-		default:
-			return DatumGetInt64(value);
-	}
+	ereport(ERROR,
+			errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			errmsg("%s: the query returned a NULL id", caller));
 }
 
 /* The DestReceiver that adds each row the query returns to the rows. */
@@ -196,15 +191,13 @@ receiver_receive(TupleTableSlot *slot, DestReceiver *self)
 
 	slot_getsomeattrs(slot, 2);
 	if (slot->tts_isnull[0] || (slot->tts_isnull[1] && OidIsValid(receiver->second_id_type)))
-		ereport(ERROR,
-				errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				errmsg("%s: the query returned a NULL id", rows->caller));
+		simhash_null_id_error(rows->caller);
 	/* No fingerprint, nothing to match: the row is skipped. */
 	if (slot->tts_isnull[1])
 		return true;
-	simhash_rows_add(rows, SIMHASH_KEY_OF_ID(id_datum(slot->tts_values[0], receiver->id_type)),
+	simhash_rows_add(rows, SIMHASH_KEY_OF_ID(simhash_id_datum(slot->tts_values[0], receiver->id_type)),
 					 OidIsValid(receiver->second_id_type) ?
-					 (uint64) id_datum(slot->tts_values[1], receiver->second_id_type) :
+					 (uint64) simhash_id_datum(slot->tts_values[1], receiver->second_id_type) :
 					 DatumGetSimhash64(slot->tts_values[1]));
 	if (rows->count % SIMHASH_ROWS_CHUNK == 0)
 		simhash_progress_at(SIMHASH_STAGE_READ, rows->count, 0);
@@ -216,8 +209,9 @@ receiver_nothing(DestReceiver *self)
 {
 }
 
-void
-simhash_read_query(text *sql, Oid second_type, SimhashRows *rows)
+/* With direct, a plain read of a table reads its heap (find_all_read.c), with up to `workers`. */
+static void
+read_query(text *sql, Oid second_type, bool direct, int workers, SimhashRows *rows)
 {
 	char	   *query = text_to_cstring(sql);
 	SPIPlanPtr	plan;
@@ -233,6 +227,7 @@ simhash_read_query(text *sql, Oid second_type, SimhashRows *rows)
 		.second_type = second_type,
 	};
 	SPIExecuteOptions options = {.dest = &receiver.pub};
+	CachedPlanSource *source;
 	int			result;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -251,12 +246,27 @@ simhash_read_query(text *sql, Oid second_type, SimhashRows *rows)
 				errmsg("%s: the query must be one statement that returns rows, such as a SELECT",
 					   rows->caller));
 	/* Wrong columns are the caller's mistake, not the query's: no SQL statement context. */
-	check_query_columns(((CachedPlanSource *) linitial(SPI_plan_get_plan_sources(plan)))->resultDesc,
-						second_type, rows->caller);
-	result = SPI_execute_plan_extended(plan, &options);
-	if (result < 0)
-		elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(result));
+	source = linitial(SPI_plan_get_plan_sources(plan));
+	check_query_columns(source->resultDesc, second_type, rows->caller);
+	if (!direct || !simhash_read_table(source, workers, rows))
+	{
+		result = SPI_execute_plan_extended(plan, &options);
+		if (result < 0)
+			elog(ERROR, "SPI_execute_plan_extended failed: %s", SPI_result_code_string(result));
+	}
 	SPI_finish();
+}
+
+void
+simhash_read_query(text *sql, Oid second_type, SimhashRows *rows)
+{
+	read_query(sql, second_type, false, 0, rows);
+}
+
+void
+simhash_read_query_rows(text *sql, Oid fingerprint_type, int workers, SimhashRows *rows)
+{
+	read_query(sql, fingerprint_type, true, workers, rows);
 }
 
 static void
@@ -472,13 +482,34 @@ run_in_memory(SimhashResultSink *sink, SimhashRows *rows, FindAllInput input, in
 	SimhashParallelRun *run;
 	SimhashEntry *entries;
 
-	/* The array variants are PARALLEL SAFE, so they may run in a worker themselves. */
-	workers = input == FROM_QUERY ? simhash_parallel_workers(workers, n) : 0;
-	entries = entries_for(rows, workers, &run);
-	if (input == FROM_QUERY)
-		simhash_entries_unique_ids(entries, n, rows->keys_increasing, rows->caller);
+	if (rows->placed_run != NULL)
+	{
+		/* Read into a run's shared memory, the ids checked (find_all_read.c). */
+		run = rows->placed_run;
+		entries = rows->placed_entries;
+		rows->placed_run = NULL;
+		if (!simhash_parallel_enough_rows(n))
+		{
+			/* Fewer rows than the table's estimate, too few for workers. */
+			SimhashEntry *local = MemoryContextAllocHuge(CurrentMemoryContext,
+														 sizeof(SimhashEntry) * Max(n, 1));
+
+			memcpy(local, entries, sizeof(SimhashEntry) * n);
+			simhash_parallel_end(run);
+			run = NULL;
+			entries = local;
+		}
+	}
 	else
-		n = simhash_entries_unique_keys(entries, n, rows->keys_increasing);
+	{
+		/* The array variants are PARALLEL SAFE, so they may run in a worker themselves. */
+		workers = input == FROM_QUERY ? simhash_parallel_workers(workers, n) : 0;
+		entries = entries_for(rows, workers, &run);
+		if (input == FROM_QUERY)
+			simhash_entries_unique_ids(entries, n, rows->keys_increasing, rows->caller);
+		else
+			n = simhash_entries_unique_keys(entries, n, rows->keys_increasing);
+	}
 	blocks = blocks_for(blocks, k, n);
 	if (output == CLUSTERS)
 		clusters_in_memory(sink, entries, n, k, blocks, run, include_singletons);
@@ -558,7 +589,7 @@ run_find_all(FunctionCallInfo fcinfo, const char *caller, FindAllInput input, Fi
 					  input == FROM_QUERY);
 	sink.keys_are_ids = input == FROM_QUERY;
 	if (input == FROM_QUERY)
-		simhash_read_query(PG_GETARG_TEXT_PP(ARG_INPUT), simhash_type_oid(fcinfo), &rows);
+		simhash_read_query_rows(PG_GETARG_TEXT_PP(ARG_INPUT), simhash_type_oid(fcinfo), workers, &rows);
 	else
 		read_array(PG_GETARG_ARRAYTYPE_P(ARG_INPUT), &rows);
 	rows_read = rows.count;

@@ -9,6 +9,7 @@
 #include "simhash.h"
 
 #include "access/tupdesc.h"
+#include "catalog/pg_type.h"
 #include "utils/tuplestore.h"
 
 #include "find_all/find_all_row_buffer.h"
@@ -42,5 +43,30 @@ extern Oid	simhash_type_oid(FunctionCallInfo fcinfo);
  * entry's key is the first id (SIMHASH_KEY_OF_ID).  A NULL id is an ERROR.
  */
 extern void simhash_read_query(text *sql, Oid second_type, SimhashRows *rows);
+
+/*
+ * simhash_read_query() of (id, simhash64) rows for find_all and clusters:
+ * a plain read of a table straight from its heap, with up to `workers`
+ * parallel workers (find_all_read.h), any other query through SPI.
+ */
+extern void simhash_read_query_rows(text *sql, Oid fingerprint_type, int workers, SimhashRows *rows);
+
+/* The ERROR of a NULL id among the rows. */
+simhash_noreturn extern void simhash_null_id_error(const char *caller);
+
+/* An id of type smallint, integer or bigint. */
+static inline int64
+simhash_id_datum(Datum value, Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+			return DatumGetInt16(value);
+		case INT4OID:
+			return DatumGetInt32(value);
+		default:
+			return DatumGetInt64(value);
+	}
+}
 
 #endif							/* SIMHASH_FIND_ALL_SQL_H */

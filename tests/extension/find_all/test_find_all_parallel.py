@@ -8,39 +8,22 @@ import random
 import re
 import threading
 import time
-from contextlib import contextmanager
 
 import psycopg
 import pytest
 from hypothesis import given, settings
-from toolbox import brute_force_pairs, components, error_of, flip_random
+from toolbox import (
+    brute_force_pairs,
+    components,
+    error_of,
+    flip_random,
+    parallel_on_small_inputs,
+    parallel_workers_of,
+)
 from toolbox.data import clustered_rows, planted_pairs_query, rows_query
 
 LAUNCHED = re.compile(r"simhash: (\d+) of (\d+) parallel workers launched")
 WORKER_COUNTS = (0, 1, 2, 4)
-
-
-@contextmanager
-def parallel_on_small_inputs(conn: psycopg.Connection):
-    """Workers for any input, up to 4, with the launch messages collected."""
-    messages: list[str] = []
-
-    def keep(diagnostic) -> None:
-        messages.append(diagnostic.message_primary or "")
-
-    conn.add_notice_handler(keep)
-    conn.execute("SET simhash.find_all_parallel_min_rows = 0")
-    conn.execute("SET max_parallel_maintenance_workers = 4")
-    conn.execute("SET client_min_messages = debug1")
-    conn.execute("SET statement_timeout = '60s'")  # a hang fails, not blocks the suite
-    try:
-        yield messages
-    finally:
-        conn.execute("RESET statement_timeout")
-        conn.execute("RESET client_min_messages")
-        conn.execute("RESET max_parallel_maintenance_workers")
-        conn.execute("RESET simhash.find_all_parallel_min_rows")
-        conn.remove_notice_handler(keep)
 
 
 def launched(messages: list[str]) -> list[int]:
@@ -205,12 +188,6 @@ LONG_RUN = (
     "SELECT count(*) FROM simhash_find_all("
     "'SELECT i, hashint8extended(i, 0)::simhash64 FROM generate_series(1, 200000) i', 3, 32, 2)"
 )
-
-
-def parallel_workers_of(conn: psycopg.Connection, pid: int) -> int:
-    return conn.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'parallel worker' AND leader_pid = %s", (pid,)
-    ).fetchone()[0]
 
 
 def none_left(conn: psycopg.Connection, pid: int) -> bool:
