@@ -49,11 +49,13 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
 #include "optimizer/plancat.h"
 #include "portability/instr_time.h"
 #include "storage/sharedfileset.h"
 #include "storage/shm_toc.h"
 #include "utils/lsyscache.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
@@ -186,6 +188,29 @@ plain_table_read(CachedPlanSource *source, Query **query_out)
 		return NULL;
 	*query_out = query;
 	return rte;
+}
+
+/*
+ * Whether the planner reads the table with a plain sequential scan.  An
+ * extension's planner hook may plan it otherwise (Citus: a distributed
+ * table's rows are on its workers and the coordinator's table is empty),
+ * and then only the executor knows where the rows are.  The plan is the
+ * one SPI executes on the fallback path: made once either way (SPI's
+ * unsaved plan: no resource owner keeps it).
+ */
+static bool
+planned_as_seq_scan(CachedPlanSource *source)
+{
+	CachedPlan *cplan = GetCachedPlan(source, NULL, NULL, NULL);
+	PlannedStmt *stmt = list_length(cplan->stmt_list) == 1 ?
+		linitial_node(PlannedStmt, cplan->stmt_list) : NULL;
+	Plan	   *plan = stmt != NULL ? stmt->planTree : NULL;
+	bool		plain = plan != NULL && stmt->commandType == CMD_SELECT && IsA(plan, SeqScan) &&
+		((Scan *) plan)->scanrelid == 1 && plan->qual == NIL && plan->initPlan == NIL &&
+		plan->lefttree == NULL && plan->righttree == NULL;
+
+	ReleaseCachedPlan(cplan, NULL);
+	return plain;
 }
 
 static AttrNumber
@@ -723,7 +748,7 @@ simhash_read_table(CachedPlanSource *source, int requested, SimhashRows *rows)
 	int			workers;
 	Snapshot	snapshot;
 
-	if (rte == NULL)
+	if (rte == NULL || !planned_as_seq_scan(source))
 		return false;
 	rel = table_open(rte->relid, AccessShareLock);
 	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
