@@ -210,7 +210,7 @@ allowed_workers(int requested, Size n)
 	int			workers = requested < 0 ? max_parallel_maintenance_workers :
 		Min(requested, max_parallel_maintenance_workers);
 
-	if (workers <= 0 || n < 2 || n < (Size) parallel_min_rows)
+	if (workers <= 0 || !simhash_parallel_enough_rows(n))
 		return 0;
 	if (!IsUnderPostmaster || IsInParallelMode() || IsParallelWorker())
 		return 0;
@@ -218,13 +218,7 @@ allowed_workers(int requested, Size n)
 }
 
 int
-simhash_parallel_read_workers(int requested, Size n)
-{
-	return allowed_workers(requested, n);
-}
-
-int
-simhash_parallel_spill_workers(int requested, Size n)
+simhash_parallel_allowed_workers(int requested, Size n)
 {
 	return allowed_workers(requested, n);
 }
@@ -319,13 +313,6 @@ begin_run(Size n, int workers)
 	shm_toc_insert(pcxt->toc, KEY_KEPT, run->kept);
 	pg_atomic_init_u64(&run->shared->rows_searched, 0);
 	return run;
-}
-
-static double
-seconds_between(instr_time start, instr_time end)
-{
-	INSTR_TIME_SUBTRACT(end, start);
-	return INSTR_TIME_GET_DOUBLE(end);
 }
 
 /* The next item of a phase from its counter, or false when none is left. */
@@ -647,8 +634,8 @@ participate(Participant *me)
 		INSTR_TIME_SET_CURRENT(arrived);
 		BarrierArriveAndWait(&shared->barrier, PG_WAIT_EXTENSION);
 		INSTR_TIME_SET_CURRENT(released);
-		shared->busy_seconds[slot] += seconds_between(start, arrived);
-		shared->wait_seconds[slot] += seconds_between(arrived, released);
+		shared->busy_seconds[slot] += simhash_seconds_between(start, arrived);
+		shared->wait_seconds[slot] += simhash_seconds_between(arrived, released);
 		start = released;
 		phase++;
 	}

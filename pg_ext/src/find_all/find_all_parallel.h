@@ -32,14 +32,12 @@ extern void simhash_find_all_parallel_init(void);
 extern int	simhash_parallel_workers(int requested, Size n);
 
 /*
- * How many parallel workers read an input of about n rows (a table's
- * estimate, before it is read): as simhash_parallel_workers() without the
- * shared memory, which the reading needs little of.
+ * How many parallel workers run on n rows whose entries are not in shared
+ * memory: a spilled run (its rows in files), or the reading of a table of
+ * about n rows (its estimate, before it is read).  As
+ * simhash_parallel_workers() without the room for the entries.
  */
-extern int	simhash_parallel_read_workers(int requested, Size n);
-
-/* The same for a spilled run (its rows in files: no shared memory for them). */
-extern int	simhash_parallel_spill_workers(int requested, Size n);
+extern int	simhash_parallel_allowed_workers(int requested, Size n);
 
 /*
  * A dynamic shared memory segment with room for n entries, returned in

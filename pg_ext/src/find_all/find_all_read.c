@@ -393,13 +393,6 @@ simhash_find_all_read_worker_main(dsm_segment *seg, shm_toc *toc)
 		dsm_detach(run_segment);
 }
 
-static double
-seconds_between(instr_time start, instr_time end)
-{
-	INSTR_TIME_SUBTRACT(end, start);
-	return INSTR_TIME_GET_DOUBLE(end);
-}
-
 /* A worker's file added to the rows. */
 static void
 load_worker_rows(ReadShared *read, int worker, SimhashRows *rows, SimhashEntry *buffer)
@@ -717,8 +710,8 @@ read_in_parallel(Relation rel, const ReadShared *columns, int workers, Snapshot 
 	INSTR_TIME_SET_CURRENT(done);
 	ereport(DEBUG1,
 			errmsg_internal("simhash: the backend read " UINT64_FORMAT " rows in %.3f s, waited %.3f s for the workers, then %.3f s for %zu rows%s",
-							w.rows_put, seconds_between(start, scanned), seconds_between(scanned, waited),
-							seconds_between(waited, done), rows->count,
+							w.rows_put, simhash_seconds_between(start, scanned), simhash_seconds_between(scanned, waited),
+							simhash_seconds_between(waited, done), rows->count,
 							rows->placed_run != NULL ? " in place" : ""));
 	DestroyParallelContext(pcxt);
 	ExitParallelMode();
@@ -768,7 +761,7 @@ simhash_read_table(CachedPlanSource *source, int requested, SimhashRows *rows)
 	/* The workers the search would get for the rows the planner expects. */
 	estimate_rel_size(rel, NULL, &pages, &tuples, &allvisfrac);
 	tuples = Max(tuples, 0);
-	workers = RelationUsesLocalBuffers(rel) ? 0 : simhash_parallel_read_workers(requested, (Size) tuples);
+	workers = RelationUsesLocalBuffers(rel) ? 0 : simhash_parallel_allowed_workers(requested, (Size) tuples);
 
 	/* The snapshot SPI takes for a query that is not read-only. */
 	PushActiveSnapshot(GetTransactionSnapshot());

@@ -461,7 +461,7 @@ run_spilled(SimhashResultSink *sink, SimhashRows *rows, int k, int blocks, int w
 			FindAllOutput output, bool include_singletons)
 {
 	blocks = blocks_for(blocks, k, rows->count);
-	workers = simhash_parallel_spill_workers(workers, rows->count);
+	workers = simhash_parallel_allowed_workers(workers, rows->count);
 	simhash_rows_finish_spill(rows);
 	simhash_spill_unique_ids(rows);
 	if (output == CLUSTERS)

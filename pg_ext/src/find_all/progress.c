@@ -46,8 +46,7 @@ seconds_since(instr_time from)
 	instr_time	now;
 
 	INSTR_TIME_SET_CURRENT(now);
-	INSTR_TIME_SUBTRACT(now, from);
-	return INSTR_TIME_GET_DOUBLE(now);
+	return simhash_seconds_between(from, now);
 }
 
 void

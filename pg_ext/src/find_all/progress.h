@@ -14,6 +14,16 @@
 
 #include "simhash.h"
 
+#include "portability/instr_time.h"
+
+/* Seconds from start to end (the stage times of a run and of its processes). */
+static inline double
+simhash_seconds_between(instr_time start, instr_time end)
+{
+	INSTR_TIME_SUBTRACT(end, start);
+	return INSTR_TIME_GET_DOUBLE(end);
+}
+
 /* The stages of a run, in order. */
 typedef enum SimhashStage
 {

@@ -184,7 +184,6 @@ typedef struct MihProbe
 	/* The probes of the plan, run by run: the first key of each range. */
 	uint64	   *probes[MIH_MAX_TABLES];
 	int			nprobes[MIH_MAX_TABLES];
-	BlockNumber *first_pages;	/* room for the most probes of a run */
 } MihProbe;
 
 /*
