@@ -20,6 +20,7 @@ from pysimhash_sql.throwaway import ThrowawayServer
 from toolbox import GIN, INDEX_KINDS, MIH, brute_force_within, copy_rows, flip_random
 from toolbox.data import planted_fingerprints, random_queries
 from toolbox.mih_builds import build
+from toolbox.mih_pages import SET_CAP
 from toolbox.workers import run_together
 
 N_RANDOM = 12_000
@@ -414,6 +415,9 @@ def test_exact_after_immediate_shutdown_and_wal_replay(tmp_path_factory, kind: s
             assert_index_matches_seqscan(conn, SCOPED_FORM if scoped else FUNCTION_FORM)
             if kind.startswith("simhash_mih"):
                 conn.execute("SELECT simhash_mih_check('docs_fp')")
+                # the flushes merged run sets before the kill (mih_insert.c), and the cap held through it
+                merges, run_sets = conn.execute("SELECT merges, run_sets FROM simhash_mih_stats('docs_fp')").fetchone()
+                assert merges > 0 and run_sets <= SET_CAP
             for (row_id, _), (centre, k) in zip(sample, queries):  # each acknowledged row found through the index
                 conn.execute(INDEX_ONLY)
                 scope = f"domain = 'site{row_id % 3}' AND " if scoped else ""

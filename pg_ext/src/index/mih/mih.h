@@ -16,10 +16,15 @@
  * - the pending list: new rows, unsorted (fingerprint, TID), in a chain of
  *   pages that every scan reads whole.  When it reaches
  *   simhash.mih_pending_limit rows, the inserting backend sorts it into a new
- *   run set; VACUUM merges the run sets into one.
- * Pages a flush or merge retires are listed in the metapage and recycled by
- * the next VACUUM, after it has waited for every scan holding a pin on the
- * metapage (a scan pins it from reading the layout until it is done).
+ *   run set, merging into it, in the same sort, the run sets the merge policy
+ *   picks (mih_insert.c: size-tiered, at most MIH_SET_CAP sets after any
+ *   flush); VACUUM only takes dead entries out.
+ * Pages a flush or merge retires are listed in the metapage and recycled once
+ * no other backend pins the metapage: by an insert that finds it so
+ * (ConditionalLockBufferForCleanup), or by VACUUM, which waits for it.  Every
+ * reader of the run sets pins the metapage from reading the layout until it
+ * is done (scans, VACUUM's bulk delete), and the layout it then reads no
+ * longer names the retired pages.
  *
  * Scope columns (mih_scope.c): an index USING simhash_mih (domain, fp) keeps
  * fp XOR a 64-bit hash of the scope values in place of fp, everywhere
@@ -66,6 +71,15 @@
 #define MIH_MAX_TABLES 8
 #define MIH_MAX_SETS 16
 #define MIH_MAX_RETIRED 32
+/*
+ * The merge policy (mih_insert.c).  At most MIH_SET_CAP run sets after a
+ * flush: a query probes each set with the whole plan, so its probes are at
+ * most MIH_SET_CAP times one set's.  The largest set (the base) is folded
+ * into a flush once the other sets and the pending rows hold 1 /
+ * MIH_FOLD_SHARE of its rows.
+ */
+#define MIH_SET_CAP 4
+#define MIH_FOLD_SHARE 2
 #define MIH_PAGE_DATA (BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
 #define MIH_PENDING_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(ItemPointerData)))
 #define MIH_DIR_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(BlockNumber)))
@@ -115,6 +129,17 @@ typedef struct MihMeta
 	 * page was zeroed.
 	 */
 	int32		nscope;
+	/*
+	 * Added with the merge policy (zero in an older index): each run set's
+	 * id, unique in the index's life (0: unknown), for the directory cache
+	 * (mih_scan.c); the last id given; merges done, the rows they rewrote,
+	 * flushes done.
+	 */
+	uint64		set_id[MIH_MAX_SETS];
+	uint64		last_set_id;
+	int64		nmerges;
+	int64		merged_rows;
+	int64		nflushes;
 } MihMeta;
 
 StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
@@ -296,8 +321,14 @@ extern void mih_collect_run(Relation index, BlockNumber blkno, void *arg);
 extern void mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope);
 extern void mih_meta_add_set(MihMeta *meta, const MihRunSet *set);
 extern bool mih_meta_retire(MihMeta *meta, const MihRetired *what);
+extern void mih_free_retired(Relation index, const MihRetired *retired, int nretired, int ntables);
+extern int	mih_take_retired(Relation index, Buffer meta_buffer, MihRetired *retired);
 extern void mih_check_meta(Relation index, const MihMeta *meta);
+extern Buffer mih_pin_meta(Relation index, MihMeta *meta);
 extern MihMeta mih_read_meta(Relation index);
+
+/* mih_check.c */
+extern void mih_require_index(Relation index, const char *caller);
 
 /* mih_scope.c: scope columns */
 extern void mih_scope_check_columns(Relation index);

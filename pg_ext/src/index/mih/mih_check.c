@@ -327,6 +327,17 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 	}
 }
 
+/* An ERROR naming the index and `caller` unless it is a simhash_mih index. */
+void
+mih_require_index(Relation index, const char *caller)
+{
+	if (index->rd_indam->ambuild != mih_build)
+		ereport(ERROR,
+				errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				errmsg("%s: index \"%s\" is not a simhash_mih index",
+					   caller, RelationGetRelationName(index)));
+}
+
 Datum
 simhash_mih_check(PG_FUNCTION_ARGS)
 {
@@ -348,11 +359,7 @@ simhash_mih_check(PG_FUNCTION_ARGS)
 	/* ShareLock, as CREATE INDEX takes: no row can come or go meanwhile. */
 	heap = table_open(heap_oid, ShareLock);
 	index = index_open(index_oid, ShareLock);
-	if (index->rd_indam->ambuild != mih_build)
-		ereport(ERROR,
-				errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				errmsg("simhash_mih_check: index \"%s\" is not a simhash_mih index",
-					   RelationGetRelationName(index)));
+	mih_require_index(index, "simhash_mih_check");
 	memset(&c, 0, sizeof(c));
 	c.index = index;
 	check_index(&c, heap, heapallindexed);

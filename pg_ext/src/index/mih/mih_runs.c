@@ -512,11 +512,12 @@ mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 	UnlockReleaseBuffer(buffer);
 }
 
-/* Adds a run set to the metapage, which the caller holds exclusively. */
+/* Adds a run set to the metapage, which the caller holds exclusively, under a new id. */
 void
 mih_meta_add_set(MihMeta *meta, const MihRunSet *set)
 {
 	Assert(meta->nsets < MIH_MAX_SETS);
+	meta->set_id[meta->nsets] = ++meta->last_set_id;
 	meta->sets[meta->nsets++] = *set;
 	meta->generation++;
 }
@@ -528,6 +529,64 @@ mih_meta_retire(MihMeta *meta, const MihRetired *what)
 		return false;			/* leaked until the next REINDEX; never unsafe */
 	meta->retired[meta->nretired++] = *what;
 	return true;
+}
+
+/*
+ * Takes the retired list out of the metapage (WAL-logged), which the caller
+ * holds exclusively with no other backend pinning it (a cleanup lock), or
+ * holds exclusively and waits for that before freeing (VACUUM): no reader
+ * can then reach the retired pages.  Returns how many entries `retired`
+ * (room for MIH_MAX_RETIRED) received.
+ */
+int
+mih_take_retired(Relation index, Buffer meta_buffer, MihRetired *retired)
+{
+	MihMeta    *meta = mih_meta_of(BufferGetPage(meta_buffer));
+	int			nretired = meta->nretired;
+	GenericXLogState *state;
+
+	if (nretired == 0)
+		return 0;
+	memcpy(retired, meta->retired, nretired * sizeof(MihRetired));
+	state = GenericXLogStart(index);
+	mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0))->nretired = 0;
+	GenericXLogFinish(state);
+	return nretired;
+}
+
+/* Marks a page deleted (WAL-logged) and gives it to the free space map. */
+static void
+mih_free_page(Relation index, BlockNumber blkno, void *arg)
+{
+	Buffer		buffer = ReadBuffer(index, blkno);
+	GenericXLogState *state;
+
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	mih_head_of(GenericXLogRegisterBuffer(state, buffer, 0))->kind = MIH_PAGE_DELETED;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buffer);
+	RecordFreeIndexPage(index, blkno);
+}
+
+/*
+ * Frees the pages of retired entries taken out of the metapage
+ * (mih_take_retired) once no reader can reach them.  A crash before the end
+ * leaks the rest until REINDEX: never unsafe.
+ */
+void
+mih_free_retired(Relation index, const MihRetired *retired, int nretired, int ntables)
+{
+	for (int i = 0; i < nretired; i++)
+	{
+		if (retired[i].is_set)
+			for (int t = 0; t < ntables; t++)
+				mih_visit_run(index, &retired[i].set, t, true, mih_free_page, NULL);
+		else
+			mih_visit_chain(index, retired[i].chain_head, RelationGetNumberOfBlocks(index), mih_free_page, NULL);
+	}
+	if (nretired > 0)
+		IndexFreeSpaceMapVacuum(index);
 }
 
 /*
@@ -563,16 +622,28 @@ mih_check_meta(Relation index, const MihMeta *meta)
 					meta->nscope, IndexRelationGetNumberOfKeyAttributes(index) - 1);
 }
 
+/*
+ * The metapage, pinned, and a copy of it, checked: the pages it names stay
+ * unrecycled until the caller releases the pin (mih.h).
+ */
+Buffer
+mih_pin_meta(Relation index, MihMeta *meta)
+{
+	Buffer		buffer = ReadBuffer(index, 0);
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	*meta = *mih_meta_of(BufferGetPage(buffer));
+	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+	mih_check_meta(index, meta);	/* an ERROR's pin goes with the resource owner */
+	return buffer;
+}
+
 /* A copy of the metapage, checked. */
 MihMeta
 mih_read_meta(Relation index)
 {
-	Buffer		buffer = ReadBuffer(index, 0);
 	MihMeta		meta;
 
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	meta = *mih_meta_of(BufferGetPage(buffer));
-	UnlockReleaseBuffer(buffer);
-	mih_check_meta(index, &meta);
+	ReleaseBuffer(mih_pin_meta(index, &meta));
 	return meta;
 }

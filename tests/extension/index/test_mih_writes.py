@@ -1,0 +1,157 @@
+"""simhash_mih under continuous inserts and no VACUUM (issue 29): flushes never
+stop, the flushes' size-tiered merges keep the run sets within the cap
+(mih_insert.c), inserts recycle the retired pages, and every answer equals
+brute force meanwhile and after; simhash_mih_stats reports it all and refuses
+what is not a simhash_mih index with a clear error."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import numpy as np
+import psycopg
+import pytest
+
+from toolbox import MIH, copy_rows, error_of, flip_random
+from toolbox.data import planted_fingerprints
+from toolbox.mih_pages import SET_CAP
+from toolbox.workers import run_together
+
+STATS = "SELECT pending_rows, run_sets, set_rows, retired, flushes, merges, merged_rows FROM simhash_mih_stats('docs_fp')"
+PENDING_LIMIT = 128
+WRITERS = 4
+ROWS_PER_WRITER = 10_000
+ROWS_PER_TRANSACTION = 100
+
+
+def load(db: psycopg.Connection, fps: list[int | None]) -> None:
+    db.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp simhash64) WITH (autovacuum_enabled = off)")
+    copy_rows(db, "COPY docs FROM STDIN", ((i, None if fp is None else str(fp)) for i, fp in enumerate(fps)))
+    db.execute(f"CREATE INDEX docs_fp ON docs USING {MIH.format(options='')}")
+
+
+def stats(conn: psycopg.Connection) -> dict:
+    names = ("pending_rows", "run_sets", "set_rows", "retired", "flushes", "merges", "merged_rows")
+    return dict(zip(names, conn.execute(STATS).fetchone()))
+
+
+def test_stats_follow_flushes_and_merges(db: psycopg.Connection) -> None:
+    load(db, [random.Random(1).getrandbits(64) for _ in range(1000)])
+    assert stats(db) == {"pending_rows": 0, "run_sets": 1, "set_rows": [1000], "retired": 0,
+                         "flushes": 0, "merges": 0, "merged_rows": 0}
+    db.execute("SET simhash.mih_pending_limit = 100")
+    db.execute("INSERT INTO docs SELECT 1000 + g, hashint8extended(g, 7)::simhash64 FROM generate_series(1, 150) g")
+    # the base holds 1000 rows, the rest 100: too few to fold, no other set to merge;
+    # the next insert, alone to pin the metapage, recycled the flushed pending pages
+    assert stats(db) == {"pending_rows": 50, "run_sets": 2, "set_rows": [1000, 100], "retired": 0,
+                         "flushes": 1, "merges": 0, "merged_rows": 0}
+    db.execute("INSERT INTO docs SELECT 2000 + g, hashint8extended(g, 8)::simhash64 FROM generate_series(1, 50) g")
+    # 100 pending rows merged with the set of 100 (no larger than them): one set of 200
+    now = stats(db)
+    assert (now["run_sets"], now["set_rows"], now["merges"], now["merged_rows"]) == (2, [1000, 200], 1, 100)
+    db.execute("INSERT INTO docs SELECT 3000 + g, hashint8extended(g, 9)::simhash64 FROM generate_series(1, 300) g")
+    # flushes: [1000, 200, 100] (200 > 100 pending rows), [1000, 400] (100 and 200 merged),
+    # then 500 rows beside the base's 1000, half of it: folded into one set
+    now = stats(db)
+    assert (now["run_sets"], now["set_rows"], now["pending_rows"], now["merges"]) == (1, [1500], 0, 3)
+    db.execute("SELECT simhash_mih_check('docs_fp')")
+
+
+def test_stats_refuse_what_is_not_a_simhash_mih_index(db: psycopg.Connection) -> None:
+    db.execute("CREATE TABLE docs (id int, fp simhash64)")
+    db.execute("CREATE INDEX docs_id ON docs (id)")
+    error = error_of(db, "SELECT simhash_mih_stats('docs')")
+    assert error.sqlstate == "42809" and '"docs" is not an index' in str(error)
+    error = error_of(db, "SELECT simhash_mih_stats('docs_id')")
+    assert error.sqlstate == "42809" and 'index "docs_id" is not a simhash_mih index' in str(error)
+    assert db.execute("SELECT simhash_mih_stats(NULL)").fetchone()[0] is None
+
+
+def write_rows(conninfo: str, seed: int, stored: list[int], written: list[tuple[int, int]]) -> None:
+    """ROWS_PER_WRITER single-row inserts, ROWS_PER_TRANSACTION a transaction:
+    near copies of stored rows (within 0..9 bits) and random fingerprints."""
+    rng = random.Random(seed)
+    rows = [(1_000_000 * (seed + 1) + i,
+             flip_random(rng.choice(stored), rng.randint(0, 9), rng) if rng.random() < 0.6 else rng.getrandbits(64))
+            for i in range(ROWS_PER_WRITER)]
+    with psycopg.connect(conninfo) as conn:
+        for start in range(0, len(rows), ROWS_PER_TRANSACTION):
+            batch = rows[start:start + ROWS_PER_TRANSACTION]
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO docs VALUES (%s, %s::text::simhash64)", [(i, str(fp)) for i, fp in batch])
+            conn.commit()
+            written.extend(batch)
+
+
+def ids(conn: psycopg.Connection, centre: int, k: int) -> list[int]:
+    return [r[0] for r in conn.execute("SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s)"
+                                       " ORDER BY id", (str(centre), k))]
+
+
+def compare_in_snapshots(conninfo: str, stored: list[int], stop: threading.Event, compared: list[int]) -> None:
+    """While the writers write: in one snapshot, the index's answer and the
+    sequential scan's, at k = 0..8."""
+    rng = random.Random(99)
+    with psycopg.connect(conninfo) as conn:
+        while not stop.is_set():
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            for k in range(9):
+                centre = flip_random(rng.choice(stored), rng.randint(0, 4), rng)
+                conn.execute("SET LOCAL enable_seqscan = off")
+                by_index = ids(conn, centre, k)
+                conn.execute("SET LOCAL enable_seqscan = on; SET LOCAL enable_bitmapscan = off;"
+                             " SET LOCAL enable_indexscan = off")
+                assert by_index == ids(conn, centre, k), (centre, k)
+                conn.execute("RESET enable_bitmapscan; RESET enable_indexscan")
+                compared.append(k)
+            conn.rollback()
+
+
+def sample_stats(conninfo: str, stop: threading.Event, samples: list[dict]) -> None:
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        while not stop.is_set():
+            samples.append(stats(conn))
+            stop.wait(0.005)
+
+
+def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(db: psycopg.Connection) -> None:
+    rng = random.Random(29)
+    fps = planted_fingerprints(rng, 2000)
+    load(db, fps)
+    stored = [fp for fp in fps if fp is not None]
+    info = db.info
+    conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    writer_info = f"{conninfo} options='-c simhash.mih_pending_limit={PENDING_LIMIT}'"
+    written: list[tuple[int, int]] = []
+    samples: list[dict] = []
+    compared: list[int] = []
+    errors = run_together(
+        [lambda seed=seed: write_rows(writer_info, seed, stored, written) for seed in range(WRITERS)],
+        [lambda stop: compare_in_snapshots(conninfo, stored, stop, compared),
+         lambda stop: sample_stats(conninfo, stop, samples)])
+    assert not errors
+    assert compared and samples
+    assert max(s["run_sets"] for s in samples) <= SET_CAP
+    assert max(s["pending_rows"] for s in samples) < PENDING_LIMIT
+    final = stats(db)
+    inserted = WRITERS * ROWS_PER_WRITER
+    assert final["flushes"] >= inserted // PENDING_LIMIT - 1 and final["merges"] > 0
+    # every row with a fingerprint in one run set or the pending list, once (no VACUUM, no delete)
+    assert sum(final["set_rows"]) + final["pending_rows"] == len(stored) + inserted
+    # recycled by inserts, not left for a VACUUM: the index stays near a rebuilt one's size
+    size = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
+    db.execute("SELECT simhash_mih_check('docs_fp')")
+
+    rows = dict(enumerate(fps)) | dict(written)
+    present = [(i, fp) for i, fp in rows.items() if fp is not None]
+    row_ids = np.array([i for i, _ in present], dtype=np.int64)
+    values = np.array([fp for _, fp in present], dtype=np.uint64)
+    db.execute("SET enable_seqscan = off")
+    for k in range(9):
+        for _ in range(12):
+            centre = flip_random(rng.choice(stored + [fp for _, fp in written]), rng.randint(0, k + 1), rng)
+            expected = sorted(row_ids[np.bitwise_count(values ^ np.uint64(centre)) <= k].tolist())
+            assert ids(db, centre, k) == expected, (centre, k)
+    db.execute("REINDEX INDEX docs_fp")
+    assert size <= 3 * db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
