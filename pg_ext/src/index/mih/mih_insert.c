@@ -141,7 +141,7 @@ mih_flush_pending(Relation index, Buffer meta_buffer)
 	if (nchosen > 0)
 	{
 		meta->nmerges++;
-		meta->merged_rows += set.nentries - meta->pending_count;
+		meta->merged_rows += rows - meta->pending_count;	/* the chosen sets' rows */
 	}
 	meta->nflushes++;
 	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
