@@ -17,6 +17,7 @@ from django import forms
 from django.core import exceptions
 from django.db import models
 from django.db.models import Lookup, Value
+from django.db.models.expressions import ExpressionList
 
 from ..fingerprint import coerce_fingerprint, from_hex, to_hex
 
@@ -143,7 +144,7 @@ class HammingWithin(Lookup):
     lookup_name = "hamming_within"
     prepare_rhs = False
 
-    def get_prep_lookup(self) -> tuple[Any, int]:
+    def get_prep_lookup(self) -> ExpressionList:
         field = self.lhs.output_field
         if not isinstance(self.rhs, (tuple, list)) or len(self.rhs) != 2:
             raise ValueError(f"{getattr(field, 'label', field)}__hamming_within takes (fingerprint, max_distance), "
@@ -151,10 +152,12 @@ class HammingWithin(Lookup):
         value, k = self.rhs
         if not hasattr(value, "resolve_expression"):
             value = FingerprintValue(value, field if isinstance(field, SimhashField) else None)
-        return value, check_radius(k)
+        # One expression, so that the query resolves an OuterRef in it (a tuple it would leave alone).
+        return ExpressionList(value, Value(check_radius(k)))
 
     def as_sql(self, compiler, connection):
         lhs_sql, lhs_params = self.process_lhs(compiler, connection)
-        value, k = self.rhs
-        center_sql, center_params = compiler.compile(value)
-        return f"hamming_within({lhs_sql}, {center_sql}, %s)", [*lhs_params, *center_params, k]
+        center, radius = self.rhs.get_source_expressions()
+        center_sql, center_params = compiler.compile(center)
+        radius_sql, radius_params = compiler.compile(radius)
+        return f"hamming_within({lhs_sql}, {center_sql}, {radius_sql})", [*lhs_params, *center_params, *radius_params]

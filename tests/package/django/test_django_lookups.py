@@ -8,6 +8,7 @@ import random
 
 import pytest
 from django.db import connection
+from django.db.models import Exists, F, OuterRef
 from simhash_testapp.models import GinPage, Page, ScopedPage
 from toolbox import MAX_FINGERPRINT, brute_force_within, distance, flip_random
 from toolbox.data import planted_fingerprints
@@ -67,3 +68,18 @@ def test_scoped_check_reads_the_scoped_index() -> None:
             assert [(row.distance, row.pk) for row in found.order_by("distance", "pk")] == expected
         plan = near_duplicates(ScopedPage.objects.all(), "fp", centre, k, scope={"domain": domain}).explain()
         assert f"Index Scan on {index.name}" in plan, plan
+
+
+def test_expressions_as_the_centre() -> None:
+    """The new-rows-against-stored check (pysimhash_sql.queries.has_near_duplicate's
+    query) as an Exists subquery with OuterRef, and F() of the row itself."""
+    rng = random.Random(32)
+    stored = planted_fingerprints(rng, 300)
+    fresh = [flip_random(rng.choice([fp for fp in stored if fp is not None]), rng.randint(0, 6), rng)
+             for _ in range(40)] + EDGES
+    _load(GinPage, stored)
+    pks = _load(Page, fresh)
+    near = Exists(GinPage.objects.filter(fp__hamming_within=(OuterRef("fp"), 3)))
+    expected = [pk for pk, fp in zip(pks, fresh) if any(s is not None and distance(s, fp) <= 3 for s in stored)]
+    assert sorted(Page.objects.filter(near).values_list("pk", flat=True)) == expected
+    assert Page.objects.filter(fp__hamming_within=(F("fp"), 0)).count() == len(fresh)
