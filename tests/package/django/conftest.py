@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
+import django
 import pytest
 from django.conf import settings
 
@@ -35,6 +36,9 @@ if not settings.configured:
     _import_backend(DRIVER)
     settings.configure(**{name: getattr(simhash_test_settings, name)
                           for name in dir(simhash_test_settings) if name.isupper()})
+    # The apps now: in a run of the whole suite this file is read during
+    # collection, after pytest-django's own setup has passed.
+    django.setup()
 
 
 @pytest.fixture(scope="session")
