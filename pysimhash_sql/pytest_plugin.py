@@ -59,13 +59,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(USER_OPTION, help=help)
 
 
-def _require(module: str, fixture: str) -> ModuleType:
+def _require(module: str, fixture: str, extra: str = EXTRA) -> ModuleType:
     """``module``, or a clean failure of the fixture naming the extra to install."""
     try:
         return importlib.import_module(module)
     except ImportError:
         pass
-    pytest.fail(f"the {fixture} fixture needs {module.split('.')[0]}: pip install '{EXTRA}'", pytrace=False)
+    pytest.fail(f"the {fixture} fixture needs {module.split('.')[0]}: pip install '{extra}'", pytrace=False)
 
 
 def _server_user(config: pytest.Config) -> str | None:
@@ -198,7 +198,7 @@ def simhash_django_db_settings(simhash_postgresql_proc):
     extension before migrations run.  For pytest-django, whose databases are
     set up after its ``django_db_modify_db_settings`` fixture: override that
     with this one in conftest.py (the module docstring shows how)."""
-    settings = _require("django.conf", "simhash_django_db_settings").settings
+    settings = _require("django.conf", "simhash_django_db_settings", "pysimhash-sql[django]").settings
     server = simhash_postgresql_proc
     for database in settings.DATABASES.values():
         if database.get("ENGINE") == "django.db.backends.postgresql":
