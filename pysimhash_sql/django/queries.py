@@ -18,6 +18,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import connections, router, transaction
 from django.db.models import Model, QuerySet
+from django.db.models.sql import Query
 
 from .fields import check_radius
 from .functions import HammingDistance
@@ -102,19 +103,34 @@ class Stored:
     inserted: bool
 
 
+def _evaluate(model: type[Model], alias: str, expression: Any) -> int:
+    """The value of an expression over constants (``Simhash(Value(text))``), computed by the server."""
+    query = Query(model)
+    sql, params = query.get_compiler(using=alias).compile(expression.resolve_expression(query))
+    with connections[alias].cursor() as cursor:
+        cursor.execute(f"SELECT ({sql})::text", params)
+        return int(cursor.fetchone()[0])
+
+
 def insert_unless_near_duplicate(model: type[Model], values: dict[str, Any], *, fingerprint: str = "fingerprint",
                                  scope: str | None = None, max_distance: int = 3,
                                  using: str | None = None) -> Stored:
     """Creates ``model(**values)`` unless a row within ``max_distance`` bits of
     its fingerprint exists (among the rows with the same ``scope`` field
-    value, if given), safe with many concurrent writers: in one atomic block,
+    value, if given), safe with many concurrent writers.  The fingerprint is
+    any value the field takes, or an expression over constants that the
+    server computes first (``Simhash(Value(text))``).  In one atomic block:
     ``simhash_lock_near(fp, k, scope)`` (held to the end of the outermost
     transaction), the check through the index, the insert.  Run it in READ
     COMMITTED (Django's default); the lock raises under REPEATABLE READ.  The
     locks are pysimhash_sql.dedupe's (same scope text), so Django and
     SQLAlchemy writers of one table exclude each other."""
     alias = using or router.db_for_write(model)
-    fp = model._meta.get_field(fingerprint).checked(values[fingerprint])
+    fp = values[fingerprint]
+    if hasattr(fp, "resolve_expression"):
+        fp = _evaluate(model, alias, fp)
+        values = {**values, fingerprint: fp}
+    fp = model._meta.get_field(fingerprint).checked(fp)
     k = check_radius(max_distance)
     scope_value = None if scope is None else values[scope]
     lock_scope = None if scope_value is None else str(scope_value)

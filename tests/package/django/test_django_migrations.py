@@ -18,6 +18,8 @@ from django.db.migrations.questioner import MigrationQuestioner
 from django.db.migrations.state import ProjectState
 from django.db.migrations.writer import MigrationWriter
 
+from simhash_testapp.models import Page
+
 from pysimhash_sql.django import SimhashGinIndex, SimhashMihIndex
 
 APP = "simhash_testapp"
@@ -81,3 +83,20 @@ def test_migrate_backwards_and_forwards() -> None:
     assert _indexes() == {} and not _has_extension()
     call_command("migrate", APP, stdout=io.StringIO())
     assert _has_extension() and _indexes() == before
+
+
+@pytest.mark.django_db
+def test_a_scoped_gin_index_is_made_and_used() -> None:
+    """SimhashGinIndex with a scope column: the operator class on the
+    fingerprint only, btree_gin's for the scope (its extension first)."""
+    index = SimhashGinIndex(fields=["domain", "fp"], name="page_domain_fp_gin", max_distance=4)
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
+    with connection.schema_editor() as editor:
+        editor.add_index(Page, index)
+        editor.remove_index(Page, Page._meta.indexes[0])  # the model's own, which the planner would take
+    assert "USING gin (domain, fp simhash64_ops (max_distance='4')) WITH (fastupdate=off)" in _indexes()[index.name]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    plan = Page.objects.filter(domain="example.org", fp__hamming_within=(2**63, 4)).explain()
+    assert f"Index Scan on {index.name}" in plan, plan

@@ -10,12 +10,15 @@ import random
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
+from django.db.models import Value
 from django.db.models.signals import pre_save
 from simhash_testapp.models import Page, ScopedPage
 from toolbox import MAX_FINGERPRINT, brute_force_clusters, brute_force_pairs, distance, flip, near_copies
 from toolbox.workers import run_together
 
+from pysimhash_sql import hashing
 from pysimhash_sql.django import (
+    Simhash,
     aclusters,
     afind_all,
     ainsert_unless_near_duplicate,
@@ -121,6 +124,16 @@ def test_async_twins() -> None:
     first, again, other, count, pairs, groups = asyncio.run(main())
     assert first.inserted and not again.inserted and again.pk == first.pk and other.inserted
     assert count == 2 and pairs == [(first.pk, other.pk, 1)] and groups == [(first.pk, first.pk), (other.pk, first.pk)]
+
+
+@pytest.mark.django_db
+def test_insert_unless_near_duplicate_computes_an_expression_first() -> None:
+    body = "The quick brown fox jumps over the lazy dog"
+    first = insert_unless_near_duplicate(Page, {"body": body, "fp": Simhash(Value(body))}, fingerprint="fp")
+    again = insert_unless_near_duplicate(Page, {"body": body + "!", "fp": Simhash(Value(body + "!"))},
+                                         fingerprint="fp")
+    assert first.inserted and not again.inserted and again.pk == first.pk
+    assert Page.objects.get(pk=first.pk).fp == hashing.simhash(body)
 
 
 @pytest.mark.django_db
