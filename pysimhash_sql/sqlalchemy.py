@@ -22,7 +22,7 @@ from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import UserDefinedType
 
 from .fingerprint import check_fingerprint, to_sql_literal
-from .index_kinds import GIN, MIH, OPCLASS, choose_method
+from .index_kinds import GIN, MIH, OPCLASS, choose_method, index_params as _index_params, opclass_clause
 
 __all__ = [
     "OPCLASS",
@@ -112,20 +112,6 @@ def _define_typed_functions() -> None:
 
 
 _define_typed_functions()
-
-
-def _index_params(**params: int | None) -> dict[str, int]:
-    for name, value in params.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ValueError(f"simhash index parameter {name} must be a non-negative int, not {value!r}")
-    return {name: value for name, value in params.items() if value is not None}
-
-
-def opclass_clause(params: dict[str, int]) -> str:
-    """``simhash64_ops (blocks = 6, max_distance = 3)``, parameters being ints."""
-    if not params:
-        return OPCLASS
-    return f"{OPCLASS} ({', '.join(f'{k} = {int(v)}' for k, v in params.items())})"
 
 
 def simhash_index(
