@@ -1,5 +1,9 @@
 """Simhash fingerprints in pure Python, exactly as docs/fingerprint-spec.md defines them.
 
+Text fingerprints come in spec versions (TEXT_SPEC_VERSIONS) that are never
+comparable: simhash() is version 1, simhash_v2() version 2, and
+fingerprint(text, version=...) either, by number.
+
 Fingerprints and hashes are unsigned ints in 0 .. 2**64-1. Where a hash is an
 input, a negative int in the signed 64-bit range is read as its two's-complement
 bit pattern, as SQL reads a bigint.
@@ -20,15 +24,24 @@ from itertools import chain, islice
 import numpy as np
 import xxhash
 
+from . import text_v2
 from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs
 from .fingerprint import MAX_FINGERPRINT, check_fingerprint
+from .unicode_tables import UNICODE_VERSION
 
 __all__ = [
     "MASK64",
+    "TEXT_SPEC_VERSIONS",
+    "TEXT_SPEC_VERSION_LATEST",
+    "UNICODE_VERSION",
     "tokenize",
     "shingles",
     "feature_hash",
     "simhash",
+    "tokenize_v2",
+    "features_v2",
+    "simhash_v2",
+    "fingerprint",
     "simhash_weighted",
     "vote",
     "hamming_distance",
@@ -43,6 +56,13 @@ __all__ = [
 # fingerprint.MAX_FINGERPRINT).
 MASK64 = MAX_FINGERPRINT
 Text = str | bytes | bytearray | memoryview
+
+# The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
+# SQL functions simhash(text) and simhash_v2(text).
+TEXT_SPEC_VERSIONS = (1, 2)
+TEXT_SPEC_VERSION_LATEST = 2
+# Version 2's features: shingles of this many tokens (spec §6.4).
+V2_SHINGLE_SIZE = 3
 
 # Normalised bytes split into tokens at a time: bounds the memory a huge text takes.
 _BATCH_BYTES = 1 << 20
@@ -123,19 +143,14 @@ def _token_batches(data: bytes) -> Iterator[list[bytes]]:
     """The tokens of data (spec §3.2), in lists covering about _BATCH_BYTES each."""
     # After translate() every separator is a space, and bytes.split() splits at
     # ASCII white space only, so it yields exactly the tokens.
-    norm = data.translate(_NORMALISE)
-    start = 0
-    while start < len(norm):
-        end = norm.find(b" ", start + _BATCH_BYTES)  # cut between two tokens
-        end = len(norm) if end < 0 else end
-        yield norm[start:end].split()
-        start = end
+    return text_v2.split_at_spaces(data.translate(_NORMALISE), _BATCH_BYTES)
 
 
-def _feature_batches(data: bytes, s: int) -> Iterator[Iterable[bytes]]:
+def _shingle_batches(token_batches: Iterable[list[bytes]], s: int) -> Iterator[Iterable[bytes]]:
+    """The features (spec §3.3, §6.4) of tokens given in batches."""
     window: list[bytes] = []  # the last s - 1 tokens: features that span two batches
     found = False
-    for batch in _token_batches(data):
+    for batch in token_batches:
         tokens = window + batch
         if len(tokens) >= s:
             found = True
@@ -147,12 +162,13 @@ def _feature_batches(data: bytes, s: int) -> Iterator[Iterable[bytes]]:
 
 def _features(data: bytes, s: int) -> Iterator[bytes]:
     """The features of data (spec §3.3)."""
-    return chain.from_iterable(_feature_batches(data, s))
+    return chain.from_iterable(_shingle_batches(_token_batches(data), s))
 
 
 def _decoded(items: list[bytes], like: Text) -> list:
-    # Tokens and features of UTF-8 text are valid UTF-8: every byte >= 0x80 is a
-    # token byte, so a boundary never falls inside a multi-byte character.
+    # Tokens and features of UTF-8 text are valid UTF-8: in version 1 every byte
+    # >= 0x80 is a token byte, so a boundary never falls inside a multi-byte
+    # character; version 2 writes whole characters.
     return [item.decode("utf-8") for item in items] if isinstance(like, str) else items
 
 
@@ -172,9 +188,52 @@ def feature_hash(feature: Text) -> int:
 
 
 def simhash(text: Text, shingle_size: int = 3) -> int:
-    """The fingerprint of text (spec §3); bytes are used as they are."""
-    features = _features(_as_bytes(text), _shingle_size(shingle_size))
+    """The fingerprint of text, spec version 1 (spec §3); bytes are used as they are."""
+    return _vote_features(_features(_as_bytes(text), _shingle_size(shingle_size)))
+
+
+def _vote_features(features: Iterable[bytes]) -> int:
+    """The vote (spec §1) over the XXH3-64 hashes of features."""
     return _vote_array(np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64))
+
+
+# -- the text fingerprint, version 2 (spec §6) -------------------------------------
+
+
+def _v2_text(text: Text) -> str:
+    if isinstance(text, str):
+        return text
+    return text_v2.as_text(_as_bytes(text))
+
+
+def _v2_features(text: Text, s: int) -> Iterator[bytes]:
+    return chain.from_iterable(_shingle_batches(text_v2.token_batches(_v2_text(text)), s))
+
+
+def tokenize_v2(text: Text) -> list:
+    """The tokens of text, spec version 2 (§6.3): str for str input, UTF-8
+    bytes for bytes input (read as UTF-8, ill-formed sequences separating tokens)."""
+    return _decoded(list(_v2_features(text, 1)), text)
+
+
+def features_v2(text: Text) -> list:
+    """The features of text, spec version 2 (§6.4): str for str input, bytes for bytes."""
+    return _decoded(list(_v2_features(text, V2_SHINGLE_SIZE)), text)
+
+
+def simhash_v2(text: Text) -> int:
+    """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text)."""
+    return _vote_features(_v2_features(text, V2_SHINGLE_SIZE))
+
+
+def fingerprint(text: Text, *, version: int) -> int:
+    """The fingerprint of text under the given spec version (TEXT_SPEC_VERSIONS):
+    simhash(text) for 1, simhash_v2(text) for 2."""
+    if version == 1 and not isinstance(version, bool):
+        return simhash(text)
+    if version == 2 and not isinstance(version, bool):
+        return simhash_v2(text)
+    raise ValueError(f"version: no text fingerprint spec version {version!r} (known: {TEXT_SPEC_VERSIONS})")
 
 
 # -- votes (spec §1, §2) ----------------------------------------------------------

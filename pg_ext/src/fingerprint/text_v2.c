@@ -1,0 +1,387 @@
+/*
+ * text_v2.c — the text fingerprint version 2 of docs/fingerprint-spec.md §6:
+ * every code point normalised through one generated table (unicode_tables.h:
+ * NFKD, full case folding, marks and format characters dropped), tokens of
+ * word characters, a token of each character of the scripts written without
+ * spaces, shingles of V2_SHINGLE_SIZE tokens, XXH3-64, the vote of §1.
+ *
+ * As in version 1 (fingerprint.c), one pass writes the normalised tokens
+ * joined by single spaces into a buffer, and a shingle is hashed in place as
+ * the slice from its first token's start to its last token's end.  Only the
+ * tokens the next shingle needs are kept: the buffer is compacted when full,
+ * so it stays small whatever the text's length.  ASCII, the bulk of most
+ * text, goes through a 128-byte table derived from the Unicode tables at load.
+ */
+#include "fingerprint/fingerprint.h"
+
+#include "fingerprint/unicode_tables.h"
+#include "utils/memutils.h"
+
+/* The feature of version 2: shingles of this many tokens (spec §6.4). */
+#define V2_SHINGLE_SIZE 3
+
+/* Hangul syllables, decomposed algorithmically (Unicode §3.12). */
+#define HANGUL_FIRST 0xAC00
+#define HANGUL_COUNT 11172
+#define HANGUL_L_FIRST 0x1100
+#define HANGUL_V_FIRST 0x1161
+#define HANGUL_T_BEFORE 0x11A7
+#define HANGUL_V_COUNT 21
+#define HANGUL_T_COUNT 28
+
+/* The start offsets in the buffer of the last RECENT_TOKENS tokens. */
+#define RECENT_TOKENS 8			/* a power of two, at least V2_SHINGLE_SIZE */
+
+/* Bytes read from the input between two checks for room in the buffer. */
+#define ASCII_RUN 256
+/* The most bytes one character adds to the buffer: each character it becomes, with a space. */
+#define MAX_CHAR_OUTPUT (UNICODE_MAX_MAPPING * 5)
+#define INITIAL_BUFFER 8192
+
+/*
+ * ascii_token_byte[c]: c (< 0x80) as written into a token (A-Z lowered), or 0
+ * where c separates tokens.  Filled from the Unicode tables at load, so the
+ * fast path cannot disagree with them.
+ */
+static char ascii_token_byte[128];
+
+typedef struct TokenWriter
+{
+	char	   *norm;			/* the tokens, joined by single spaces */
+	Size		pos;			/* bytes written into norm */
+	Size		cap;			/* norm's size */
+	Size		recent[RECENT_TOKENS];	/* start of token j at [j % RECENT_TOKENS] */
+	int64		ntokens;		/* tokens finished */
+	bool		open;			/* a token is being written */
+	int32		shingle_size;
+	FeatureCallback emit;
+	void	   *arg;
+} TokenWriter;
+
+static inline uint32
+unicode_value(uint32 c)
+{
+	uint32		block = unicode_stage1[c >> UNICODE_BLOCK_SHIFT];
+
+	return unicode_stage2[(block << UNICODE_BLOCK_SHIFT) | (c & UNICODE_BLOCK_MASK)];
+}
+
+void
+simhash_text_v2_init(void)
+{
+	for (uint32 c = 0; c < 128; c++)
+	{
+		uint32		value = unicode_value(c);
+		uint32		out = c;
+
+		if (value >= UNICODE_MAPPED)
+		{
+			uint32		m = value - UNICODE_MAPPED;
+
+			/* ASCII letters fold to one ASCII letter; nothing else in ASCII maps. */
+			Assert(unicode_mapping_offsets[m + 1] - unicode_mapping_offsets[m] == 1);
+			out = unicode_pool[unicode_mapping_offsets[m]] & 0xFFFFFF;
+			value = unicode_pool[unicode_mapping_offsets[m]] >> 24;
+		}
+		Assert(value == UNICODE_WORD || value == UNICODE_SEPARATOR);
+		ascii_token_byte[c] = value == UNICODE_WORD ? (char) out : 0;
+	}
+}
+
+/*
+ * Makes room for `need` more bytes: first by dropping the tokens no shingle
+ * will need again, then by growing the buffer.
+ */
+static void
+make_room(TokenWriter *w, Size need)
+{
+	int64		keep_token = Max(0, w->ntokens - (w->shingle_size - 1));
+	Size		keep_from = w->pos;
+
+	/* The last shingle_size - 1 finished tokens, and the open one. */
+	if (keep_token < w->ntokens || w->open)
+		keep_from = w->recent[keep_token % RECENT_TOKENS];
+	/* Fewer tokens than a shingle: the text's one feature needs them all. */
+	if (w->ntokens + w->open < w->shingle_size)
+		keep_from = 0;
+	if (keep_from > 0)
+	{
+		memmove(w->norm, w->norm + keep_from, w->pos - keep_from);
+		w->pos -= keep_from;
+		for (int64 j = keep_token; j < w->ntokens + w->open; j++)
+			w->recent[j % RECENT_TOKENS] -= keep_from;
+	}
+	if (w->cap - w->pos < need)
+	{
+		while (w->cap - w->pos < need || w->cap < 2 * w->pos)
+			w->cap *= 2;
+		w->norm = repalloc_huge(w->norm, w->cap);
+	}
+}
+
+static inline void
+begin_token(TokenWriter *w)
+{
+	if (w->ntokens > 0)
+		w->norm[w->pos++] = ' ';
+	w->recent[w->ntokens % RECENT_TOKENS] = w->pos;
+	w->open = true;
+}
+
+static inline void
+end_token(TokenWriter *w)
+{
+	w->open = false;
+	w->ntokens++;
+	if (w->ntokens >= w->shingle_size)
+	{
+		Size		first = w->recent[(w->ntokens - w->shingle_size) % RECENT_TOKENS];
+
+		w->emit(w->norm + first, w->pos - first, w->arg);
+	}
+	CHECK_FOR_INTERRUPTS();
+}
+
+static inline void
+write_utf8(TokenWriter *w, uint32 c)
+{
+	unsigned char *out = (unsigned char *) w->norm + w->pos;
+
+	if (c < 0x80)
+	{
+		out[0] = c;
+		w->pos += 1;
+	}
+	else if (c < 0x800)
+	{
+		out[0] = 0xC0 | (c >> 6);
+		out[1] = 0x80 | (c & 0x3F);
+		w->pos += 2;
+	}
+	else if (c < 0x10000)
+	{
+		out[0] = 0xE0 | (c >> 12);
+		out[1] = 0x80 | ((c >> 6) & 0x3F);
+		out[2] = 0x80 | (c & 0x3F);
+		w->pos += 3;
+	}
+	else
+	{
+		out[0] = 0xF0 | (c >> 18);
+		out[1] = 0x80 | ((c >> 12) & 0x3F);
+		out[2] = 0x80 | ((c >> 6) & 0x3F);
+		out[3] = 0x80 | (c & 0x3F);
+		w->pos += 4;
+	}
+}
+
+/* One normalised character c of the given kind (spec §6.3). */
+static inline void
+put_char(TokenWriter *w, uint32 c, uint32 kind)
+{
+	switch (kind)
+	{
+		case UNICODE_WORD:
+			if (!w->open)
+				begin_token(w);
+			write_utf8(w, c);
+			break;
+		case UNICODE_SOLO:
+			if (w->open)
+				end_token(w);
+			begin_token(w);
+			write_utf8(w, c);
+			end_token(w);
+			break;
+		case UNICODE_SEPARATOR:
+			if (w->open)
+				end_token(w);
+			break;
+		default:				/* UNICODE_DROP */
+			break;
+	}
+}
+
+/* A code point of the input, normalised (spec §6.2). */
+static inline void
+put_code_point(TokenWriter *w, uint32 c)
+{
+	uint32		value;
+
+	if (c - HANGUL_FIRST < HANGUL_COUNT)
+	{
+		uint32		s = c - HANGUL_FIRST;
+		uint32		t = s % HANGUL_T_COUNT;
+
+		put_char(w, HANGUL_L_FIRST + s / (HANGUL_V_COUNT * HANGUL_T_COUNT), UNICODE_WORD);
+		put_char(w, HANGUL_V_FIRST + s % (HANGUL_V_COUNT * HANGUL_T_COUNT) / HANGUL_T_COUNT,
+				 UNICODE_WORD);
+		if (t != 0)
+			put_char(w, HANGUL_T_BEFORE + t, UNICODE_WORD);
+		return;
+	}
+	value = unicode_value(c);
+	if (value < UNICODE_MAPPED)
+		put_char(w, c, value);
+	else
+	{
+		uint32		m = value - UNICODE_MAPPED;
+
+		for (uint32 k = unicode_mapping_offsets[m]; k < unicode_mapping_offsets[m + 1]; k++)
+			put_char(w, unicode_pool[k] & 0xFFFFFF, unicode_pool[k] >> 24);
+	}
+}
+
+static inline bool
+is_continuation(unsigned char b)
+{
+	return (b & 0xC0) == 0x80;
+}
+
+/*
+ * Decodes the character at in[*i] (a byte >= 0x80) and advances *i past it.
+ * Returns -1, advancing one byte, where the bytes are not well-formed UTF-8
+ * (Unicode Table 3-7: no overlong forms, surrogates or values past U+10FFFF):
+ * the spec reads each such byte as a separator.
+ */
+static inline int32
+decode_utf8(const unsigned char *in, int len, int *i)
+{
+	int			at = *i;
+	unsigned char b = in[at];
+	int			n;
+	uint32		c,
+				min;
+
+	if (b >= 0xC2 && b <= 0xDF)
+		n = 1, c = b & 0x1F, min = 0x80;
+	else if (b >= 0xE0 && b <= 0xEF)
+		n = 2, c = b & 0x0F, min = 0x800;
+	else if (b >= 0xF0 && b <= 0xF4)
+		n = 3, c = b & 0x07, min = 0x10000;
+	else
+	{
+		*i = at + 1;
+		return -1;
+	}
+	if (len - at <= n)
+	{
+		*i = at + 1;
+		return -1;
+	}
+	for (int k = 1; k <= n; k++)
+	{
+		if (!is_continuation(in[at + k]))
+		{
+			*i = at + 1;
+			return -1;
+		}
+		c = (c << 6) | (in[at + k] & 0x3F);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+	{
+		*i = at + 1;
+		return -1;
+	}
+	*i = at + 1 + n;
+	return (int32) c;
+}
+
+/*
+ * Calls emit for every feature of the text, in order: shingles of
+ * shingle_size tokens (spec §6.4), or the tokens for 1.  Inlined into each
+ * caller, so the hot path pays no indirect call.
+ */
+static inline void
+for_each_feature_v2(const char *text, int len, int32 shingle_size,
+					FeatureCallback emit, void *arg)
+{
+	const unsigned char *in = (const unsigned char *) text;
+	TokenWriter w;
+	int			i = 0;
+
+	Assert(shingle_size >= 1 && shingle_size <= RECENT_TOKENS);
+	w.cap = INITIAL_BUFFER;
+	w.norm = MemoryContextAllocHuge(CurrentMemoryContext, w.cap);
+	w.pos = 0;
+	w.ntokens = 0;
+	w.open = false;
+	w.shingle_size = shingle_size;
+	w.emit = emit;
+	w.arg = arg;
+
+	while (i < len)
+	{
+		int			run_end = Min(len, i + ASCII_RUN);
+
+		if (w.cap - w.pos < 2 * ASCII_RUN + MAX_CHAR_OUTPUT)
+			make_room(&w, 2 * ASCII_RUN + MAX_CHAR_OUTPUT);
+		/* ASCII: at most a space and the byte each. */
+		for (; i < run_end && in[i] < 0x80; i++)
+		{
+			char		b = ascii_token_byte[in[i]];
+
+			if (b != 0)
+			{
+				if (!w.open)
+					begin_token(&w);
+				w.norm[w.pos++] = b;
+			}
+			else if (w.open)
+				end_token(&w);
+		}
+		/* One other character: at most MAX_CHAR_OUTPUT bytes. */
+		if (i < run_end)
+		{
+			int32		c = decode_utf8(in, len, &i);
+
+			if (c < 0)
+				put_char(&w, 0, UNICODE_SEPARATOR);
+			else
+				put_code_point(&w, (uint32) c);
+		}
+	}
+	if (w.open)
+		end_token(&w);
+	if (w.ntokens > 0 && w.ntokens < shingle_size)
+		emit(w.norm, w.pos, arg);
+	pfree(w.norm);
+}
+
+/* ---------- simhash_v2(text) ---------- */
+
+PG_FUNCTION_INFO_V1(simhash_text_v2);
+Datum
+simhash_text_v2(PG_FUNCTION_ARGS)
+{
+	int			len;
+	const char *data = text_arg_utf8(fcinfo, 0, &len);
+	HashBatch	batch;
+
+	hash_batch_init(&batch);
+	for_each_feature_v2(data, len, V2_SHINGLE_SIZE, batch_feature, &batch);
+	PG_RETURN_SIMHASH64(hash_batch_result(&batch));
+}
+
+/* ---------- the steps, exposed: tokens and features ---------- */
+
+/* for_each_feature_v2 as a FeatureWalk, for the arrays. */
+static void
+walk_features_v2(const char *text, int len, int32 shingle_size, FeatureCallback emit, void *arg)
+{
+	for_each_feature_v2(text, len, shingle_size, emit, arg);
+}
+
+PG_FUNCTION_INFO_V1(simhash_v2_tokens);
+Datum
+simhash_v2_tokens(PG_FUNCTION_ARGS)
+{
+	return features_array(fcinfo, walk_features_v2, 1);
+}
+
+PG_FUNCTION_INFO_V1(simhash_v2_features);
+Datum
+simhash_v2_features(PG_FUNCTION_ARGS)
+{
+	return features_array(fcinfo, walk_features_v2, V2_SHINGLE_SIZE);
+}
