@@ -49,12 +49,58 @@ def _values(codes: np.ndarray) -> np.ndarray:
 _ASCII = _ascii_table()
 
 
+def _bmp_tables() -> tuple[np.ndarray, np.ndarray]:
+    """For each code point of the BMP that becomes one character: that
+    character and its kind; _EXPAND for every other one (dropped, mapped to
+    several characters, Hangul syllables).  One gather each for most text."""
+    codes = np.arange(0x10000, dtype=np.uint32)
+    values = _values(codes).astype(np.int64)
+    out, kind = codes.copy(), values.copy()
+    mapped = values >= ut.MAPPED
+    m = values[mapped] - ut.MAPPED
+    single = ut.MAPPING_OFFSETS[m + 1].astype(np.int64) - ut.MAPPING_OFFSETS[m] == 1
+    entry = ut.POOL[ut.MAPPING_OFFSETS[m]].astype(np.int64)
+    out[mapped] = np.where(single, entry & 0xFFFFFF, 0)
+    kind[mapped] = np.where(single, entry >> _KIND_BITS, _EXPAND)
+    kind[values == ut.DROP] = _EXPAND
+    kind[_HANGUL_FIRST : _HANGUL_FIRST + _HANGUL_COUNT] = _EXPAND
+    return out, kind.astype(np.uint8)
+
+
+_EXPAND = 255
+_BMP_CHAR, _BMP_KIND = _bmp_tables()
+
+
 def _normalised(codes: np.ndarray) -> str:
     """The normalised characters of code points (spec §6.2), each separator a
     space and each SOLO character between spaces (§6.3)."""
-    values = _values(codes).astype(np.int64)
-    hangul = (codes - _HANGUL_FIRST).astype(np.int64)
-    is_hangul = (hangul >= 0) & (hangul < _HANGUL_COUNT)
+    if codes.size and codes.max() < 0x10000:  # one character each, looked up at once
+        out, kind = _BMP_CHAR[codes], _BMP_KIND[codes]
+        if not (kind == _EXPAND).any():
+            return _written(out, kind)
+    hangul = codes - np.uint32(_HANGUL_FIRST)  # wraps around below the first syllable
+    is_hangul = hangul < _HANGUL_COUNT
+    out, kind = _expanded(codes, _values(codes).astype(np.int64), hangul.astype(np.int64), is_hangul)
+    return _written(out, kind)
+
+
+def _written(out: np.ndarray, kind: np.ndarray) -> str:
+    """Characters of the given kinds, each separator a space and each SOLO
+    character between spaces."""
+    # A space before and after each SOLO character (0: nothing), the character
+    # itself or, for a separator, a space.
+    middle = np.where(kind == ut.SEPARATOR, _SPACE, out).astype("<u4")
+    solo = kind == ut.SOLO
+    if solo.any():
+        around = np.where(solo, _SPACE, 0).astype("<u4")
+        written = np.stack([around, middle, around], axis=1).ravel()
+        middle = written[written != 0]
+    return middle.tobytes().decode("utf-32-le")
+
+
+def _expanded(codes, values, hangul, is_hangul) -> tuple[np.ndarray, np.ndarray]:
+    """What each code point becomes, dropped, mapped and Hangul ones too:
+    the characters and their kinds."""
     mapped = (values >= ut.MAPPED) & ~is_hangul
     m = np.where(mapped, values - ut.MAPPED, 0)
     lengths = np.where(mapped, ut.MAPPING_OFFSETS[m + 1].astype(np.int64) - ut.MAPPING_OFFSETS[m], 1)
@@ -77,12 +123,7 @@ def _normalised(codes: np.ndarray) -> str:
         _T_BEFORE + s % _T_COUNT,
     )
     kind[from_hangul] = ut.WORD
-    # A space before and after each SOLO character (0: nothing), the character
-    # itself or, for a separator, a space.
-    around = np.where(kind == ut.SOLO, _SPACE, 0)
-    middle = np.where(kind == ut.SEPARATOR, _SPACE, out)
-    written = np.stack([around, middle, around], axis=1).ravel()
-    return written[written != 0].astype("<u4").tobytes().decode("utf-32-le")
+    return out, kind
 
 
 def _cut(codes: np.ndarray, start: int) -> int:

@@ -18,10 +18,11 @@ installed_major() {
     fi
 }
 
-# The corpus of bench/bench_html.py: Debian's HTML documentation, for `make
+# The corpora of bench/bench_html.py (Debian's HTML documentation) and
+# bench/bench_sql_fingerprint.py (Debian's Chinese manual pages), for `make
 # bench` only (install-deps.sh --bench).  Installed where apt-get can (Debian
 # as root); elsewhere the benchmark says it is missing.
-BENCH_CORPUS=(postgresql-doc-15 python3-doc)
+BENCH_CORPUS=(postgresql-doc-15 python3-doc manpages-zh)
 
 install_bench_corpus() {
     local pkg absent=()
