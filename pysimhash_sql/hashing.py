@@ -61,8 +61,14 @@ Text = str | bytes | bytearray | memoryview
 # SQL functions simhash(text) and simhash_v2(text).
 TEXT_SPEC_VERSIONS = (1, 2)
 TEXT_SPEC_VERSION_LATEST = 2
-# Version 2's features: shingles of this many tokens (spec §6.4).
-V2_SHINGLE_SIZE = 3
+# Version 2's features (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens, each
+# voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of the
+# tokens joined by single spaces, each voting V2_CHAR_WEIGHT times; a size of 0
+# leaves that part out.  C's home of the same constants: text_v2.c.
+V2_TOKEN_SHINGLE = 3
+V2_TOKEN_WEIGHT = 1
+V2_CHAR_GRAM = 0
+V2_CHAR_WEIGHT = 1
 
 # Normalised bytes split into tokens at a time: bounds the memory a huge text takes.
 _BATCH_BYTES = 1 << 20
@@ -206,24 +212,60 @@ def _v2_text(text: Text) -> str:
     return text_v2.as_text(_as_bytes(text))
 
 
-def _v2_features(text: Text, s: int) -> Iterator[bytes]:
-    return chain.from_iterable(_shingle_batches(text_v2.token_batches(_v2_text(text)), s))
+def _v2_tokens(text: Text) -> Iterator[list[bytes]]:
+    return text_v2.token_batches(_v2_text(text))
+
+
+def _char_gram_batches(token_batches: Iterable[list[bytes]], n: int) -> Iterator[list[bytes]]:
+    """The n-grams of characters of the tokens joined by single spaces (spec §6.4);
+    one feature of them all when there are fewer than n characters."""
+    carry = ""  # the last n - 1 characters: n-grams that span two batches
+    started = found = False
+    for batch in token_batches:
+        if not batch:
+            continue
+        joined = b" ".join(batch).decode("utf-8")
+        chars = carry + " " + joined if started else joined
+        started = True
+        if len(chars) >= n:
+            found = True
+            yield [chars[i : i + n].encode("utf-8") for i in range(len(chars) - n + 1)]
+        carry = chars[max(0, len(chars) - n + 1) :]
+    if carry and not found:
+        yield [carry.encode("utf-8")]
+
+
+def _v2_parts(text: Text) -> list[tuple[Iterator[bytes], int]]:
+    """The features of each part of version 2 that is used, with its weight."""
+    parts = []
+    if V2_TOKEN_SHINGLE:
+        parts.append((chain.from_iterable(_shingle_batches(_v2_tokens(text), V2_TOKEN_SHINGLE)), V2_TOKEN_WEIGHT))
+    if V2_CHAR_GRAM:
+        parts.append((chain.from_iterable(_char_gram_batches(_v2_tokens(text), V2_CHAR_GRAM)), V2_CHAR_WEIGHT))
+    return parts
 
 
 def tokenize_v2(text: Text) -> list:
     """The tokens of text, spec version 2 (§6.3): str for str input, UTF-8
     bytes for bytes input (read as UTF-8, ill-formed sequences separating tokens)."""
-    return _decoded(list(_v2_features(text, 1)), text)
+    return _decoded(list(chain.from_iterable(_v2_tokens(text))), text)
 
 
 def features_v2(text: Text) -> list:
-    """The features of text, spec version 2 (§6.4): str for str input, bytes for bytes."""
-    return _decoded(list(_v2_features(text, V2_SHINGLE_SIZE)), text)
+    """The features of text, spec version 2 (§6.4): the token shingles, then the
+    character n-grams, each part as many times as its weight (so that vote() of
+    their hashes is the fingerprint); str for str input, bytes for bytes input."""
+    return _decoded([f for features, weight in _v2_parts(text) for f in list(features) * weight], text)
 
 
 def simhash_v2(text: Text) -> int:
     """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text)."""
-    return _vote_features(_v2_features(text, V2_SHINGLE_SIZE))
+    set_counts, votes = np.zeros(64, np.int64), 0
+    for features, weight in _v2_parts(text):
+        counts, n = _bit_counts(np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64))
+        set_counts += weight * counts
+        votes += weight * n
+    return _bits_int(2 * set_counts > votes)
 
 
 def fingerprint(text: Text, *, version: int) -> int:
@@ -244,17 +286,23 @@ def _bits_int(bits: np.ndarray) -> int:
     return int(np.packbits(bits, bitorder="little").view("<u8")[0])
 
 
-def _vote_array(h: np.ndarray) -> int:
+def _bit_counts(h: np.ndarray) -> tuple[np.ndarray, int]:
+    """How many of the hashes have each bit set (64 int64), and how many hashes."""
     b = h.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
     if h.size < 1024:
         # For few hashes a BLAS product of the bits is cheapest; float32 counts
         # are exact far beyond 1024.
         bits = np.unpackbits(b, axis=1, bitorder="little").astype(np.float32)
-        set_counts = np.ones(h.size, np.float32) @ bits
+        set_counts = (np.ones(h.size, np.float32) @ bits).astype(np.int64)
     else:  # for many, counting byte values is cheapest, and exact integers
         byte_counts = np.stack([np.bincount(b[:, j], minlength=256) for j in range(8)])
         set_counts = (byte_counts @ _BYTE_BITS).ravel()
-    return _bits_int(2 * set_counts > h.size)  # set > clear, where clear = n - set
+    return set_counts, h.size
+
+
+def _vote_array(h: np.ndarray) -> int:
+    set_counts, n = _bit_counts(h)
+    return _bits_int(2 * set_counts > n)  # set > clear, where clear = n - set
 
 
 def vote(hashes: Iterable[int]) -> int:

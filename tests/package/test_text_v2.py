@@ -50,12 +50,25 @@ def ref_tokens(text: str) -> list[str]:
     return tokens + [current] if current else tokens
 
 
-def ref_simhash_v2(text: str) -> int:
+def ref_grams(items: list[str], n: int, joiner: str) -> list[str]:
+    """Every n consecutive items joined; all of them when there are fewer; none of none."""
+    if not items or n == 0:
+        return []
+    return [joiner.join(items[j : j + n]) for j in range(len(items) - n + 1)] or [joiner.join(items)]
+
+
+def ref_features(text: str) -> list[str]:
+    """The token shingles, then the character n-grams (spec §6.4), each part
+    repeated as many times as its weight."""
     tokens = ref_tokens(text)
-    if not tokens:
-        return 0
-    features = [" ".join(tokens[j : j + 3]) for j in range(len(tokens) - 2)] or [" ".join(tokens)]
-    hashes = [xxhash.xxh3_64_intdigest(f.encode()) for f in features]
+    shingles = ref_grams(tokens, hashing.V2_TOKEN_SHINGLE, " ")
+    grams = ref_grams(list(" ".join(tokens)), hashing.V2_CHAR_GRAM, "")
+    return shingles * hashing.V2_TOKEN_WEIGHT + grams * hashing.V2_CHAR_WEIGHT
+
+
+def ref_simhash_v2(text: str) -> int:
+    """Each feature votes once per time it is listed: its weight."""
+    hashes = [xxhash.xxh3_64_intdigest(f.encode()) for f in ref_features(text)]
     return sum(1 << bit for bit in range(64) if 2 * sum(h >> bit & 1 for h in hashes) > len(hashes))
 
 
@@ -106,6 +119,7 @@ def test_vectors_cover_every_kind_and_script():
 def test_matches_reference(text):
     assert tokenize_v2(text) == ref_tokens(text)
     assert simhash_v2(text) == ref_simhash_v2(text)
+    assert features_v2(text) == ref_features(text)
     assert features_v2(text) == [f.decode() for f in features_v2(text.encode())]
 
 
@@ -114,6 +128,7 @@ def test_matches_reference(text):
 def test_batch_boundaries_do_not_change_anything(text, batch):
     with mock.patch.object(text_v2, "_BATCH_CHARS", batch):
         assert tokenize_v2(text) == ref_tokens(text)
+        assert features_v2(text) == ref_features(text)
         assert simhash_v2(text) == ref_simhash_v2(text)
 
 
@@ -183,9 +198,22 @@ def test_fingerprint_dispatches_by_version():
         fingerprint(text)  # the version is never implicit
 
 
+@pytest.mark.parametrize("token_shingle, char_gram, weights", [(3, 0, (1, 1)), (2, 5, (1, 2)), (0, 4, (1, 1)), (3, 1, (2, 1))])
+def test_every_design_of_the_parts_matches_reference(token_shingle, char_gram, weights):
+    """The feature step is constants (hashing.V2_*): each combination of parts
+    and weights follows the reference, across batch boundaries too."""
+    texts = [v["text"] for v in load_vectors()] + ["a", "ab", "近", "a b", "x\u00a0y"]
+    with mock.patch.multiple(hashing, V2_TOKEN_SHINGLE=token_shingle, V2_CHAR_GRAM=char_gram,
+                             V2_TOKEN_WEIGHT=weights[0], V2_CHAR_WEIGHT=weights[1]):
+        for text in texts:
+            assert features_v2(text) == ref_features(text), text
+            assert simhash_v2(text) == ref_simhash_v2(text), text
+            with mock.patch.object(text_v2, "_BATCH_CHARS", 3):
+                assert simhash_v2(text) == ref_simhash_v2(text), text
+
+
 def test_scripts_without_spaces_are_character_shingles():
     assert tokenize_v2("近似重复") == ["近", "似", "重", "复"]
-    assert features_v2("近似重复") == ["近 似 重", "似 重 复"]
     assert tokenize_v2("ภาษาไทย") == ["ภ", "า", "ษ", "า", "ไ", "ท", "ย"]
     # Two changed words in a Chinese paragraph leave it near (version 1: 33 bits).
     paragraph = "近似重复检测是信息检索中的一个重要问题，它可以帮助搜索引擎删除重复的网页，节省存储空间并提高搜索质量。"

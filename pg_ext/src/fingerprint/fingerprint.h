@@ -53,11 +53,18 @@ batch_feature(const char *data, Size len, void *arg)
 	}
 }
 
-static inline simhash64
-hash_batch_result(HashBatch *batch)
+/* Votes the hashes still waiting: batch->vote then holds every feature's. */
+static inline void
+hash_batch_flush(HashBatch *batch)
 {
 	vote_add_hashes(&batch->vote, batch->hashes, batch->n);
 	batch->n = 0;
+}
+
+static inline simhash64
+hash_batch_result(HashBatch *batch)
+{
+	hash_batch_flush(batch);
 	return vote_result(&batch->vote);
 }
 

@@ -3,22 +3,33 @@
  * every code point normalised through one generated table (unicode_tables.h:
  * NFKD, full case folding, marks and format characters dropped), tokens of
  * word characters, a token of each character of the scripts written without
- * spaces, shingles of V2_SHINGLE_SIZE tokens, XXH3-64, the vote of §1.
+ * spaces; features of two parts, token shingles and character n-grams, each
+ * voting with its weight; XXH3-64 and the vote of §1.
  *
  * As in version 1 (fingerprint.c), one pass writes the normalised tokens
- * joined by single spaces into a buffer, and a shingle is hashed in place as
- * the slice from its first token's start to its last token's end.  Only the
- * tokens the next shingle needs are kept: the buffer is compacted when full,
- * so it stays small whatever the text's length.  ASCII, the bulk of most
- * text, goes through a 128-byte table derived from the Unicode tables at load.
+ * joined by single spaces into a buffer, and a feature is hashed in place: a
+ * shingle is the slice from its first token's start to its last token's end,
+ * an n-gram the slice of its n characters.  Only what the next feature needs
+ * is kept: the buffer is compacted when full, so it stays small whatever the
+ * text's length.  ASCII, the bulk of most text, goes through a 128-byte table
+ * derived from the Unicode tables at load.
  */
 #include "fingerprint/fingerprint.h"
 
 #include "fingerprint/unicode_tables.h"
 #include "utils/memutils.h"
 
-/* The feature of version 2: shingles of this many tokens (spec §6.4). */
-#define V2_SHINGLE_SIZE 3
+/*
+ * The features of version 2 (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens,
+ * each voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of
+ * the tokens joined by single spaces, each voting V2_CHAR_WEIGHT times.  A size
+ * of 0 leaves that part out.  Python's home of the same constants:
+ * pysimhash_sql/hashing.py.
+ */
+#define V2_TOKEN_SHINGLE 3
+#define V2_TOKEN_WEIGHT 1
+#define V2_CHAR_GRAM 0
+#define V2_CHAR_WEIGHT 1
 
 /* Hangul syllables, decomposed algorithmically (Unicode §3.12). */
 #define HANGUL_FIRST 0xAC00
@@ -29,8 +40,9 @@
 #define HANGUL_V_COUNT 21
 #define HANGUL_T_COUNT 28
 
-/* The start offsets in the buffer of the last RECENT_TOKENS tokens. */
-#define RECENT_TOKENS 8			/* a power of two, at least V2_SHINGLE_SIZE */
+/* The start offsets in the buffer of the last RECENT_TOKENS tokens, RECENT_CHARS characters. */
+#define RECENT_TOKENS 8			/* powers of two, at least the sizes of the parts */
+#define RECENT_CHARS 16
 
 /* Bytes read from the input between two checks for room in the buffer. */
 #define ASCII_RUN 256
@@ -45,6 +57,17 @@
  */
 static char ascii_token_byte[128];
 
+/* What a walk over a text emits: the features of each part (size 0: none). */
+typedef struct FeatureParts
+{
+	int32		token_size;		/* shingles of this many tokens */
+	int32		char_size;		/* n-grams of this many characters */
+	FeatureCallback emit_token;
+	FeatureCallback emit_char;
+	void	   *token_arg;
+	void	   *char_arg;
+} FeatureParts;
+
 typedef struct TokenWriter
 {
 	char	   *norm;			/* the tokens, joined by single spaces */
@@ -53,9 +76,9 @@ typedef struct TokenWriter
 	Size		recent[RECENT_TOKENS];	/* start of token j at [j % RECENT_TOKENS] */
 	int64		ntokens;		/* tokens finished */
 	bool		open;			/* a token is being written */
-	int32		shingle_size;
-	FeatureCallback emit;
-	void	   *arg;
+	Size		recent_chars[RECENT_CHARS]; /* start of character j at [j % RECENT_CHARS] */
+	int64		nchars;			/* characters written (the joining spaces too) */
+	FeatureParts parts;
 } TokenWriter;
 
 static inline uint32
@@ -95,14 +118,20 @@ simhash_text_v2_init(void)
 static void
 make_room(TokenWriter *w, Size need)
 {
-	int64		keep_token = Max(0, w->ntokens - (w->shingle_size - 1));
+	int32		token_size = Max(w->parts.token_size, 1);
+	int32		char_size = Max(w->parts.char_size, 1);
+	int64		keep_token = Max(0, w->ntokens - (token_size - 1));
+	int64		keep_char = Max(0, w->nchars - (char_size - 1));
 	Size		keep_from = w->pos;
 
-	/* The last shingle_size - 1 finished tokens, and the open one. */
+	/* The last token_size - 1 finished tokens, and the open one. */
 	if (keep_token < w->ntokens || w->open)
 		keep_from = w->recent[keep_token % RECENT_TOKENS];
-	/* Fewer tokens than a shingle: the text's one feature needs them all. */
-	if (w->ntokens + w->open < w->shingle_size)
+	/* The last char_size - 1 characters. */
+	if (keep_char < w->nchars)
+		keep_from = Min(keep_from, w->recent_chars[keep_char % RECENT_CHARS]);
+	/* Fewer tokens or characters than a feature: the one feature needs them all. */
+	if (w->ntokens + w->open < w->parts.token_size || w->nchars < w->parts.char_size)
 		keep_from = 0;
 	if (keep_from > 0)
 	{
@@ -110,6 +139,8 @@ make_room(TokenWriter *w, Size need)
 		w->pos -= keep_from;
 		for (int64 j = keep_token; j < w->ntokens + w->open; j++)
 			w->recent[j % RECENT_TOKENS] -= keep_from;
+		for (int64 j = keep_char; j < w->nchars; j++)
+			w->recent_chars[j % RECENT_CHARS] -= keep_from;
 	}
 	if (w->cap - w->pos < need)
 	{
@@ -119,11 +150,32 @@ make_room(TokenWriter *w, Size need)
 	}
 }
 
+/* A character was written at start: the n-gram it ends, if any. */
+static inline void
+char_written(TokenWriter *w, Size start)
+{
+	int32		n = w->parts.char_size;
+
+	if (n == 0)
+		return;
+	w->recent_chars[w->nchars % RECENT_CHARS] = start;
+	w->nchars++;
+	if (w->nchars >= n)
+	{
+		Size		first = w->recent_chars[(w->nchars - n) % RECENT_CHARS];
+
+		w->parts.emit_char(w->norm + first, w->pos - first, w->parts.char_arg);
+	}
+}
+
 static inline void
 begin_token(TokenWriter *w)
 {
 	if (w->ntokens > 0)
+	{
 		w->norm[w->pos++] = ' ';
+		char_written(w, w->pos - 1);
+	}
 	w->recent[w->ntokens % RECENT_TOKENS] = w->pos;
 	w->open = true;
 }
@@ -131,13 +183,15 @@ begin_token(TokenWriter *w)
 static inline void
 end_token(TokenWriter *w)
 {
+	int32		n = w->parts.token_size;
+
 	w->open = false;
 	w->ntokens++;
-	if (w->ntokens >= w->shingle_size)
+	if (n > 0 && w->ntokens >= n)
 	{
-		Size		first = w->recent[(w->ntokens - w->shingle_size) % RECENT_TOKENS];
+		Size		first = w->recent[(w->ntokens - n) % RECENT_TOKENS];
 
-		w->emit(w->norm + first, w->pos - first, w->arg);
+		w->parts.emit_token(w->norm + first, w->pos - first, w->parts.token_arg);
 	}
 	CHECK_FOR_INTERRUPTS();
 }
@@ -145,6 +199,7 @@ end_token(TokenWriter *w)
 static inline void
 write_utf8(TokenWriter *w, uint32 c)
 {
+	Size		start = w->pos;
 	unsigned char *out = (unsigned char *) w->norm + w->pos;
 
 	if (c < 0x80)
@@ -173,6 +228,7 @@ write_utf8(TokenWriter *w, uint32 c)
 		out[3] = 0x80 | (c & 0x3F);
 		w->pos += 4;
 	}
+	char_written(w, start);
 }
 
 /* One normalised character c of the given kind (spec §6.3). */
@@ -288,27 +344,25 @@ decode_utf8(const unsigned char *in, int len, int *i)
 }
 
 /*
- * Calls emit for every feature of the text, in order: shingles of
- * shingle_size tokens (spec §6.4), or the tokens for 1.  Inlined into each
- * caller, so the hot path pays no indirect call.
+ * Calls the parts' callbacks for every feature of the text, in order (spec
+ * §6.4).  Inlined into each caller, so the hot path pays no indirect call.
  */
 static inline void
-for_each_feature_v2(const char *text, int len, int32 shingle_size,
-					FeatureCallback emit, void *arg)
+for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
 {
 	const unsigned char *in = (const unsigned char *) text;
 	TokenWriter w;
 	int			i = 0;
 
-	Assert(shingle_size >= 1 && shingle_size <= RECENT_TOKENS);
+	Assert(parts->token_size >= 0 && parts->token_size <= RECENT_TOKENS);
+	Assert(parts->char_size >= 0 && parts->char_size <= RECENT_CHARS);
 	w.cap = INITIAL_BUFFER;
 	w.norm = MemoryContextAllocHuge(CurrentMemoryContext, w.cap);
 	w.pos = 0;
 	w.ntokens = 0;
 	w.open = false;
-	w.shingle_size = shingle_size;
-	w.emit = emit;
-	w.arg = arg;
+	w.nchars = 0;
+	w.parts = *parts;
 
 	while (i < len)
 	{
@@ -326,6 +380,7 @@ for_each_feature_v2(const char *text, int len, int32 shingle_size,
 				if (!w.open)
 					begin_token(&w);
 				w.norm[w.pos++] = b;
+				char_written(&w, w.pos - 1);
 			}
 			else if (w.open)
 				end_token(&w);
@@ -343,8 +398,11 @@ for_each_feature_v2(const char *text, int len, int32 shingle_size,
 	}
 	if (w.open)
 		end_token(&w);
-	if (w.ntokens > 0 && w.ntokens < shingle_size)
-		emit(w.norm, w.pos, arg);
+	/* Fewer tokens, or characters, than a feature: one feature of them all. */
+	if (w.ntokens > 0 && w.ntokens < parts->token_size)
+		parts->emit_token(w.norm, w.pos, parts->token_arg);
+	if (w.nchars > 0 && w.nchars < parts->char_size)
+		parts->emit_char(w.norm, w.pos, parts->char_arg);
 	pfree(w.norm);
 }
 
@@ -356,32 +414,61 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 {
 	int			len;
 	const char *data = text_arg_utf8(fcinfo, 0, &len);
-	HashBatch	batch;
+	HashBatch	tokens,
+				chars;
+	FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, batch_feature, batch_feature, &tokens, &chars};
+	SimhashVote vote;
 
-	hash_batch_init(&batch);
-	for_each_feature_v2(data, len, V2_SHINGLE_SIZE, batch_feature, &batch);
-	PG_RETURN_SIMHASH64(hash_batch_result(&batch));
+	hash_batch_init(&tokens);
+	hash_batch_init(&chars);
+	for_each_feature_v2(data, len, &parts);
+	hash_batch_flush(&tokens);
+	hash_batch_flush(&chars);
+	/* Each part's features vote its weight times. */
+	vote_init(&vote);
+	vote_merge_times(&vote, &tokens.vote, V2_TOKEN_WEIGHT);
+	vote_merge_times(&vote, &chars.vote, V2_CHAR_WEIGHT);
+	PG_RETURN_SIMHASH64(vote_result(&vote));
 }
 
 /* ---------- the steps, exposed: tokens and features ---------- */
 
-/* for_each_feature_v2 as a FeatureWalk, for the arrays. */
+/* The tokens as a FeatureWalk (shingles of one token), for the arrays. */
 static void
-walk_features_v2(const char *text, int len, int32 shingle_size, FeatureCallback emit, void *arg)
+walk_tokens_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
 {
-	for_each_feature_v2(text, len, shingle_size, emit, arg);
+	FeatureParts parts = {1, 0, emit, emit, arg, arg};
+
+	for_each_feature_v2(text, len, &parts);
+}
+
+/*
+ * The features as a FeatureWalk: the token shingles, then the character
+ * n-grams, each part as many times as its weight, so that the plain vote of
+ * their hashes is the fingerprint.
+ */
+static void
+walk_features_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
+{
+	FeatureParts token_part = {V2_TOKEN_SHINGLE, 0, emit, emit, arg, arg};
+	FeatureParts char_part = {0, V2_CHAR_GRAM, emit, emit, arg, arg};
+
+	for (int k = 0; token_part.token_size > 0 && k < V2_TOKEN_WEIGHT; k++)
+		for_each_feature_v2(text, len, &token_part);
+	for (int k = 0; char_part.char_size > 0 && k < V2_CHAR_WEIGHT; k++)
+		for_each_feature_v2(text, len, &char_part);
 }
 
 PG_FUNCTION_INFO_V1(simhash_v2_tokens);
 Datum
 simhash_v2_tokens(PG_FUNCTION_ARGS)
 {
-	return features_array(fcinfo, walk_features_v2, 1);
+	return features_array(fcinfo, walk_tokens_v2, 1);
 }
 
 PG_FUNCTION_INFO_V1(simhash_v2_features);
 Datum
 simhash_v2_features(PG_FUNCTION_ARGS)
 {
-	return features_array(fcinfo, walk_features_v2, V2_SHINGLE_SIZE);
+	return features_array(fcinfo, walk_features_v2, 1);
 }

@@ -69,9 +69,16 @@ vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
 void
 vote_merge(SimhashVote *into, const SimhashVote *from)
 {
-	into->nvotes += from->nvotes;
+	vote_merge_times(into, from, 1);
+}
+
+/* Adds the votes of from, each counted `times` times (an integer weight). */
+void
+vote_merge_times(SimhashVote *into, const SimhashVote *from, int64 times)
+{
+	into->nvotes += times * from->nvotes;
 	for (int i = 0; i < SIMHASH64_BITS; i++)
-		into->count[i] += from->count[i];
+		into->count[i] += times * from->count[i];
 }
 
 simhash64
