@@ -63,12 +63,15 @@ TEXT_SPEC_VERSIONS = (1, 2)
 TEXT_SPEC_VERSION_LATEST = 2
 # Version 2's features (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens, each
 # voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of the
-# tokens joined by single spaces, each voting V2_CHAR_WEIGHT times; a size of 0
-# leaves that part out.  C's home of the same constants: text_v2.c.
+# tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size of 0
+# leaves that part out); with V2_RUNS_ONCE, a feature whose hash is the hash of
+# the feature of its part just before it does not vote.  C's home of the same
+# constants: text_v2.c.
 V2_TOKEN_SHINGLE = 3
 V2_TOKEN_WEIGHT = 1
-V2_CHAR_GRAM = 0
+V2_CHAR_GRAM = 4
 V2_CHAR_WEIGHT = 1
+V2_RUNS_ONCE = True
 
 # Normalised bytes split into tokens at a time: bounds the memory a huge text takes.
 _BATCH_BYTES = 1 << 20
@@ -251,18 +254,32 @@ def tokenize_v2(text: Text) -> list:
     return _decoded(list(chain.from_iterable(_v2_tokens(text))), text)
 
 
+def _voting(hashes: np.ndarray) -> np.ndarray:
+    """Which of a part's features vote: under V2_RUNS_ONCE, not one whose hash is
+    the hash of the feature just before it."""
+    if not V2_RUNS_ONCE or hashes.size < 2:
+        return np.ones(hashes.size, bool)
+    return np.concatenate(([True], hashes[1:] != hashes[:-1]))
+
+
 def features_v2(text: Text) -> list:
-    """The features of text, spec version 2 (§6.4): the token shingles, then the
-    character n-grams, each part as many times as its weight (so that vote() of
-    their hashes is the fingerprint); str for str input, bytes for bytes input."""
-    return _decoded([f for features, weight in _v2_parts(text) for f in list(features) * weight], text)
+    """The features of text that vote, spec version 2 (§6.4): the token shingles,
+    then the character n-grams, each part as many times as its weight (so that
+    vote() of their hashes is the fingerprint); str for str input, bytes for bytes."""
+    out = []
+    for features, weight in _v2_parts(text):
+        features = list(features)
+        voting = _voting(np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64, len(features)))
+        out += [f for f, votes in zip(features, voting.tolist()) if votes] * weight
+    return _decoded(out, text)
 
 
 def simhash_v2(text: Text) -> int:
     """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text)."""
     set_counts, votes = np.zeros(64, np.int64), 0
     for features, weight in _v2_parts(text):
-        counts, n = _bit_counts(np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64))
+        hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64)
+        counts, n = _bit_counts(hashes[_voting(hashes)])
         set_counts += weight * counts
         votes += weight * n
     return _bits_int(2 * set_counts > votes)

@@ -57,12 +57,20 @@ def ref_grams(items: list[str], n: int, joiner: str) -> list[str]:
     return [joiner.join(items[j : j + n]) for j in range(len(items) - n + 1)] or [joiner.join(items)]
 
 
+def ref_runs_once(features: list[str]) -> list[str]:
+    """Under V2_RUNS_ONCE, without the features equal to the one just before
+    (equal hashes: for these short strings, equal features)."""
+    if not hashing.V2_RUNS_ONCE:
+        return features
+    return [f for i, f in enumerate(features) if i == 0 or f != features[i - 1]]
+
+
 def ref_features(text: str) -> list[str]:
     """The token shingles, then the character n-grams (spec §6.4), each part
-    repeated as many times as its weight."""
+    without its runs, repeated as many times as its weight."""
     tokens = ref_tokens(text)
-    shingles = ref_grams(tokens, hashing.V2_TOKEN_SHINGLE, " ")
-    grams = ref_grams(list(" ".join(tokens)), hashing.V2_CHAR_GRAM, "")
+    shingles = ref_runs_once(ref_grams(tokens, hashing.V2_TOKEN_SHINGLE, " "))
+    grams = ref_runs_once(ref_grams(list(" ".join(tokens)), hashing.V2_CHAR_GRAM, ""))
     return shingles * hashing.V2_TOKEN_WEIGHT + grams * hashing.V2_CHAR_WEIGHT
 
 
@@ -198,18 +206,29 @@ def test_fingerprint_dispatches_by_version():
         fingerprint(text)  # the version is never implicit
 
 
-@pytest.mark.parametrize("token_shingle, char_gram, weights", [(3, 0, (1, 1)), (2, 5, (1, 2)), (0, 4, (1, 1)), (3, 1, (2, 1))])
-def test_every_design_of_the_parts_matches_reference(token_shingle, char_gram, weights):
-    """The feature step is constants (hashing.V2_*): each combination of parts
-    and weights follows the reference, across batch boundaries too."""
-    texts = [v["text"] for v in load_vectors()] + ["a", "ab", "近", "a b", "x\u00a0y"]
+@pytest.mark.parametrize(
+    "token_shingle, char_gram, weights, runs_once",
+    [(3, 0, (1, 1), False), (2, 5, (1, 2), True), (0, 4, (1, 1), False), (3, 1, (2, 1), True)],
+)
+def test_every_design_of_the_parts_matches_reference(token_shingle, char_gram, weights, runs_once):
+    """The feature step is constants (hashing.V2_*): each combination of parts,
+    weights and the runs rule follows the reference, across batch boundaries too."""
+    texts = [v["text"] for v in load_vectors()] + ["a", "ab", "近", "a b", "x\u00a0y", "aaaaaaaa", "0.0000000001"]
     with mock.patch.multiple(hashing, V2_TOKEN_SHINGLE=token_shingle, V2_CHAR_GRAM=char_gram,
-                             V2_TOKEN_WEIGHT=weights[0], V2_CHAR_WEIGHT=weights[1]):
+                             V2_TOKEN_WEIGHT=weights[0], V2_CHAR_WEIGHT=weights[1], V2_RUNS_ONCE=runs_once):
         for text in texts:
             assert features_v2(text) == ref_features(text), text
             assert simhash_v2(text) == ref_simhash_v2(text), text
             with mock.patch.object(text_v2, "_BATCH_CHARS", 3):
                 assert simhash_v2(text) == ref_simhash_v2(text), text
+
+
+def test_runs_vote_once():
+    # "aaaaaaa": the character 4-gram "aaaa" four times in a row votes once.
+    assert features_v2("aaaaaaa") == ["aaaaaaa", "aaaa"]
+    # Repeats that are not in a row all vote: only the token shingle's run is one vote.
+    assert features_v2("ab ab ab ab ab") == ["ab ab ab"] + ["ab a", "b ab", " ab "] * 3 + ["ab a", "b ab"]
+    assert features_v2("x " + "0" * 10) == ["x 0000000000", "x 00", " 000", "0000"]
 
 
 def test_scripts_without_spaces_are_character_shingles():

@@ -39,18 +39,22 @@ hash_batch_init(HashBatch *batch)
 	batch->n = 0;
 }
 
-/* A FeatureCallback: hashes the feature (spec §3.4) into the batch of arg. */
 static inline void
-batch_feature(const char *data, Size len, void *arg)
+hash_batch_add(HashBatch *batch, uint64 hash)
 {
-	HashBatch  *batch = (HashBatch *) arg;
-
-	batch->hashes[batch->n++] = XXH3_64bits(data, len);
+	batch->hashes[batch->n++] = hash;
 	if (batch->n == HASH_BATCH)
 	{
 		vote_add_hashes(&batch->vote, batch->hashes, batch->n);
 		batch->n = 0;
 	}
+}
+
+/* A FeatureCallback: hashes the feature (spec §3.4) into the batch of arg. */
+static inline void
+batch_feature(const char *data, Size len, void *arg)
+{
+	hash_batch_add((HashBatch *) arg, XXH3_64bits(data, len));
 }
 
 /* Votes the hashes still waiting: batch->vote then holds every feature's. */

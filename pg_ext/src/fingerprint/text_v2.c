@@ -22,14 +22,16 @@
 /*
  * The features of version 2 (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens,
  * each voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of
- * the tokens joined by single spaces, each voting V2_CHAR_WEIGHT times.  A size
- * of 0 leaves that part out.  Python's home of the same constants:
- * pysimhash_sql/hashing.py.
+ * the tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size
+ * of 0 leaves that part out); with V2_RUNS_ONCE, a feature whose hash is the
+ * hash of the feature of its part just before it does not vote.  Python's home
+ * of the same constants: pysimhash_sql/hashing.py.
  */
 #define V2_TOKEN_SHINGLE 3
 #define V2_TOKEN_WEIGHT 1
-#define V2_CHAR_GRAM 0
+#define V2_CHAR_GRAM 4
 #define V2_CHAR_WEIGHT 1
+#define V2_RUNS_ONCE true
 
 /* Hangul syllables, decomposed algorithmically (Unicode §3.12). */
 #define HANGUL_FIRST 0xAC00
@@ -57,7 +59,12 @@
  */
 static char ascii_token_byte[128];
 
-/* What a walk over a text emits: the features of each part (size 0: none). */
+/*
+ * What a walk over a text emits: the features of each part (size 0: none).
+ * Every function of the walk takes it as an argument of its own, never inside
+ * the TokenWriter (whose address escapes): so, inlined into a caller whose
+ * parts are a const local, the sizes and callbacks are constants.
+ */
 typedef struct FeatureParts
 {
 	int32		token_size;		/* shingles of this many tokens */
@@ -66,6 +73,8 @@ typedef struct FeatureParts
 	FeatureCallback emit_char;
 	void	   *token_arg;
 	void	   *char_arg;
+	/* Called with each arg before the buffer moves, and at the end (or NULL). */
+	void		(*settle) (void *arg);
 } FeatureParts;
 
 typedef struct TokenWriter
@@ -78,7 +87,6 @@ typedef struct TokenWriter
 	bool		open;			/* a token is being written */
 	Size		recent_chars[RECENT_CHARS]; /* start of character j at [j % RECENT_CHARS] */
 	int64		nchars;			/* characters written (the joining spaces too) */
-	FeatureParts parts;
 } TokenWriter;
 
 static inline uint32
@@ -115,11 +123,22 @@ simhash_text_v2_init(void)
  * Makes room for `need` more bytes: first by dropping the tokens no shingle
  * will need again, then by growing the buffer.
  */
-static void
-make_room(TokenWriter *w, Size need)
+/* The features the parts hold back (pointers into the buffer) are handled. */
+static inline void
+settle_parts(TokenWriter *w, const FeatureParts *parts)
 {
-	int32		token_size = Max(w->parts.token_size, 1);
-	int32		char_size = Max(w->parts.char_size, 1);
+	if (parts->settle != NULL)
+	{
+		parts->settle(parts->token_arg);
+		parts->settle(parts->char_arg);
+	}
+}
+
+static void
+make_room(TokenWriter *w, const FeatureParts *parts, Size need)
+{
+	int32		token_size = Max(parts->token_size, 1);
+	int32		char_size = Max(parts->char_size, 1);
 	int64		keep_token = Max(0, w->ntokens - (token_size - 1));
 	int64		keep_char = Max(0, w->nchars - (char_size - 1));
 	Size		keep_from = w->pos;
@@ -131,8 +150,9 @@ make_room(TokenWriter *w, Size need)
 	if (keep_char < w->nchars)
 		keep_from = Min(keep_from, w->recent_chars[keep_char % RECENT_CHARS]);
 	/* Fewer tokens or characters than a feature: the one feature needs them all. */
-	if (w->ntokens + w->open < w->parts.token_size || w->nchars < w->parts.char_size)
+	if (w->ntokens + w->open < parts->token_size || w->nchars < parts->char_size)
 		keep_from = 0;
+	settle_parts(w, parts);
 	if (keep_from > 0)
 	{
 		memmove(w->norm, w->norm + keep_from, w->pos - keep_from);
@@ -151,10 +171,10 @@ make_room(TokenWriter *w, Size need)
 }
 
 /* A character was written at start: the n-gram it ends, if any. */
-static inline void
-char_written(TokenWriter *w, Size start)
+static pg_attribute_always_inline void
+char_written(TokenWriter *w, const FeatureParts *parts, Size start)
 {
-	int32		n = w->parts.char_size;
+	int32		n = parts->char_size;
 
 	if (n == 0)
 		return;
@@ -164,26 +184,26 @@ char_written(TokenWriter *w, Size start)
 	{
 		Size		first = w->recent_chars[(w->nchars - n) % RECENT_CHARS];
 
-		w->parts.emit_char(w->norm + first, w->pos - first, w->parts.char_arg);
+		parts->emit_char(w->norm + first, w->pos - first, parts->char_arg);
 	}
 }
 
-static inline void
-begin_token(TokenWriter *w)
+static pg_attribute_always_inline void
+begin_token(TokenWriter *w, const FeatureParts *parts)
 {
 	if (w->ntokens > 0)
 	{
 		w->norm[w->pos++] = ' ';
-		char_written(w, w->pos - 1);
+		char_written(w, parts, w->pos - 1);
 	}
 	w->recent[w->ntokens % RECENT_TOKENS] = w->pos;
 	w->open = true;
 }
 
-static inline void
-end_token(TokenWriter *w)
+static pg_attribute_always_inline void
+end_token(TokenWriter *w, const FeatureParts *parts)
 {
-	int32		n = w->parts.token_size;
+	int32		n = parts->token_size;
 
 	w->open = false;
 	w->ntokens++;
@@ -191,13 +211,13 @@ end_token(TokenWriter *w)
 	{
 		Size		first = w->recent[(w->ntokens - n) % RECENT_TOKENS];
 
-		w->parts.emit_token(w->norm + first, w->pos - first, w->parts.token_arg);
+		parts->emit_token(w->norm + first, w->pos - first, parts->token_arg);
 	}
 	CHECK_FOR_INTERRUPTS();
 }
 
-static inline void
-write_utf8(TokenWriter *w, uint32 c)
+static pg_attribute_always_inline void
+write_utf8(TokenWriter *w, const FeatureParts *parts, uint32 c)
 {
 	Size		start = w->pos;
 	unsigned char *out = (unsigned char *) w->norm + w->pos;
@@ -228,30 +248,30 @@ write_utf8(TokenWriter *w, uint32 c)
 		out[3] = 0x80 | (c & 0x3F);
 		w->pos += 4;
 	}
-	char_written(w, start);
+	char_written(w, parts, start);
 }
 
 /* One normalised character c of the given kind (spec §6.3). */
-static inline void
-put_char(TokenWriter *w, uint32 c, uint32 kind)
+static pg_attribute_always_inline void
+put_char(TokenWriter *w, const FeatureParts *parts, uint32 c, uint32 kind)
 {
 	switch (kind)
 	{
 		case UNICODE_WORD:
 			if (!w->open)
-				begin_token(w);
-			write_utf8(w, c);
+				begin_token(w, parts);
+			write_utf8(w, parts, c);
 			break;
 		case UNICODE_SOLO:
 			if (w->open)
-				end_token(w);
-			begin_token(w);
-			write_utf8(w, c);
-			end_token(w);
+				end_token(w, parts);
+			begin_token(w, parts);
+			write_utf8(w, parts, c);
+			end_token(w, parts);
 			break;
 		case UNICODE_SEPARATOR:
 			if (w->open)
-				end_token(w);
+				end_token(w, parts);
 			break;
 		default:				/* UNICODE_DROP */
 			break;
@@ -259,8 +279,8 @@ put_char(TokenWriter *w, uint32 c, uint32 kind)
 }
 
 /* A code point of the input, normalised (spec §6.2). */
-static inline void
-put_code_point(TokenWriter *w, uint32 c)
+static pg_attribute_always_inline void
+put_code_point(TokenWriter *w, const FeatureParts *parts, uint32 c)
 {
 	uint32		value;
 
@@ -269,22 +289,22 @@ put_code_point(TokenWriter *w, uint32 c)
 		uint32		s = c - HANGUL_FIRST;
 		uint32		t = s % HANGUL_T_COUNT;
 
-		put_char(w, HANGUL_L_FIRST + s / (HANGUL_V_COUNT * HANGUL_T_COUNT), UNICODE_WORD);
-		put_char(w, HANGUL_V_FIRST + s % (HANGUL_V_COUNT * HANGUL_T_COUNT) / HANGUL_T_COUNT,
+		put_char(w, parts, HANGUL_L_FIRST + s / (HANGUL_V_COUNT * HANGUL_T_COUNT), UNICODE_WORD);
+		put_char(w, parts, HANGUL_V_FIRST + s % (HANGUL_V_COUNT * HANGUL_T_COUNT) / HANGUL_T_COUNT,
 				 UNICODE_WORD);
 		if (t != 0)
-			put_char(w, HANGUL_T_BEFORE + t, UNICODE_WORD);
+			put_char(w, parts, HANGUL_T_BEFORE + t, UNICODE_WORD);
 		return;
 	}
 	value = unicode_value(c);
 	if (value < UNICODE_MAPPED)
-		put_char(w, c, value);
+		put_char(w, parts, c, value);
 	else
 	{
 		uint32		m = value - UNICODE_MAPPED;
 
 		for (uint32 k = unicode_mapping_offsets[m]; k < unicode_mapping_offsets[m + 1]; k++)
-			put_char(w, unicode_pool[k] & 0xFFFFFF, unicode_pool[k] >> 24);
+			put_char(w, parts, unicode_pool[k] & 0xFFFFFF, unicode_pool[k] >> 24);
 	}
 }
 
@@ -345,9 +365,10 @@ decode_utf8(const unsigned char *in, int len, int *i)
 
 /*
  * Calls the parts' callbacks for every feature of the text, in order (spec
- * §6.4).  Inlined into each caller, so the hot path pays no indirect call.
+ * §6.4).  Inlined into each caller, always: then the parts are constants, and
+ * the hot path pays no indirect call and no test of a part it does not have.
  */
-static inline void
+static pg_attribute_always_inline void
 for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
 {
 	const unsigned char *in = (const unsigned char *) text;
@@ -362,14 +383,13 @@ for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
 	w.ntokens = 0;
 	w.open = false;
 	w.nchars = 0;
-	w.parts = *parts;
 
 	while (i < len)
 	{
 		int			run_end = Min(len, i + ASCII_RUN);
 
 		if (w.cap - w.pos < 2 * ASCII_RUN + MAX_CHAR_OUTPUT)
-			make_room(&w, 2 * ASCII_RUN + MAX_CHAR_OUTPUT);
+			make_room(&w, parts, 2 * ASCII_RUN + MAX_CHAR_OUTPUT);
 		/* ASCII: at most a space and the byte each. */
 		for (; i < run_end && in[i] < 0x80; i++)
 		{
@@ -378,12 +398,12 @@ for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
 			if (b != 0)
 			{
 				if (!w.open)
-					begin_token(&w);
+					begin_token(&w, parts);
 				w.norm[w.pos++] = b;
-				char_written(&w, w.pos - 1);
+				char_written(&w, parts, w.pos - 1);
 			}
 			else if (w.open)
-				end_token(&w);
+				end_token(&w, parts);
 		}
 		/* One other character: at most MAX_CHAR_OUTPUT bytes. */
 		if (i < run_end)
@@ -391,19 +411,85 @@ for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
 			int32		c = decode_utf8(in, len, &i);
 
 			if (c < 0)
-				put_char(&w, 0, UNICODE_SEPARATOR);
+				put_char(&w, parts, 0, UNICODE_SEPARATOR);
 			else
-				put_code_point(&w, (uint32) c);
+				put_code_point(&w, parts, (uint32) c);
 		}
 	}
 	if (w.open)
-		end_token(&w);
+		end_token(&w, parts);
 	/* Fewer tokens, or characters, than a feature: one feature of them all. */
 	if (w.ntokens > 0 && w.ntokens < parts->token_size)
 		parts->emit_token(w.norm, w.pos, parts->token_arg);
 	if (w.nchars > 0 && w.nchars < parts->char_size)
 		parts->emit_char(w.norm, w.pos, parts->char_arg);
+	settle_parts(&w, parts);
 	pfree(w.norm);
+}
+
+/*
+ * The features of one part that vote: each is hashed, the runs rule applied,
+ * and the hash voted into batch or, without one, the feature handed on to
+ * emit.  Voted features are hashed PENDING_FEATURES at a time, a little after
+ * they were written: a feature read back at once from the bytes just stored
+ * one by one stalls the CPU (no store-to-load forwarding), which costs more
+ * than hashing it.
+ */
+#define PENDING_FEATURES 64
+
+typedef struct PartVotes
+{
+	uint64		last;			/* the hash of the part's feature just before */
+	bool		any;			/* there was one */
+	HashBatch  *batch;
+	FeatureCallback emit;
+	void	   *arg;
+	int			npending;
+	const char *pending_data[PENDING_FEATURES];
+	Size		pending_len[PENDING_FEATURES];
+} PartVotes;
+
+/* Whether a feature of this hash votes (the runs rule), remembering it. */
+static pg_attribute_always_inline bool
+part_votes(PartVotes *part, uint64 hash)
+{
+	if (V2_RUNS_ONCE && part->any && hash == part->last)
+		return false;
+	part->any = true;
+	part->last = hash;
+	return true;
+}
+
+/* A FeatureParts settle function: the pending features are hashed and voted. */
+static void
+settle_part(void *arg)
+{
+	PartVotes  *part = (PartVotes *) arg;
+
+	for (int k = 0; k < part->npending; k++)
+	{
+		uint64		hash = XXH3_64bits(part->pending_data[k], part->pending_len[k]);
+
+		if (part_votes(part, hash))
+			hash_batch_add(part->batch, hash);
+	}
+	part->npending = 0;
+}
+
+static pg_attribute_always_inline void
+part_feature(const char *data, Size len, void *arg)
+{
+	PartVotes  *part = (PartVotes *) arg;
+
+	if (part->batch != NULL)
+	{
+		part->pending_data[part->npending] = data;
+		part->pending_len[part->npending] = len;
+		if (++part->npending == PENDING_FEATURES)
+			settle_part(part);
+	}
+	else if (part_votes(part, XXH3_64bits(data, len)))
+		part->emit(data, len, part->arg);
 }
 
 /* ---------- simhash_v2(text) ---------- */
@@ -414,20 +500,22 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 {
 	int			len;
 	const char *data = text_arg_utf8(fcinfo, 0, &len);
-	HashBatch	tokens,
-				chars;
-	FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, batch_feature, batch_feature, &tokens, &chars};
+	HashBatch	token_batch,
+				char_batch;
+	PartVotes	tokens = {.batch = &token_batch};
+	PartVotes	chars = {.batch = &char_batch};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part};
 	SimhashVote vote;
 
-	hash_batch_init(&tokens);
-	hash_batch_init(&chars);
+	hash_batch_init(&token_batch);
+	hash_batch_init(&char_batch);
 	for_each_feature_v2(data, len, &parts);
-	hash_batch_flush(&tokens);
-	hash_batch_flush(&chars);
+	hash_batch_flush(&token_batch);
+	hash_batch_flush(&char_batch);
 	/* Each part's features vote its weight times. */
 	vote_init(&vote);
-	vote_merge_times(&vote, &tokens.vote, V2_TOKEN_WEIGHT);
-	vote_merge_times(&vote, &chars.vote, V2_CHAR_WEIGHT);
+	vote_merge_times(&vote, &token_batch.vote, V2_TOKEN_WEIGHT);
+	vote_merge_times(&vote, &char_batch.vote, V2_CHAR_WEIGHT);
 	PG_RETURN_SIMHASH64(vote_result(&vote));
 }
 
@@ -437,26 +525,33 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 static void
 walk_tokens_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
 {
-	FeatureParts parts = {1, 0, emit, emit, arg, arg};
+	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL};
 
 	for_each_feature_v2(text, len, &parts);
 }
 
 /*
- * The features as a FeatureWalk: the token shingles, then the character
- * n-grams, each part as many times as its weight, so that the plain vote of
- * their hashes is the fingerprint.
+ * The features that vote as a FeatureWalk: the token shingles, then the
+ * character n-grams, each part as many times as its weight, so that the plain
+ * vote of their hashes is the fingerprint.
  */
 static void
 walk_features_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
 {
-	FeatureParts token_part = {V2_TOKEN_SHINGLE, 0, emit, emit, arg, arg};
-	FeatureParts char_part = {0, V2_CHAR_GRAM, emit, emit, arg, arg};
+	for (int k = 0; V2_TOKEN_SHINGLE > 0 && k < V2_TOKEN_WEIGHT; k++)
+	{
+		PartVotes	tokens = {.emit = emit,.arg = arg};
+		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL};
 
-	for (int k = 0; token_part.token_size > 0 && k < V2_TOKEN_WEIGHT; k++)
-		for_each_feature_v2(text, len, &token_part);
-	for (int k = 0; char_part.char_size > 0 && k < V2_CHAR_WEIGHT; k++)
-		for_each_feature_v2(text, len, &char_part);
+		for_each_feature_v2(text, len, &parts);
+	}
+	for (int k = 0; V2_CHAR_GRAM > 0 && k < V2_CHAR_WEIGHT; k++)
+	{
+		PartVotes	chars = {.emit = emit,.arg = arg};
+		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL};
+
+		for_each_feature_v2(text, len, &parts);
+	}
 }
 
 PG_FUNCTION_INFO_V1(simhash_v2_tokens);
