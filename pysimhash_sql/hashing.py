@@ -26,6 +26,7 @@ import xxhash
 
 from . import text_v2
 from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs
+from ._xxh3 import xxh3_spans
 from .fingerprint import MAX_FINGERPRINT, check_fingerprint
 from .unicode_tables import UNICODE_VERSION
 
@@ -156,7 +157,9 @@ def _token_batches(data: bytes) -> Iterator[list[bytes]]:
 
 
 def _shingle_batches(token_batches: Iterable[list[bytes]], s: int) -> Iterator[Iterable[bytes]]:
-    """The features (spec §3.3, §6.4) of tokens given in batches."""
+    """The features (spec §3.3) of tokens given in batches.  (Version 2's
+    _token_shingle_spans is the same walk as spans: slower here, where joined
+    copies are all version 1 needs.)"""
     window: list[bytes] = []  # the last s - 1 tokens: features that span two batches
     found = False
     for batch in token_batches:
@@ -219,7 +222,31 @@ def _v2_tokens(text: Text) -> Iterator[list[bytes]]:
     return text_v2.token_batches(_v2_text(text))
 
 
-def _char_gram_batches(token_batches: Iterable[list[bytes]], n: int) -> Iterator[list[bytes]]:
+# Features as spans of a buffer: data[starts[i]:ends[i]] for every i.
+Spans = tuple[bytes, np.ndarray, np.ndarray]
+
+
+def _one_span(data: bytes) -> Spans:
+    return data, np.zeros(1, np.int64), np.full(1, len(data), np.int64)
+
+
+def _token_shingle_spans(token_batches: Iterable[list[bytes]], s: int) -> Iterator[Spans]:
+    """Shingles of s tokens (spec §3.3, §6.4), as spans of the tokens joined by single spaces."""
+    window: list[bytes] = []  # the last s - 1 tokens: shingles that span two batches
+    found = False
+    for batch in token_batches:
+        tokens = window + batch
+        if len(tokens) >= s:
+            found = True
+            lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+            starts = np.cumsum(lengths + 1) - lengths - 1
+            yield b" ".join(tokens), starts[: len(tokens) - s + 1], (starts + lengths)[s - 1 :]
+        window = tokens[max(0, len(tokens) - s + 1) :]
+    if window and not found:  # 1 <= n < s: one feature of all the tokens
+        yield _one_span(b" ".join(window))
+
+
+def _char_gram_spans(token_batches: Iterable[list[bytes]], n: int) -> Iterator[Spans]:
     """The n-grams of characters of the tokens joined by single spaces (spec §6.4);
     one feature of them all when there are fewer than n characters."""
     carry = ""  # the last n - 1 characters: n-grams that span two batches
@@ -232,20 +259,27 @@ def _char_gram_batches(token_batches: Iterable[list[bytes]], n: int) -> Iterator
         started = True
         if len(chars) >= n:
             found = True
-            yield [chars[i : i + n].encode("utf-8") for i in range(len(chars) - n + 1)]
+            data = chars.encode("utf-8")
+            starts = np.flatnonzero((np.frombuffer(data, np.uint8) & 0xC0) != 0x80)  # each character's
+            yield data, starts[: len(chars) - n + 1], np.append(starts[n:], len(data))
         carry = chars[max(0, len(chars) - n + 1) :]
     if carry and not found:
-        yield [carry.encode("utf-8")]
+        yield _one_span(carry.encode("utf-8"))
 
 
-def _v2_parts(text: Text) -> list[tuple[Iterator[bytes], int]]:
+def _v2_parts(text: Text) -> list[tuple[list[Spans], int]]:
     """The features of each part of version 2 that is used, with its weight."""
     parts = []
     if V2_TOKEN_SHINGLE:
-        parts.append((chain.from_iterable(_shingle_batches(_v2_tokens(text), V2_TOKEN_SHINGLE)), V2_TOKEN_WEIGHT))
+        parts.append((list(_token_shingle_spans(_v2_tokens(text), V2_TOKEN_SHINGLE)), V2_TOKEN_WEIGHT))
     if V2_CHAR_GRAM:
-        parts.append((chain.from_iterable(_char_gram_batches(_v2_tokens(text), V2_CHAR_GRAM)), V2_CHAR_WEIGHT))
+        parts.append((list(_char_gram_spans(_v2_tokens(text), V2_CHAR_GRAM)), V2_CHAR_WEIGHT))
     return parts
+
+
+def _span_hashes(spans: list[Spans]) -> np.ndarray:
+    """The XXH3-64 hashes of a part's features (vectorised: _xxh3.py)."""
+    return np.concatenate([np.empty(0, np.uint64), *(xxh3_spans(*batch) for batch in spans)])
 
 
 def tokenize_v2(text: Text) -> list:
@@ -267,18 +301,17 @@ def features_v2(text: Text) -> list:
     then the character n-grams, each part as many times as its weight (so that
     vote() of their hashes is the fingerprint); str for str input, bytes for bytes."""
     out = []
-    for features, weight in _v2_parts(text):
-        features = list(features)
-        voting = _voting(np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64, len(features)))
-        out += [f for f, votes in zip(features, voting.tolist()) if votes] * weight
+    for spans, weight in _v2_parts(text):
+        features = [data[a:b] for data, starts, ends in spans for a, b in zip(starts.tolist(), ends.tolist())]
+        out += [f for f, votes in zip(features, _voting(_span_hashes(spans)).tolist()) if votes] * weight
     return _decoded(out, text)
 
 
 def simhash_v2(text: Text) -> int:
     """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text)."""
     set_counts, votes = np.zeros(64, np.int64), 0
-    for features, weight in _v2_parts(text):
-        hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64)
+    for spans, weight in _v2_parts(text):
+        hashes = _span_hashes(spans)
         counts, n = _bit_counts(hashes[_voting(hashes)])
         set_counts += weight * counts
         votes += weight * n

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from unittest import mock
 
+import numpy as np
 import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pysimhash_sql import hashing, text_v2
+from pysimhash_sql import _xxh3, hashing, text_v2
 from pysimhash_sql import unicode_tables as ut
 from pysimhash_sql.hashing import features_v2, fingerprint, simhash, simhash_v2, tokenize_v2
 from toolbox import distance
@@ -92,6 +93,19 @@ script_text = st.text(
     ),
     max_size=80,
 )
+
+# -- XXH3 of many spans at once (pysimhash_sql/_xxh3.py) ------------------------------
+
+
+def test_vectorised_xxh3_matches_xxhash_at_every_length():
+    rng = np.random.default_rng(28)
+    data = rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    lengths = np.repeat(np.arange(0, 260), 12)  # every path: 0-3, 4-8, 9-16, 17-128, beyond
+    starts = rng.integers(0, len(data) - 260, lengths.size)
+    got = _xxh3.xxh3_spans(data, starts, starts + lengths).tolist()
+    assert got == [xxhash.xxh3_64_intdigest(data[a : a + n]) for a, n in zip(starts.tolist(), lengths.tolist())]
+    assert _xxh3.xxh3_spans(b"", np.zeros(0, np.int64), np.zeros(0, np.int64)).size == 0
+
 
 # -- the shared vectors -----------------------------------------------------------
 
