@@ -18,10 +18,11 @@ installed_major() {
     fi
 }
 
-# The corpus of bench/bench_html.py: Debian's HTML documentation, for `make
+# The corpora of bench/bench_html.py (Debian's HTML documentation) and
+# bench/bench_sql_fingerprint.py (Debian's Chinese manual pages), for `make
 # bench` only (install-deps.sh --bench).  Installed where apt-get can (Debian
 # as root); elsewhere the benchmark says it is missing.
-BENCH_CORPUS=(postgresql-doc-15 python3-doc)
+BENCH_CORPUS=(postgresql-doc-15 python3-doc manpages-zh)
 
 install_bench_corpus() {
     local pkg absent=()
@@ -36,20 +37,24 @@ install_bench_corpus() {
     apt-get install -y -qq --no-install-recommends "${absent[@]}" >/dev/null
 }
 
-# Headless Chromium (Debian's package), which tests/package/test_report_browser.py
-# opens the near-duplicate report in; installed where apt-get can (Debian as
-# root); elsewhere that test is skipped and says why.
-install_browser() {
+# A Debian package a test needs, unless the file (or command) it names is
+# there: installed where apt-get can (Debian as root); elsewhere that test is
+# skipped and says why.
+install_for_tests() {  # package, file or command, which test
     is_root && command -v apt-get >/dev/null || return 0
-    command -v chromium >/dev/null && return 0
-    echo "Installing chromium with apt-get (the report's browser test)"
+    [ -e "$2" ] || command -v "$2" >/dev/null && return 0
+    echo "Installing $1 with apt-get ($3)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    apt-get install -y -qq --no-install-recommends "$1" >/dev/null
 }
 
 if [ "${1:-}" = --bench ]; then install_bench_corpus; fi
-install_browser
+# Headless Chromium, which tests/package/test_report_browser.py opens the
+# near-duplicate report in; the Unicode Character Database, from which
+# tests/package/test_unicode_tables.py regenerates the fingerprint's tables.
+install_for_tests chromium chromium "the report's browser test"
+install_for_tests unicode-data /usr/share/unicode/CaseFolding.txt "the Unicode tables' test"
 major=${SIMHASH_PG_MAJOR:-$(installed_major)}
 if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
     wanted=(libxxhash-dev)
