@@ -13,8 +13,12 @@ the text fingerprint, the baseline (1e0ng/simhash's character 4-grams) and versi
   first N of a seeded shuffle);
 - features per character of each design (a proxy of its cost in C).
 
-Options: --quick (40 pages, 5,000 documents), --pages N, --docs N, --designs
-SPEC,... (e.g. tok3,chr5,tok3+2*chr5; /set: each distinct feature votes once).
+Options: --quick (40 pages, 5,000 documents), --pages N, --copies N (of each kind
+per page), --docs N, --designs SPEC,... (tokN: token N-shingles, chrN: character
+N-grams of the token stream, W*: weight, + to combine; flags /run: a feature
+equal to the one before it does not vote, /set: each distinct feature votes once,
+/sN: 1 in N features votes; e.g. tok3+chr4/run, 2*tok3+chr5/run/s2),
+--skip-recall, --skip-false-pairs. docs/fingerprint-quality.md has the tables.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ SCRIPTS = {
 MIN_SCRIPT_SHARE = 0.5
 JACCARD_DIFFERENT = 0.3
 # The design recommended for version 2 and the runners-up (docs/fingerprint-quality.md).
-DESIGNS = ("tok3", "chr5", "tok2+chr5", "tok3+chr5/set")
+DESIGNS = ("tok3+chr4/run", "chr4/run", "chr5/run", "tok3+chr5/run", "tok3")
 
 
 def in_script(text: str, lang: str) -> bool:
@@ -65,20 +69,28 @@ def recall_pages(docs: list[corpus.Document], per_bucket: int) -> dict[tuple[str
     return pages
 
 
-def row_functions(designs: list[fq.Design]):
-    """name -> fingerprint function of a list of texts (dict of arrays for the designs)."""
-    rows = {"version 1": fq.v1_simhash, "baseline": fq.baseline_simhash}
+def row_functions() -> dict:
+    """name -> (fingerprint of a text, its number of features or None) of the rows
+    that are not version 2 designs: version 1, the baseline, the shipped version 2."""
+    rows = {
+        "version 1": (fq.v1_simhash, fq.v1_feature_count),
+        "baseline": (fq.baseline_simhash, fq.baseline_feature_count),
+    }
     shipped = fq.shipped_v2()
     if shipped is not None:
-        rows["version 2 (shipped)"] = shipped
+        rows["version 2 (shipped)"] = (shipped, None)
     return rows
 
 
 def fingerprint_all(texts: list[str], designs: list[fq.Design]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """Fingerprints of texts by every row; and the features per character of each design."""
+    """Fingerprints of texts by every row; and the features per character of each row."""
     out = {}
-    for name, f in row_functions(designs).items():
+    chars = max(1, sum(map(len, texts)))
+    per_char = {}
+    for name, (f, count) in row_functions().items():
         out[name] = np.fromiter(map(f, texts), np.uint64, len(texts))
+        if count is not None:
+            per_char[name] = sum(map(count, texts)) / chars
     fp = fq.Fingerprinter(designs)
     per_design = defaultdict(list)
     for t in texts:
@@ -86,7 +98,8 @@ def fingerprint_all(texts: list[str], designs: list[fq.Design]) -> tuple[dict[st
             per_design[name].append(v)
     for d in designs:
         out[d.name] = np.array(per_design[d.name], np.uint64)
-    return out, {d.name: fp.features[d.name] / max(1, fp.chars) for d in designs}
+        per_char[d.name] = fp.features[d.name] / chars
+    return out, per_char
 
 
 def label(name: str, designs: list[fq.Design]) -> str:
@@ -148,7 +161,7 @@ def false_pair_table(docs, designs, limit: int | None) -> None:
     for row, values in fps.items():
         pairs = fq.near_doc_pairs(values, K)
         false = sum(fq.jaccard(g(a), g(b)) < JACCARD_DIFFERENT for a, b in pairs.tolist())
-        fpc = f"{per_char[row]:.3f}" if row in per_char else "-"
+        fpc = f"{per_char[row]:.2f}" if row in per_char else "-"
         print(f"| {label(row, designs)} | {len(pairs):,} | {false:,} | {fpc} |")
 
 

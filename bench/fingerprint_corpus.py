@@ -2,8 +2,8 @@
 that nobody here wrote (a library, not a benchmark: scripts/bench.sh runs bench_*.py).
 
 The packages are Debian's translated manual pages and documentation, and for
-Arabic and Thai (which Debian has no translated manuals for) the translated
-message catalogs of LibreOffice, Firefox and Thunderbird. scripts/install-deps.sh
+Arabic and Thai (which Debian has no translated manuals for) and Korean (few)
+the translated message catalogs of LibreOffice, Firefox and Thunderbird. scripts/install-deps.sh
 --bench downloads and unpacks them under build/fingerprint-corpus/packages; this
 module turns every file of them into plain text:
 
@@ -15,7 +15,7 @@ module turns every file of them into plain text:
   the translated strings in file order, cut into pages of seeded random lengths.
 
 A document is (language, source, text); the list is cached, gzipped JSON, in
-build/fingerprint-corpus/documents-<CORPUS_VERSION>.json.gz. Exact duplicates
+build/fingerprint-corpus/documents-<CORPUS_VERSION>-<digest of the package names>.json.gz. Exact duplicates
 (one page in two packages) are kept once; texts are cut at a line end before
 MAX_CHARS characters (a few man pages run to 300,000).
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gettext
 import gzip
+import hashlib
 import html
 import io
 import json
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = ROOT / "build" / "fingerprint-corpus"
 PACKAGES_DIR = CORPUS_DIR / "packages"
 # Bump when the extraction changes: the cache file is named by it.
-CORPUS_VERSION = 3
+CORPUS_VERSION = 4
 MAX_CHARS = 30_000
 MIN_CHARS = 200
 # Catalog pages: lengths drawn uniformly from this range (both length buckets).
@@ -268,7 +269,9 @@ def load(root: Path = PACKAGES_DIR, cache_dir: Path = CORPUS_DIR) -> list[Docume
     command when the packages are not unpacked."""
     if not root.is_dir() or not any(root.glob("*/.unpacked")):
         raise FileNotFoundError(f"no corpus packages in {root}: run scripts/install-deps.sh --bench")
-    cache = cache_dir / f"documents-{CORPUS_VERSION}.json.gz"
+    packages = sorted(p.parent.name for p in root.glob("*/.unpacked"))
+    digest = hashlib.sha256("\n".join(packages).encode()).hexdigest()[:12]
+    cache = cache_dir / f"documents-{CORPUS_VERSION}-{digest}.json.gz"
     if cache.exists():
         with gzip.open(cache, "rt", encoding="utf-8") as f:
             return [Document(*row) for row in json.load(f)]

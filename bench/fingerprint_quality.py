@@ -163,14 +163,15 @@ def normalized_char(c: str) -> str:
     where it separates tokens, isolated-script characters spaced as tokens of their own."""
     out = []
     for d in unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", c).casefold()):
+        category = unicodedata.category(d)
         if _dropped(d):
             continue
-        if isolated(d):
-            out.append(f" {d} ")
-        elif unicodedata.category(d)[0] in "LN" or unicodedata.category(d) == "Mc":
-            out.append(d)
-        else:
+        if category[0] not in "LN" and category != "Mc":
             out.append(" ")
+        elif isolated(d):
+            out.append(f" {d} ")
+        else:
+            out.append(d)
     return "".join(out)
 
 
@@ -267,17 +268,23 @@ class Design:
     parts: tuple[Part, ...]
     unique: bool = False  # each distinct feature votes once (a set, not a multiset)
     runs: bool = False  # a feature equal to the one just before it does not vote
+    sample: int = 1  # only features whose (remixed) hash is 0 modulo this vote
 
     def __str__(self):
         return " + ".join(map(str, self.parts)) + (", distinct" if self.unique else "") + (
-            ", runs once" if self.runs else "")
+            ", runs once" if self.runs else "") + (f", 1 in {self.sample}" if self.sample > 1 else "")
 
 
 def parse_design(spec: str) -> Design:
-    """'tok3+2*chr5', 'tok3+chr5/set' (distinct features) or 'chr5/run' (runs once) -> Design."""
-    body, _, flag = spec.partition("/")
-    if flag not in ("", "set", "run"):
-        raise ValueError(f"design {spec!r}: the flag after / is set or run")
+    """'tok3+2*chr5' with optional flags: '/set' (each distinct feature votes once),
+    '/run' (runs vote once), '/sN' (1 in N features votes, chosen by hash) -> Design."""
+    body, *flags = spec.split("/")
+    sample = 1
+    for flag in flags:
+        if re.fullmatch(r"s[1-9]\d*", flag):
+            sample = int(flag[1:])
+        elif flag not in ("set", "run"):
+            raise ValueError(f"design {spec!r}: a flag after / is set, run or sN")
     parts = []
     for part in body.split("+"):
         weight, _, rest = part.rpartition("*")
@@ -285,7 +292,7 @@ def parse_design(spec: str) -> Design:
         if not m:
             raise ValueError(f"design part {part!r}: expected tokN or chrN, optionally W*")
         parts.append(Part(m.group(1), int(m.group(2)), int(weight or 1)))
-    return Design(spec, tuple(parts), flag == "set", flag == "run")
+    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample)
 
 
 def _counts(h: np.ndarray) -> np.ndarray:
@@ -337,6 +344,8 @@ class Fingerprinter:
                     h = np.unique(h)
                 elif d.runs and h.size > 1:
                     h = h[np.concatenate(([True], h[1:] != h[:-1]))]
+                if d.sample > 1:
+                    h = h[_mix(h ^ _GOLDEN) % np.uint64(d.sample) == 0]
                 groups.append((h, p.weight))
                 self.features[d.name] += p.weight * h.size
             out[d.name] = vote_parts(groups)
@@ -348,8 +357,18 @@ def baseline_simhash(text: str) -> int:
     return vote_parts([(gram_hashes(code_points(baseline_text(text)), 4, 3), 1)])
 
 
+def baseline_feature_count(text: str) -> int:
+    n = len(baseline_text(text))
+    return min(n, max(1, n - 3))
+
+
 def v1_simhash(text: str) -> int:
     return hashing.simhash(text)
+
+
+def v1_feature_count(text: str) -> int:
+    n = len(hashing.tokenize(text))
+    return min(n, max(1, n - 2))
 
 
 def shipped_v2() -> Callable[[str], int] | None:

@@ -50,8 +50,8 @@ install_browser() {
 
 # The corpus of bench/bench_fingerprint_quality.py: Debian's translated manual
 # pages and documentation, and for Arabic and Thai (no translated manuals in
-# Debian) the translated message catalogs of LibreOffice, Firefox and
-# Thunderbird.  Downloaded with `apt-get download` and unpacked with
+# Debian) and Korean (few) the translated message catalogs of LibreOffice,
+# Firefox and Thunderbird.  Downloaded with `apt-get download` and unpacked with
 # `dpkg-deb -x` under build/fingerprint-corpus/packages (no root needed, none
 # of the packages' dependencies); bench/fingerprint_corpus.py makes documents
 # of them.
@@ -61,8 +61,9 @@ FINGERPRINT_CORPUS=(
     manpages-cs manpages-da manpages-fi manpages-hu manpages-ro manpages-sv
     manpages-tr manpages-vi manpages-el manpages-id manpages-sr manpages-mk manpages-nb
     gnome-user-docs libreoffice-help-ko debian-faq-ko
-    libreoffice-l10n-ar libreoffice-l10n-th firefox-esr-l10n-ar firefox-esr-l10n-th
-    thunderbird-l10n-ar thunderbird-l10n-th
+    libreoffice-l10n-ar libreoffice-l10n-th libreoffice-l10n-ko
+    firefox-esr-l10n-ar firefox-esr-l10n-th firefox-esr-l10n-ko
+    thunderbird-l10n-ar thunderbird-l10n-th thunderbird-l10n-ko
 )
 
 unpack_fingerprint_corpus() {

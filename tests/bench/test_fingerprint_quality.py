@@ -86,7 +86,8 @@ def test_designs_parse_and_refuse_nonsense() -> None:
     design = fq.parse_design("tok3+2*chr5/run")
     assert design.parts == (fq.Part("tok", 3, 1), fq.Part("chr", 5, 2)) and design.runs and not design.unique
     assert str(design) == "token 3 + 2x char 5, runs once"
-    for bad in ("word3", "tok3/maybe", "chr"):
+    assert fq.parse_design("chr4/run/s2").sample == 2
+    for bad in ("word3", "tok3/maybe", "chr", "chr4/s0"):
         with pytest.raises(ValueError, match="design"):
             fq.parse_design(bad)
 
