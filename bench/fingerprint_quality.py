@@ -376,6 +376,12 @@ def shipped_v2() -> Callable[[str], int] | None:
     return getattr(hashing, "simhash_v2", None)
 
 
+def shipped_v2_feature_count() -> Callable[[str], int] | None:
+    """The number of features of the package's version 2, once it shows them."""
+    features = getattr(hashing, "features_v2", None)
+    return None if features is None else (lambda text: len(features(text)))
+
+
 # -- measures -----------------------------------------------------------------------------
 
 
