@@ -139,3 +139,13 @@ def test_jaccard_of_5_grams() -> None:
     a, b = fq.gram_set("abcdefgh"), fq.gram_set("ABCDEFGX")  # case-folded
     assert fq.jaccard(a, b) == pytest.approx(3 / 5)
     assert fq.jaccard(fq.gram_set("abcdef"), fq.gram_set("uvwxyz")) == 0
+
+
+@pytest.mark.skipif(not hasattr(hashing, "tokenize_v2"), reason="the package has no version 2 tokens yet")
+def test_stand_in_tokens_are_the_packages_version_2_tokens() -> None:
+    """The designs the benchmark compares rest on the stand-in normalisation: it must
+    give the package's version 2 tokens on every script the corpus has."""
+    normalizer = fq.Normalizer()
+    for kind in (None, *fq.COPIES):
+        text = PAGE if kind is None else fq.make_copy(kind, PAGE, "page")
+        assert normalizer.tokens(text) == hashing.tokenize_v2(text)
