@@ -44,6 +44,21 @@ def block_masks(blocks: int) -> list[int]:
     return [((1 << (hi - lo)) - 1) << lo for lo, hi in zip(edges, edges[1:])]
 
 
+def extension_block_masks(blocks: int) -> list[int]:
+    """The extension's blocks (simhash_blocks_init in pg_ext/src/blocks/permute.c):
+    from bit 0 up, the first 64 % blocks blocks one bit wider.  The plain back
+    end's index keys and lock keys (pysimhash_sql/plain.py) are cut this way, so
+    its locks are the extension's."""
+    if not 1 <= blocks <= MAX_BLOCKS:
+        raise ValueError(f"blocks must be between 1 and {MAX_BLOCKS}, not {blocks!r}")
+    masks, bit = [], 0
+    for i in range(blocks):
+        width = 64 // blocks + (i < 64 % blocks)
+        masks.append(((1 << width) - 1) << bit)
+        bit += width
+    return masks
+
+
 def _equal_key_pairs(keys: np.ndarray, values: np.ndarray, k: int):
     """Pairs of values that share a key and differ in at most k bits; keys sorted."""
     found_a, found_b = [], []

@@ -12,6 +12,11 @@ statement raises under REPEATABLE READ, where the check could not see what
 the other writer committed.  The check is ``hamming_within`` (and ``scope =
 value``), which uses whichever near-duplicate index the table has: simhash_mih
 (``simhash_index``'s default, with the scope columns or without), or GIN.
+
+On the plain back end (docs/managed.md: a server without the extension) the
+same steps run in core SQL: ``pg_advisory_xact_lock`` on the very keys
+``simhash_lock_near`` takes (computed here, pysimhash_sql/plain.py), then the
+check through the plain index, with the same rule on REPEATABLE READ.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, ClauseElement, Text, exists, func, insert, literal, select
+from sqlalchemy import Boolean, ClauseElement, Text, exists, func, insert, literal, select, text
 
+from . import plain
+from .backends import PLAIN, backend_of
 from .sqlalchemy import SimHash64
 
-__all__ = ["Stored", "insert_unless_near_duplicate", "insert_unless_near_duplicate_async"]
+__all__ = ["RepeatableReadError", "Stored", "insert_unless_near_duplicate", "insert_unless_near_duplicate_async",
+           "lock_near"]
 
 
 @dataclass(frozen=True)
@@ -69,8 +77,7 @@ def insert_unless_near_duplicate(
     scope_value = None if scope_column is None else values[scope_column.key]
 
     lock_scope = None if scope_value is None else str(scope_value)
-    connection.execute(select(func.simhash_lock_near(literal(fp, SimHash64()), max_distance,
-                                                     literal(lock_scope, Text()))))
+    lock_near(connection, fp, max_distance, lock_scope)
 
     near = fp_column.within(fp, max_distance)
     if scope_column is not None:
@@ -88,6 +95,26 @@ def insert_unless_near_duplicate(
     )
     row = connection.execute(outcome).one()
     return Stored(row.id, row.inserted)
+
+
+class RepeatableReadError(RuntimeError):
+    """The plain back end's lock was asked for under REPEATABLE READ."""
+
+
+def lock_near(connection: Any, fingerprint: int, max_distance: int, scope: str | None = None) -> None:
+    """``simhash_lock_near(fingerprint, max_distance, scope)`` on either back
+    end: the same advisory locks, until the transaction ends."""
+    if backend_of(connection.get_bind() if hasattr(connection, "get_bind") else connection) != PLAIN:
+        connection.execute(select(func.simhash_lock_near(literal(fingerprint, SimHash64()), max_distance,
+                                                         literal(scope, Text()))))
+        return
+    keys = plain.lock_keys([fingerprint], max_distance, scope)
+    isolation = connection.execute(text(plain.LOCK_SQL), {"keys": keys}).fetchall()[0][1]
+    if isolation == "repeatable read":
+        raise RepeatableReadError(
+            "the near-duplicate lock does not protect a REPEATABLE READ transaction: its snapshot predates "
+            "the lock, so the check after it cannot see what a writer holding the lock committed; "
+            "use READ COMMITTED (the default) or SERIALIZABLE")
 
 
 async def insert_unless_near_duplicate_async(connection: Any, table: Any, values: dict[str, Any],
