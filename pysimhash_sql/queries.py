@@ -9,19 +9,30 @@ over the rows of a ``select`` of (id, fingerprint).  Those functions take the
 query as SQL text: it is compiled here with every value rendered as a literal
 by SQLAlchemy's PostgreSQL quoting (no string formatting), and the text is
 then sent as a bound parameter.
+
+``run_find_all`` and ``run_clusters`` run them on a connection of either back
+end (pysimhash_sql/backends.py): with the extension, the SQL functions; on
+the plain back end (docs/managed.md), the rows (id, fingerprint) are streamed
+to the client in chunks into two numpy arrays (16 bytes a row) and searched by
+the package's numpy find_all (pysimhash_sql/_find_all.py), which was faster
+than block self-joins in SQL (docs/managed.md has the figures).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 from sqlalchemy import BigInteger, Boolean, Exists, Integer, Select, Text, cast, column, exists, func, literal, select
 from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
 from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
+from ._find_all import MAX_BLOCKS, near_pairs, popcount
+from .backends import PLAIN, backend_of
 
-__all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest", "query_sql"]
+__all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest",
+           "query_sql", "run_clusters", "run_find_all"]
 
 
 def _owner(fingerprint_column: Any) -> Any:
@@ -153,3 +164,110 @@ def clusters(
         *_arguments(query, max_distance, blocks), cast(literal(include_singletons), Boolean), *_workers(workers)
     ).table_valued(column("id", BigInteger), column("cluster_id", BigInteger))
     return select(members.c.id, members.c.cluster_id)
+
+
+# ------------------------------------------------ either back end, executed
+
+STREAM_CHUNK = 100_000
+"""Rows fetched at a time when the plain back end streams a query's rows."""
+
+
+class Pair(NamedTuple):
+    id1: int
+    id2: int
+    distance: int
+
+
+class Member(NamedTuple):
+    id: int
+    cluster_id: int
+
+
+def _bind(connection: Any) -> Any:
+    return connection.get_bind() if hasattr(connection, "get_bind") else connection
+
+
+def run_find_all(connection: Any, query: Select, max_distance: int = 3, blocks: int | None = None,
+                 workers: int | None = None) -> list[Pair]:
+    """``find_all(query, ...)`` executed on ``connection`` (a Session or
+    Connection) on either back end: the pairs (id1 < id2, distance), in no
+    particular order.  On the plain back end the search runs here (module
+    notes), ``workers`` unused; ``blocks`` is the numpy search's (default
+    max_distance + 2)."""
+    if backend_of(_bind(connection)) != PLAIN:
+        return [Pair(*row) for row in connection.execute(find_all(query, max_distance, blocks, workers))]
+    ids, fps = _stream_rows(connection, query)
+    return _plain_pairs(ids, fps, max_distance, blocks)
+
+
+def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: int | None = None,
+                 include_singletons: bool = False, workers: int | None = None) -> list[Member]:
+    """``clusters(query, ...)`` executed on either back end: (id, cluster_id),
+    the cluster id being its smallest member's id, as simhash_clusters's."""
+    if backend_of(_bind(connection)) != PLAIN:
+        return [Member(*row) for row in
+                connection.execute(clusters(query, max_distance, blocks, include_singletons, workers))]
+    ids, fps = _stream_rows(connection, query)
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for pair in _plain_pairs(ids, fps, max_distance, blocks):
+        parent.setdefault(pair.id1, pair.id1)
+        parent.setdefault(pair.id2, pair.id2)
+        a, b = root(pair.id1), root(pair.id2)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    members = [Member(i, root(i)) for i in parent]
+    if include_singletons:
+        members += [Member(i, i) for i in set(ids.tolist()) - parent.keys()]
+    return members
+
+
+def _stream_rows(connection: Any, query: Select) -> tuple[np.ndarray, np.ndarray]:
+    """The (id, fingerprint) rows of ``query`` with a fingerprint, as int64 ids
+    and uint64 fingerprints, fetched STREAM_CHUNK rows at a time."""
+    if len(query.selected_columns) != 2:
+        query_sql(query)  # its error names the columns
+    rows = query.subquery()
+    id_column, fp_column = rows.c
+    plain_rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
+    result = connection.execute(plain_rows, execution_options={"yield_per": STREAM_CHUNK})
+    chunks = [np.array(part, dtype=np.int64).reshape(-1, 2) for part in result.partitions()]
+    both = np.concatenate(chunks) if chunks else np.empty((0, 2), np.int64)
+    if np.unique(both[:, 0]).size != both.shape[0]:
+        raise ValueError("find_all/clusters need unique ids: the query returned an id twice")
+    return both[:, 0], both[:, 1].view(np.uint64)
+
+
+def _plain_pairs(ids: np.ndarray, fps: np.ndarray, max_distance: int, blocks: int | None) -> list[Pair]:
+    """Every pair of rows within max_distance bits: pairs of distinct values
+    from near_pairs, every id of one value with every id of the other, and the
+    ids sharing a value among themselves (distance 0)."""
+    if blocks is None:
+        blocks = min(max_distance + 2, MAX_BLOCKS)
+    if not 0 <= max_distance < blocks <= MAX_BLOCKS:
+        raise ValueError(f"blocks must be greater than max_distance and at most {MAX_BLOCKS}, "
+                         f"got blocks {blocks} and max_distance {max_distance}")
+    order = np.argsort(fps, kind="stable")
+    fps, ids = fps[order], ids[order]
+    values, starts, counts = np.unique(fps, return_index=True, return_counts=True)
+    a, b = near_pairs(values, blocks, max_distance)
+    ga, gb = np.searchsorted(values, a), np.searchsorted(values, b)
+    distances = popcount(a ^ b).astype(np.int64)
+    pairs = []
+    single = (counts[ga] == 1) & (counts[gb] == 1)
+    x, y = ids[starts[ga[single]]], ids[starts[gb[single]]]
+    pairs += map(Pair, np.minimum(x, y).tolist(), np.maximum(x, y).tolist(), distances[single].tolist())
+    for i, j, d in zip(ga[~single].tolist(), gb[~single].tolist(), distances[~single].tolist()):
+        for x in ids[starts[i]:starts[i] + counts[i]].tolist():
+            for y in ids[starts[j]:starts[j] + counts[j]].tolist():
+                pairs.append(Pair(min(x, y), max(x, y), d))
+    for group in np.flatnonzero(counts > 1).tolist():
+        same = sorted(ids[starts[group]:starts[group] + counts[group]].tolist())
+        pairs += [Pair(x, y, 0) for n, x in enumerate(same) for y in same[n + 1:]]
+    return pairs
