@@ -13,7 +13,8 @@ then sent as a bound parameter.
 ``run_find_all`` and ``run_clusters`` run them on a connection of either back
 end (pysimhash_sql/backends.py): with the extension, the SQL functions; on
 the plain back end (docs/managed.md), the rows (id, fingerprint) are streamed
-to the client in chunks into two numpy arrays (16 bytes a row) and searched by
+to the client in chunks (one bytea of STREAM_CHUNK rows each) into two numpy
+arrays (16 bytes a row) and searched by
 the package's numpy find_all (pysimhash_sql/_find_all.py), which was faster
 than block self-joins in SQL (docs/managed.md has the figures).
 """
@@ -23,13 +24,15 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import BigInteger, Boolean, Exists, Integer, Select, Text, cast, column, exists, func, literal, select
+from sqlalchemy import (
+    BigInteger, Boolean, Exists, Integer, Select, Text, cast, column, exists, func, literal, select, text,
+)
 from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
 from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
 from ._find_all import MAX_BLOCKS, near_pairs, popcount
-from .backends import PLAIN, backend_of
+from .backends import PLAIN, backend_of, set_backend
 
 __all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest",
            "query_sql", "run_clusters", "run_find_all"]
@@ -111,16 +114,22 @@ class _InlineLiteralDialect(PGDialect):
 
 
 _INLINE = _InlineLiteralDialect(paramstyle="named")
+_INLINE_PLAIN = _InlineLiteralDialect(paramstyle="named")
+set_backend(_INLINE_PLAIN, PLAIN)
 
 
 def query_sql(query: Select) -> str:
     """The SQL text of a select of (id, fingerprint), values inlined as literals."""
+    _check_two_columns(query)
+    return str(query.compile(dialect=_INLINE, compile_kwargs={"literal_binds": True}))
+
+
+def _check_two_columns(query: Select) -> None:
     if len(query.selected_columns) != 2:
         raise ValueError(
             "find_all/clusters need a select of exactly two columns, (id, fingerprint); "
             f"got {len(query.selected_columns)}"
         )
-    return str(query.compile(dialect=_INLINE, compile_kwargs={"literal_binds": True}))
 
 
 def _arguments(query: Select, max_distance: int, blocks: int | None) -> list:
@@ -228,20 +237,28 @@ def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: 
     return members
 
 
+# The rows of a query, STREAM_CHUNK at a time, each chunk one bytea of
+# big-endian (id, fingerprint) bigints: one value per chunk to the client
+# instead of two per row.
+_CHUNKS_SQL = ("SELECT string_agg(int8send(id) || int8send(fp), ''::bytea) FROM "
+               "(SELECT id, fp, (row_number() OVER ()) / {chunk} AS chunk FROM ({rows}) AS r (id, fp)) AS c "
+               "GROUP BY chunk")
+
+
 def _stream_rows(connection: Any, query: Select) -> tuple[np.ndarray, np.ndarray]:
     """The (id, fingerprint) rows of ``query`` with a fingerprint, as int64 ids
-    and uint64 fingerprints, fetched STREAM_CHUNK rows at a time."""
-    if len(query.selected_columns) != 2:
-        query_sql(query)  # its error names the columns
-    rows = query.subquery()
-    id_column, fp_column = rows.c
-    plain_rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
-    result = connection.execute(plain_rows, execution_options={"yield_per": STREAM_CHUNK})
-    chunks = [np.array(part, dtype=np.int64).reshape(-1, 2) for part in result.partitions()]
+    and uint64 fingerprints, in chunks of STREAM_CHUNK rows."""
+    _check_two_columns(query)
+    id_column, fp_column = query.subquery().c
+    rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
+    sql = _CHUNKS_SQL.format(chunk=STREAM_CHUNK, rows=rows.compile(dialect=_INLINE_PLAIN,
+                                                                   compile_kwargs={"literal_binds": True}))
+    chunks = [np.frombuffer(chunk, ">i8").astype(np.int64).reshape(-1, 2)
+              for (chunk,) in connection.execute(text(sql), execution_options={"yield_per": 1})]
     both = np.concatenate(chunks) if chunks else np.empty((0, 2), np.int64)
     if np.unique(both[:, 0]).size != both.shape[0]:
         raise ValueError("find_all/clusters need unique ids: the query returned an id twice")
-    return both[:, 0], both[:, 1].view(np.uint64)
+    return both[:, 0].copy(), both[:, 1].view(np.uint64)
 
 
 def _plain_pairs(ids: np.ndarray, fps: np.ndarray, max_distance: int, blocks: int | None) -> list[Pair]:
