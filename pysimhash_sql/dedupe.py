@@ -43,6 +43,11 @@ class Stored:
     inserted: bool
 
 
+def _engine_of(connection: Any) -> Any:
+    """A Session's bind, or the Connection itself (both know their dialect)."""
+    return connection.get_bind() if hasattr(connection, "get_bind") else connection
+
+
 def _column(table: Any, column: Any) -> Any:
     return table.c[column] if isinstance(column, str) else table.c[column.key]
 
@@ -82,7 +87,12 @@ def insert_unless_near_duplicate(
     near = fp_column.within(fp, max_distance)
     if scope_column is not None:
         near = near & (scope_column == scope_value)
-    existing = select(key.label("id")).where(near).limit(1).cte("existing")
+    existing = select(key.label("id")).where(near)
+    if backend_of(_engine_of(connection)) != PLAIN:
+        existing = existing.limit(1)
+    # On the plain back end without LIMIT: the planner, which cannot estimate
+    # the bit_count recheck, would read the whole table for "the first row".
+    existing = existing.cte("existing")
     new_row = select(*(literal(value, table.c[name].type) for name, value in values.items()))
     inserted = (
         insert(table)
@@ -93,7 +103,7 @@ def insert_unless_near_duplicate(
     outcome = select(existing.c.id, literal(False, Boolean()).label("inserted")).union_all(
         select(inserted.c.id, literal(True, Boolean()))
     )
-    row = connection.execute(outcome).one()
+    row = connection.execute(outcome).first()  # several near rows: any of them
     return Stored(row.id, row.inserted)
 
 
@@ -104,7 +114,7 @@ class RepeatableReadError(RuntimeError):
 def lock_near(connection: Any, fingerprint: int, max_distance: int, scope: str | None = None) -> None:
     """``simhash_lock_near(fingerprint, max_distance, scope)`` on either back
     end: the same advisory locks, until the transaction ends."""
-    if backend_of(connection.get_bind() if hasattr(connection, "get_bind") else connection) != PLAIN:
+    if backend_of(_engine_of(connection)) != PLAIN:
         connection.execute(select(func.simhash_lock_near(literal(fingerprint, SimHash64()), max_distance,
                                                          literal(scope, Text()))))
         return

@@ -37,6 +37,7 @@ from math import comb
 from typing import Any
 
 from sqlalchemy import BigInteger, Integer, and_, cast, func, literal_column
+from sqlalchemy import column as sql_column
 from sqlalchemy.dialects.postgresql import BIT, array
 from sqlalchemy.sql.elements import BindParameter
 
@@ -125,6 +126,25 @@ class PlainLayout:
     def answers(self, max_distance: int) -> bool:
         """Whether the keys find every row within ``max_distance`` bits."""
         return 0 <= max_distance <= self.max_distance
+
+
+def layout_of_expression(expression: str, column: str, dialect: Any) -> PlainLayout | None:
+    """The layout whose key array on ``column`` is ``expression`` (an index's
+    expression as PostgreSQL prints it), else None: how autogenerate knows a
+    plain index and its layout."""
+    def normal(sql: str) -> str:
+        return "".join(c for c in sql if c not in "() \n\t")
+
+    wanted = normal(expression)
+    tables = expression.count("#")
+    for blocks in range(1, 65):
+        for max_distance in range(blocks):
+            if comb(blocks, max_distance) != tables:
+                continue
+            keys = PlainLayout(blocks, max_distance).keys(sql_column(column))
+            if normal(str(keys.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))) == wanted:
+                return PlainLayout(blocks, max_distance)
+    return None
 
 
 def _table_tag(table: int) -> int:
