@@ -371,7 +371,7 @@ def _plain_database_indexes(autogen_context, schema: str | None, table: str, col
     found = {}
     for row in rows:
         for name in columns:
-            layout = plain.layout_of_expression(row.expression, name, autogen_context.dialect)
+            layout = plain.layout_of_expression(row.expression, autogen_context.dialect.identifier_preparer.quote(name))
             if layout is not None:
                 found[row.index_name] = ([name], {"blocks": layout.blocks, "max_distance": layout.max_distance}, GIN)
     return found

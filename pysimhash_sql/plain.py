@@ -1,7 +1,7 @@
 """The plain back end's SQL: exact near-duplicate search with core
 PostgreSQL 14+ alone (docs/managed.md), behind the same SQLAlchemy API as the
 extension's (pysimhash_sql/sqlalchemy.py switches to it per engine:
-pysimhash_sql/backends.py).
+pysimhash_sql/backends.py) and the CLI's.  Plain Python, SQL as text.
 
 Fingerprints are ``bigint``: the same 64 bits, read as two's complement (as
 the extension's casts between simhash64 and bigint define); ``to_signed`` and
@@ -36,11 +36,6 @@ from itertools import combinations
 from math import comb
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, and_, cast, func, literal_column
-from sqlalchemy import column as sql_column
-from sqlalchemy.dialects.postgresql import BIT, array
-from sqlalchemy.sql.elements import BindParameter
-
 from ._find_all import blocks_exceed_distance, extension_block_masks
 
 _U64 = (1 << 64) - 1
@@ -67,15 +62,15 @@ def to_unsigned(value: int) -> int:
     return value & _U64
 
 
-def _bigint(value: int) -> Any:
+def _bigint(value: int) -> str:
     """A bigint constant rendered inline (``'-5'::bigint``): index expressions
     match the query's only with constants, never with parameters."""
-    return literal_column(f"'{to_signed(value)}'::bigint", BigInteger)
+    return f"'{to_signed(value)}'::bigint"
 
 
-def distance(a: Any, b: Any) -> Any:
-    """The Hamming distance of two bigint expressions, an integer."""
-    return cast(func.bit_count(cast(a.op("#")(b), BIT(64))), Integer)
+def distance_sql(a: str, b: str) -> str:
+    """The Hamming distance of two bigint SQL expressions, an integer."""
+    return f"bit_count(({a} # {b})::bit(64))::integer"
 
 
 @dataclass(frozen=True)
@@ -115,23 +110,36 @@ class PlainLayout:
         return [sum(masks[i] for i in chosen)
                 for chosen in combinations(range(self.blocks), self.blocks - self.max_distance)]
 
-    def keys(self, fingerprint: Any) -> Any:
-        """The key array of a bigint expression: ``ARRAY[(fp & mask) # tag, ...]``,
+    def keys_sql(self, fingerprint: str) -> str:
+        """The key array of a bigint SQL expression: ``ARRAY[(fp & mask) # tag, ...]``,
         the expression the index is made on and the queries compare."""
-        return array([
-            fingerprint.op("&")(_bigint(mask)).op("#")(_bigint(_table_tag(table)))
-            for table, mask in enumerate(self.table_masks)
-        ])
+        return "ARRAY[" + ", ".join(f"({fingerprint} & {_bigint(mask)}) # {_bigint(_table_tag(table))}"
+                                    for table, mask in enumerate(self.table_masks)) + "]"
+
+    def index_sql(self, index: str, table: str, column: str, *, if_not_exists: bool = False,
+                  concurrently: bool = False) -> str:
+        """CREATE INDEX of the plain index (names already quoted)."""
+        return (f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}{'IF NOT EXISTS ' if if_not_exists else ''}"
+                f"{index} ON {table} USING gin (({self.keys_sql(column)})) WITH (fastupdate = off)")
+
+    def within_sql(self, fingerprint: str, other: str, max_distance: str, radius: int | None) -> str:
+        """``hamming_within(fingerprint, other, max_distance)`` on the plain back
+        end: the key overlap when the layout answers the radius (a constant,
+        else None), and the recheck."""
+        recheck = f"{distance_sql(fingerprint, other)} <= {max_distance}"
+        if radius is not None and self.answers(radius):
+            return f"({self.keys_sql(fingerprint)} && {self.keys_sql(other)} AND {recheck})"
+        return f"({recheck})"
 
     def answers(self, max_distance: int) -> bool:
         """Whether the keys find every row within ``max_distance`` bits."""
         return 0 <= max_distance <= self.max_distance
 
 
-def layout_of_expression(expression: str, column: str, dialect: Any) -> PlainLayout | None:
-    """The layout whose key array on ``column`` is ``expression`` (an index's
-    expression as PostgreSQL prints it), else None: how autogenerate knows a
-    plain index and its layout."""
+def layout_of_expression(expression: str, column: str) -> PlainLayout | None:
+    """The layout whose key array on ``column`` (quoted as PostgreSQL would) is
+    ``expression`` (an index's expression as PostgreSQL prints it), else None:
+    how autogenerate knows a plain index and its layout."""
     def normal(sql: str) -> str:
         return "".join(c for c in sql if c not in "() \n\t")
 
@@ -141,8 +149,7 @@ def layout_of_expression(expression: str, column: str, dialect: Any) -> PlainLay
         for max_distance in range(blocks):
             if comb(blocks, max_distance) != tables:
                 continue
-            keys = PlainLayout(blocks, max_distance).keys(sql_column(column))
-            if normal(str(keys.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))) == wanted:
+            if normal(PlainLayout(blocks, max_distance).keys_sql(column)) == wanted:
                 return PlainLayout(blocks, max_distance)
     return None
 
@@ -150,23 +157,6 @@ def layout_of_expression(expression: str, column: str, dialect: Any) -> PlainLay
 def _table_tag(table: int) -> int:
     """The constant XORed into table ``table``'s keys (Fibonacci hashing)."""
     return (table * 0x9E3779B97F4A7C15) & _U64
-
-
-def as_bigint(value: Any) -> Any:
-    """A parameter cast to bigint (a driver may send a small int as smallint);
-    columns and other expressions as they are, so index expressions match."""
-    return cast(value, BigInteger) if isinstance(value, BindParameter) else value
-
-
-def within(column: Any, other: Any, max_distance: Any, layout: PlainLayout) -> Any:
-    """``hamming_within(column, other, k)`` on the plain back end: the key
-    overlap when the layout answers k (a constant), then the recheck."""
-    other = as_bigint(other)
-    recheck = distance(column, other) <= max_distance
-    k = max_distance.value if isinstance(max_distance, BindParameter) else max_distance
-    if isinstance(k, int) and layout.answers(k):
-        return and_(layout.keys(column).op("&&")(layout.keys(other)), recheck)
-    return recheck
 
 
 # ------------------------------------------------- simhash_lock_near's keys

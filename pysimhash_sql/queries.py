@@ -31,7 +31,7 @@ from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
 from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
-from ._find_all import MAX_BLOCKS, near_pairs, popcount
+from ._find_all import id_clusters, id_pairs
 from .backends import PLAIN, backend_of, set_backend
 
 __all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest",
@@ -206,7 +206,7 @@ def run_find_all(connection: Any, query: Select, max_distance: int = 3, blocks: 
     if backend_of(_bind(connection)) != PLAIN:
         return [Pair(*row) for row in connection.execute(find_all(query, max_distance, blocks, workers))]
     ids, fps = _stream_rows(connection, query)
-    return _plain_pairs(ids, fps, max_distance, blocks)
+    return [Pair(*pair) for pair in id_pairs(ids, fps, max_distance, blocks)]
 
 
 def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: int | None = None,
@@ -217,24 +217,8 @@ def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: 
         return [Member(*row) for row in
                 connection.execute(clusters(query, max_distance, blocks, include_singletons, workers))]
     ids, fps = _stream_rows(connection, query)
-    parent: dict[int, int] = {}
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for pair in _plain_pairs(ids, fps, max_distance, blocks):
-        parent.setdefault(pair.id1, pair.id1)
-        parent.setdefault(pair.id2, pair.id2)
-        a, b = root(pair.id1), root(pair.id2)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    members = [Member(i, root(i)) for i in parent]
-    if include_singletons:
-        members += [Member(i, i) for i in set(ids.tolist()) - parent.keys()]
-    return members
+    return [Member(*member) for member in
+            id_clusters(id_pairs(ids, fps, max_distance, blocks), ids if include_singletons else None)]
 
 
 # The rows of a query, STREAM_CHUNK at a time, each chunk one bytea of
@@ -259,32 +243,3 @@ def _stream_rows(connection: Any, query: Select) -> tuple[np.ndarray, np.ndarray
     if np.unique(both[:, 0]).size != both.shape[0]:
         raise ValueError("find_all/clusters need unique ids: the query returned an id twice")
     return both[:, 0].copy(), both[:, 1].view(np.uint64)
-
-
-def _plain_pairs(ids: np.ndarray, fps: np.ndarray, max_distance: int, blocks: int | None) -> list[Pair]:
-    """Every pair of rows within max_distance bits: pairs of distinct values
-    from near_pairs, every id of one value with every id of the other, and the
-    ids sharing a value among themselves (distance 0)."""
-    if blocks is None:
-        blocks = min(max_distance + 2, MAX_BLOCKS)
-    if not 0 <= max_distance < blocks <= MAX_BLOCKS:
-        raise ValueError(f"blocks must be greater than max_distance and at most {MAX_BLOCKS}, "
-                         f"got blocks {blocks} and max_distance {max_distance}")
-    order = np.argsort(fps, kind="stable")
-    fps, ids = fps[order], ids[order]
-    values, starts, counts = np.unique(fps, return_index=True, return_counts=True)
-    a, b = near_pairs(values, blocks, max_distance)
-    ga, gb = np.searchsorted(values, a), np.searchsorted(values, b)
-    distances = popcount(a ^ b).astype(np.int64)
-    pairs = []
-    single = (counts[ga] == 1) & (counts[gb] == 1)
-    x, y = ids[starts[ga[single]]], ids[starts[gb[single]]]
-    pairs += map(Pair, np.minimum(x, y).tolist(), np.maximum(x, y).tolist(), distances[single].tolist())
-    for i, j, d in zip(ga[~single].tolist(), gb[~single].tolist(), distances[~single].tolist()):
-        for x in ids[starts[i]:starts[i] + counts[i]].tolist():
-            for y in ids[starts[j]:starts[j] + counts[j]].tolist():
-                pairs.append(Pair(min(x, y), max(x, y), d))
-    for group in np.flatnonzero(counts > 1).tolist():
-        same = sorted(ids[starts[group]:starts[group] + counts[group]].tolist())
-        pairs += [Pair(x, y, 0) for n, x in enumerate(same) for y in same[n + 1:]]
-    return pairs

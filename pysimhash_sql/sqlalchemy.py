@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, event, func, literal
+from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, cast, event, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateIndex
 from sqlalchemy.sql import operators
-from sqlalchemy.sql.elements import ClauseElement, Grouping
+from sqlalchemy.sql.elements import BindParameter, ClauseElement, Grouping
 from sqlalchemy.sql.functions import FunctionElement, GenericFunction
 from sqlalchemy.types import UserDefinedType
 
@@ -139,7 +139,7 @@ class hamming_distance_op(FunctionElement):
 def _distance(element, compiler, **kw) -> str:
     a, b = element.clauses
     if backend_of(compiler.dialect) == PLAIN:
-        return compiler.process(plain.distance(a, plain.as_bigint(b)), **kw)
+        return plain.distance_sql(compiler.process(a, **kw), compiler.process(_as_bigint(b), **kw))
     return compiler.process(a.op(_DISTANCE_OPERATOR.opstring, return_type=Integer)(b), **kw)
 
 
@@ -203,7 +203,16 @@ def _hamming_within(element, compiler, **kw) -> str:
     if backend_of(compiler.dialect) != PLAIN:
         return compiler.visit_function(element, **kw)
     column, other, max_distance = element.clauses
-    return compiler.process(plain.within(column, other, max_distance, plain_layout(column)), **kw)
+    radius = getattr(max_distance, "value", None)
+    return plain_layout(column).within_sql(compiler.process(column, **kw), compiler.process(_as_bigint(other), **kw),
+                                           compiler.process(max_distance, **kw),
+                                           radius if isinstance(radius, int) else None)
+
+
+def _as_bigint(value: Any) -> Any:
+    """A parameter cast to bigint (a driver may send a small int as smallint);
+    columns and other expressions as they are, so index expressions match."""
+    return cast(value, BigInteger) if isinstance(value, BindParameter) else value
 
 
 @compiles(_TYPED_FUNCTIONS["hamming_distance"])
@@ -299,14 +308,10 @@ def _create_index(create, compiler, **kw) -> str:
     if index_scope(index):
         raise ValueError(f"index {index.name}: scope columns are not supported on the plain back end "
                          "(docs/managed.md); index the fingerprint alone, the queries still compare the scope")
-    keys = _index_layout(index).keys(list(index.columns)[-1])
-    options = index.dialect_options["postgresql"]
     preparer = compiler.preparer
-    return (f"CREATE INDEX {'CONCURRENTLY ' if options['concurrently'] else ''}"
-            f"{'IF NOT EXISTS ' if create.if_not_exists else ''}{preparer.format_index(index)} "
-            f"ON {preparer.format_table(index.table)} USING gin "
-            f"(({compiler.sql_compiler.process(keys, include_table=False, literal_binds=True)})) "
-            "WITH (fastupdate = off)")
+    return _index_layout(index).index_sql(
+        preparer.format_index(index), preparer.format_table(index.table), preparer.quote(list(index.columns)[-1].name),
+        if_not_exists=bool(create.if_not_exists), concurrently=bool(index.dialect_options["postgresql"]["concurrently"]))
 
 
 def index_method(index: Index) -> str:

@@ -382,9 +382,9 @@ def test_plain_index_layouts_are_read_back(plain_engine) -> None:
             index.create(conn)
             expression = conn.scalar(text("SELECT pg_get_expr(indexprs, indrelid) FROM pg_index "
                                           "WHERE indexrelid = 't_idx'::regclass"))
-            layout = plain.layout_of_expression(expression, "Odd Name", plain_engine.dialect)
+            layout = plain.layout_of_expression(expression, '"Odd Name"')
             assert layout is not None and layout.table_masks == plain.PlainLayout(blocks, k).table_masks
-            assert plain.layout_of_expression(expression, "other", plain_engine.dialect) is None
+            assert plain.layout_of_expression(expression, "other") is None
             index.drop(conn)
 
 
