@@ -36,6 +36,8 @@ from itertools import combinations
 from math import comb
 from typing import Any
 
+import numpy as np
+
 from ._find_all import blocks_exceed_distance, extension_block_masks
 
 _U64 = (1 << 64) - 1
@@ -253,3 +255,28 @@ LOCK_SQL = ("SELECT pg_advisory_xact_lock(key)::text, current_setting('transacti
 writers) and reports the isolation level, which must not be REPEATABLE READ
 (simhash_lock_near's rule: the check after the lock could not see what the
 other writer committed)."""
+
+
+# ------------------------------------------------ rows to the client (find_all)
+
+STREAM_CHUNK = 100_000
+"""Rows a chunk holds when the plain back end streams rows to the client."""
+
+
+def rows_in_chunks_sql(rows_sql: str) -> str:
+    """The rows (id, fingerprint: two non-NULL bigints) of ``rows_sql``,
+    STREAM_CHUNK at a time, each chunk one bytea of big-endian bigints: one
+    value a chunk to the client instead of two a row."""
+    return ("SELECT string_agg(int8send(id) || int8send(fp), ''::bytea) FROM "
+            f"(SELECT id, fp, (row_number() OVER ()) / {STREAM_CHUNK} AS chunk FROM ({rows_sql}) AS r (id, fp)) "
+            "AS c GROUP BY chunk")
+
+
+def rows_of_chunks(chunks: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks of rows_in_chunks_sql as int64 ids and uint64 fingerprints
+    (16 bytes a row); ValueError if an id comes twice."""
+    parts = [np.frombuffer(chunk, ">i8").astype(np.int64).reshape(-1, 2) for chunk in chunks]
+    both = np.concatenate(parts) if parts else np.empty((0, 2), np.int64)
+    if np.unique(both[:, 0]).size != both.shape[0]:
+        raise ValueError("find_all/clusters need unique ids: the query returned an id twice")
+    return both[:, 0].copy(), both[:, 1].view(np.uint64)

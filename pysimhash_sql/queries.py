@@ -13,7 +13,7 @@ then sent as a bound parameter.
 ``run_find_all`` and ``run_clusters`` run them on a connection of either back
 end (pysimhash_sql/backends.py): with the extension, the SQL functions; on
 the plain back end (docs/managed.md), the rows (id, fingerprint) are streamed
-to the client in chunks (one bytea of STREAM_CHUNK rows each) into two numpy
+to the client in chunks (one bytea of plain.STREAM_CHUNK rows each) into two numpy
 arrays (16 bytes a row) and searched by
 the package's numpy find_all (pysimhash_sql/_find_all.py), which was faster
 than block self-joins in SQL (docs/managed.md has the figures).
@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
 from sqlalchemy import (
     BigInteger, Boolean, Exists, Integer, Select, Text, cast, column, exists, func, literal, select, text,
 )
 from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
+from . import plain
 from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
 from ._find_all import id_clusters, id_pairs
 from .backends import PLAIN, backend_of, set_backend
@@ -177,10 +177,6 @@ def clusters(
 
 # ------------------------------------------------ either back end, executed
 
-STREAM_CHUNK = 100_000
-"""Rows fetched at a time when the plain back end streams a query's rows."""
-
-
 class Pair(NamedTuple):
     id1: int
     id2: int
@@ -221,25 +217,11 @@ def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: 
             id_clusters(id_pairs(ids, fps, max_distance, blocks), ids if include_singletons else None)]
 
 
-# The rows of a query, STREAM_CHUNK at a time, each chunk one bytea of
-# big-endian (id, fingerprint) bigints: one value per chunk to the client
-# instead of two per row.
-_CHUNKS_SQL = ("SELECT string_agg(int8send(id) || int8send(fp), ''::bytea) FROM "
-               "(SELECT id, fp, (row_number() OVER ()) / {chunk} AS chunk FROM ({rows}) AS r (id, fp)) AS c "
-               "GROUP BY chunk")
-
-
-def _stream_rows(connection: Any, query: Select) -> tuple[np.ndarray, np.ndarray]:
+def _stream_rows(connection: Any, query: Select) -> tuple:
     """The (id, fingerprint) rows of ``query`` with a fingerprint, as int64 ids
-    and uint64 fingerprints, in chunks of STREAM_CHUNK rows."""
+    and uint64 fingerprints, in chunks of plain.STREAM_CHUNK rows."""
     _check_two_columns(query)
     id_column, fp_column = query.subquery().c
     rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
-    sql = _CHUNKS_SQL.format(chunk=STREAM_CHUNK, rows=rows.compile(dialect=_INLINE_PLAIN,
-                                                                   compile_kwargs={"literal_binds": True}))
-    chunks = [np.frombuffer(chunk, ">i8").astype(np.int64).reshape(-1, 2)
-              for (chunk,) in connection.execute(text(sql), execution_options={"yield_per": 1})]
-    both = np.concatenate(chunks) if chunks else np.empty((0, 2), np.int64)
-    if np.unique(both[:, 0]).size != both.shape[0]:
-        raise ValueError("find_all/clusters need unique ids: the query returned an id twice")
-    return both[:, 0].copy(), both[:, 1].view(np.uint64)
+    sql = plain.rows_in_chunks_sql(str(rows.compile(dialect=_INLINE_PLAIN, compile_kwargs={"literal_binds": True})))
+    return plain.rows_of_chunks(chunk for (chunk,) in connection.execute(text(sql), execution_options={"yield_per": 1}))
