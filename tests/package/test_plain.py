@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import random
 
+import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, func, insert, select, text
 from sqlalchemy.orm import aliased
 
@@ -15,7 +18,7 @@ from pysimhash_sql.backends import EXTENSION, PLAIN, backend_of, set_backend
 from pysimhash_sql.queries import has_near_duplicate, near_duplicate_matches, near_duplicates
 from pysimhash_sql.sqlalchemy import SimHash64, plain_layout, register_simhash, simhash_index
 from toolbox import MAX_FINGERPRINT, brute_force_within, distance, near_copies
-from toolbox.data import planted_fingerprints
+from toolbox.data import clustered_rows, planted_fingerprints
 
 EDGES = [0, 1, 2**63 - 1, 2**63, 2**64 - 1]
 RADII = range(9)
@@ -186,3 +189,46 @@ def test_layouts_and_their_errors() -> None:
         set_backend(dialect, PLAIN)
         from sqlalchemy.schema import CreateIndex
         str(CreateIndex(simhash_index("t_idx", table.c.fp, scope=[table.c.d])).compile(dialect=dialect))
+
+
+@pytest.fixture(scope="module")
+def shared_plain_and_extension(postgresql_proc):
+    """Two read-only databases for hypothesis (one without the extension, one
+    with), as autocommit psycopg connections."""
+    server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user)
+    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+        admin.execute("CREATE DATABASE plain_hypothesis TEMPLATE template0")
+        admin.execute("CREATE DATABASE extension_hypothesis")
+    with psycopg.connect(dbname="plain_hypothesis", autocommit=True, **server) as plain_conn, \
+            psycopg.connect(dbname="extension_hypothesis", autocommit=True, **server) as extension_conn:
+        extension_conn.execute("CREATE EXTENSION simhash")
+        yield plain_conn, extension_conn
+    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+        admin.execute("DROP DATABASE plain_hypothesis WITH (FORCE)")
+        admin.execute("DROP DATABASE extension_hypothesis WITH (FORCE)")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=clustered_rows(max_k=8), layout=st.sampled_from([(4, 3), (7, 6), (6, 3), (5, 4), (9, 8), (2, 0)]),
+       centre=st.integers(0, MAX_FINGERPRINT))
+def test_plain_sql_is_exact_for_any_layout_and_radius(shared_plain_and_extension, data, layout, centre) -> None:
+    """The plain radius SQL (key overlap and recheck, evaluated row by row) on
+    clustered rows, for every radius 0..8 and a layout that may or may not
+    answer it: brute force's rows, and the extension's."""
+    plain_conn, extension_conn = shared_plain_and_extension
+    rows, _, _ = data
+    rows = [(i, fp) for i, fp in rows if fp is not None]
+    centres = [centre, *(fp for _, fp in rows[:2])]
+    values = ", ".join(f"({i}, {plain.to_signed(fp)}::bigint)" for i, fp in rows) or "(0, 0::bigint)"
+    present = "" if rows else " WHERE false"
+    for k in RADII:
+        for q in centres:
+            expected = sorted(i for i, fp in rows if distance(fp, q) <= k)
+            near = plain.PlainLayout(*layout).within_sql("fp", f"{plain.to_signed(q)}::bigint", str(k), k)
+            got = plain_conn.execute(f"SELECT id FROM (SELECT * FROM (VALUES {values}) r (id, fp){present}) r "
+                                     f"WHERE {near} ORDER BY id").fetchall()
+            assert [i for (i,) in got] == expected, (layout, k)
+            extension = extension_conn.execute(
+                f"SELECT id FROM (SELECT * FROM (VALUES {values}) r (id, fp){present}) r "
+                f"WHERE hamming_within(fp::simhash64, '{q}'::simhash64, {k}) ORDER BY id").fetchall()
+            assert extension == got
