@@ -238,11 +238,11 @@ def test_every_design_of_the_parts_matches_reference(token_shingle, char_gram, w
 
 
 def test_runs_vote_once():
-    # "aaaaaaa": the character 4-gram "aaaa" four times in a row votes once.
-    assert features_v2("aaaaaaa") == ["aaaaaaa", "aaaa"]
+    # "aaaaaaa": the character 5-gram "aaaaa" three times in a row votes once.
+    assert features_v2("aaaaaaa") == ["aaaaaaa", "aaaaa"]
     # Repeats that are not in a row all vote: only the token shingle's run is one vote.
-    assert features_v2("ab ab ab ab ab") == ["ab ab ab"] + ["ab a", "b ab", " ab "] * 3 + ["ab a", "b ab"]
-    assert features_v2("x " + "0" * 10) == ["x 0000000000", "x 00", " 000", "0000"]
+    assert features_v2("ab ab ab ab ab") == ["ab ab ab"] + ["ab ab", "b ab ", " ab a"] * 3 + ["ab ab"]
+    assert features_v2("x " + "0" * 10) == ["x 0000000000", "x 000", " 0000", "00000"]
 
 
 def test_scripts_without_spaces_are_character_shingles():

@@ -29,7 +29,7 @@
  */
 #define V2_TOKEN_SHINGLE 3
 #define V2_TOKEN_WEIGHT 1
-#define V2_CHAR_GRAM 4
+#define V2_CHAR_GRAM 5
 #define V2_CHAR_WEIGHT 1
 #define V2_RUNS_ONCE true
 

@@ -7,7 +7,7 @@ SELECT simhash_v2_tokens(E'a\u00a0b\u3000c d\u200be soft\u00adhyphen “quoted�
 SELECT simhash_v2_tokens('日本語のテキスト，中文。ภาษาไทย');
 SELECT simhash_v2_tokens('한국어 텍스트');
 SELECT simhash_v2_tokens(''), simhash_v2_tokens('  ,.;!  “”—'), simhash_v2_tokens(E'a\tb\nc\x01d');
--- features: shingles of 3 tokens, then 4-grams of the characters of the tokens
+-- features: shingles of 3 tokens, then 5-grams of the characters of the tokens
 -- joined by single spaces; fewer tokens (characters) give one feature of them all
 SELECT simhash_v2_features('The quick, brown fox!');
 SELECT simhash_v2_features('one two'), simhash_v2_features('一二三四');
@@ -16,7 +16,7 @@ SELECT simhash_v2('The quick brown fox jumps over the lazy dog') =
        simhash(ARRAY(SELECT simhash_feature_hash(f)
                      FROM unnest(simhash_v2_features('The quick brown fox jumps over the lazy dog')) f))
        AS spec_composition;
--- (a text of under 4 characters: its one feature votes in each part, twice)
+-- (a text of under 5 characters: its one feature votes in each part, twice)
 SELECT simhash_v2(''), simhash_v2('...!'), simhash_v2('abc') = simhash_feature_hash('abc')::simhash64;
 -- a run of equal features votes once
 SELECT simhash_v2_features('x 0000000000');
