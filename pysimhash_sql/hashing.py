@@ -156,20 +156,27 @@ def _token_batches(data: bytes) -> Iterator[list[bytes]]:
     return text_v2.split_at_spaces(data.translate(_NORMALISE), _BATCH_BYTES)
 
 
-def _shingle_batches(token_batches: Iterable[list[bytes]], s: int) -> Iterator[Iterable[bytes]]:
-    """The features (spec §3.3) of tokens given in batches.  (Version 2's
-    _token_shingle_spans is the same walk as spans: slower here, where joined
-    copies are all version 1 needs.)"""
-    window: list[bytes] = []  # the last s - 1 tokens: features that span two batches
+def _shingle_windows(token_batches: Iterable[list[bytes]], s: int) -> Iterator[tuple[list[bytes], bool]]:
+    """The walk of spec §3.3 over tokens given in batches: (tokens, True) for
+    each batch with the last s - 1 tokens before it prepended, whose s-token
+    runs are the shingles; or, when there are 1 <= n < s tokens in all,
+    (tokens, False): one feature of all of them."""
+    window: list[bytes] = []  # the last s - 1 tokens: shingles that span two batches
     found = False
     for batch in token_batches:
         tokens = window + batch
         if len(tokens) >= s:
             found = True
-            yield map(b" ".join, zip(*(islice(tokens, i, None) for i in range(s))))
+            yield tokens, True
         window = tokens[max(0, len(tokens) - s + 1) :]
-    if window and not found:  # 1 <= n < s: one feature of all the tokens
-        yield [b" ".join(window)]
+    if window and not found:
+        yield window, False
+
+
+def _shingle_batches(token_batches: Iterable[list[bytes]], s: int) -> Iterator[Iterable[bytes]]:
+    """The features (spec §3.3) of tokens given in batches, as joined copies."""
+    for tokens, shingles in _shingle_windows(token_batches, s):
+        yield map(b" ".join, zip(*(islice(tokens, i, None) for i in range(s)))) if shingles else [b" ".join(tokens)]
 
 
 def _features(data: bytes, s: int) -> Iterator[bytes]:
@@ -232,18 +239,13 @@ def _one_span(data: bytes) -> Spans:
 
 def _token_shingle_spans(token_batches: Iterable[list[bytes]], s: int) -> Iterator[Spans]:
     """Shingles of s tokens (spec §3.3, §6.4), as spans of the tokens joined by single spaces."""
-    window: list[bytes] = []  # the last s - 1 tokens: shingles that span two batches
-    found = False
-    for batch in token_batches:
-        tokens = window + batch
-        if len(tokens) >= s:
-            found = True
-            lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
-            starts = np.cumsum(lengths + 1) - lengths - 1
-            yield b" ".join(tokens), starts[: len(tokens) - s + 1], (starts + lengths)[s - 1 :]
-        window = tokens[max(0, len(tokens) - s + 1) :]
-    if window and not found:  # 1 <= n < s: one feature of all the tokens
-        yield _one_span(b" ".join(window))
+    for tokens, shingles in _shingle_windows(token_batches, s):
+        if not shingles:
+            yield _one_span(b" ".join(tokens))
+            continue
+        lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+        starts = np.cumsum(lengths + 1) - lengths - 1
+        yield b" ".join(tokens), starts[: len(tokens) - s + 1], (starts + lengths)[s - 1 :]
 
 
 def _char_gram_spans(token_batches: Iterable[list[bytes]], n: int) -> Iterator[Spans]:
