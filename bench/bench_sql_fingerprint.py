@@ -1,8 +1,10 @@
 """Fingerprint throughput inside PostgreSQL (one backend, no parallel workers).
 
-Prints MB/s of simhash(text) on English text and feature hashes/s of
-simhash(bigint[]), next to md5(text) and sum(length(text)) in the same run as
-yardsticks for this machine.
+Prints MB/s of simhash(text) (spec version 1) and simhash_v2(text) side by
+side on English and on Chinese text, and feature hashes/s of simhash(bigint[]),
+next to md5(text) and sum(length(text)) in the same run as yardsticks for this
+machine.  The Chinese text is Debian's Chinese manual pages (manpages-zh, which
+`make bench` installs), roff stripped, the lines with Chinese in them.
 """
 
 from __future__ import annotations
@@ -11,20 +13,25 @@ import os
 from pathlib import Path
 
 import psycopg
-from benchlib import best_of, quick_run
+from benchlib import CHINESE_MAN_PAGES, best_of, chinese_text, quick_run
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 
 
-def english_documents(total_bytes: int, doc_bytes: int = 20_000) -> list[str]:
-    """Slices of the license texts in examples/corpus (real English prose)."""
-    text = " ".join(p.read_text(errors="replace") for p in sorted(CORPUS.glob("*.license.txt")))
-    docs, offset = [], 0
-    while sum(map(len, docs)) < total_bytes:
-        start = offset % (len(text) - doc_bytes)
-        docs.append(text[start : start + doc_bytes])
+def documents(text: str, total_bytes: int, doc_chars: int) -> list[str]:
+    """Slices of text, doc_chars long, from spread-out offsets, total_bytes of UTF-8 in all."""
+    docs, offset, size = [], 0, 0
+    while size < total_bytes:
+        start = offset % (len(text) - doc_chars)
+        docs.append(text[start : start + doc_chars])
+        size += len(docs[-1].encode())
         offset += 7919
     return docs
+
+
+def english_text() -> str:
+    """The license texts in examples/corpus (real English prose)."""
+    return " ".join(p.read_text(errors="replace") for p in sorted(CORPUS.glob("*.license.txt")))
 
 
 def main() -> None:
@@ -35,13 +42,18 @@ def main() -> None:
     with psycopg.connect(os.environ["SIMHASH_DSN"], autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
         conn.execute("SET max_parallel_workers_per_gather = 0")
-        conn.execute("DROP TABLE IF EXISTS bench_docs, bench_hashes")
-        conn.execute("CREATE TABLE bench_docs (body text) WITH (toast_tuple_target = 8160)")
-        conn.execute("ALTER TABLE bench_docs ALTER body SET STORAGE EXTERNAL")  # no decompression cost
-        with conn.cursor().copy("COPY bench_docs FROM STDIN") as copy:
-            for doc in english_documents(text_mb * 1_000_000):
-                copy.write_row((doc,))
-        conn.execute("VACUUM ANALYZE bench_docs")
+        conn.execute("DROP TABLE IF EXISTS bench_docs, bench_zh_docs, bench_hashes")
+        chinese = chinese_text()
+        corpora = {"bench_docs": documents(english_text(), text_mb * 1_000_000, 20_000)}
+        if chinese:  # 20 kB documents of either: 20,000 ASCII characters, about 7,000 Chinese
+            corpora["bench_zh_docs"] = documents(chinese, text_mb * 1_000_000, 7_000)
+        for table, docs in corpora.items():
+            conn.execute(f"CREATE TABLE {table} (body text) WITH (toast_tuple_target = 8160)")
+            conn.execute(f"ALTER TABLE {table} ALTER body SET STORAGE EXTERNAL")  # no decompression cost
+            with conn.cursor().copy(f"COPY {table} FROM STDIN") as copy:
+                for doc in docs:
+                    copy.write_row((doc,))
+            conn.execute(f"VACUUM ANALYZE {table}")
         nbytes = conn.execute("SELECT sum(octet_length(body)) FROM bench_docs").fetchone()[0]
         conn.execute(
             "CREATE TABLE bench_hashes AS SELECT array_agg(hashtextextended(g::text, 0)) AS hashes"
@@ -63,12 +75,31 @@ def main() -> None:
         vote, _ = best_of(3, lambda: conn.execute("SELECT count(simhash(hashes)) FROM bench_hashes").fetchall())
         rows.append(("read arrays: sum(cardinality)", f"{n_hashes / read / 1e6:8.1f} M hashes/s", read))
         rows.append(("simhash(bigint[])", f"{n_hashes / vote / 1e6:8.1f} M hashes/s", vote))
-        conn.execute("DROP TABLE bench_docs, bench_hashes")
+        versions = []  # (text, MB, MB/s of version 1, of version 2)
+        for text, table in [("English", "bench_docs"), ("Chinese (manpages-zh)", "bench_zh_docs")]:
+            if table not in corpora:
+                versions.append((text, 0.0, None, None))
+                continue
+            size = conn.execute(f"SELECT sum(octet_length(body)) FROM {table}").fetchone()[0]
+            rates = []
+            for function in ("simhash", "simhash_v2"):
+                seconds, _ = best_of(3, lambda: conn.execute(f"SELECT count({function}(body)) FROM {table}").fetchall())
+                rates.append(size / seconds / 1e6)
+            versions.append((text, size / 1e6, *rates))
+        conn.execute("DROP TABLE IF EXISTS bench_docs, bench_zh_docs, bench_hashes")
 
     print(f"text: {nbytes / 1e6:.0f} MB of English in 20 kB documents; hashes: {n_hashes:,} in arrays of 100k")
     print(f"{'query':<32} {'throughput':>20} {'seconds':>9}")
     for label, rate, seconds in rows:
         print(f"{label:<32} {rate:>20} {seconds:9.3f}")
+    print()
+    print("text fingerprint by spec version, MB/s of UTF-8 (one backend)")
+    print(f"{'text':<24} {'MB':>6} {'simhash (v1)':>13} {'simhash_v2':>11} {'v2 / v1':>8}")
+    for text, size, v1, v2 in versions:
+        if v1 is None:
+            print(f"{text:<24} {'-':>6}  missing: {CHINESE_MAN_PAGES} (Debian's manpages-zh)")
+        else:
+            print(f"{text:<24} {size:6.0f} {v1:13.1f} {v2:11.1f} {v2 / v1:8.2f}")
 
 
 if __name__ == "__main__":

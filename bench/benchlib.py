@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import gzip
+import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -25,3 +28,20 @@ def quick_run(description: str) -> bool:
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs")
     return parser.parse_known_args()[0].quick
+
+
+# Debian's Chinese manual pages (manpages-zh, which `make bench` installs): real Chinese text.
+CHINESE_MAN_PAGES = Path("/usr/share/man/zh_CN")
+# A roff request line, and the font and character escapes within a line.
+ROFF_REQUEST = re.compile(r"^[.'].*$", re.M)
+ROFF_ESCAPE = re.compile(r"\\(f[BIRP]|f\(..|\(..|[-&e])")
+HAS_CHINESE = re.compile("[\u3000-\u9fff]")
+
+
+def chinese_text() -> str | None:
+    """Debian's Chinese manual pages as plain text, the lines with Chinese; None without them."""
+    lines = []
+    for page in sorted(CHINESE_MAN_PAGES.glob("man*/*.gz")):
+        text = ROFF_ESCAPE.sub("", ROFF_REQUEST.sub("", gzip.decompress(page.read_bytes()).decode(errors="replace")))
+        lines.extend(line for line in text.splitlines() if HAS_CHINESE.search(line))
+    return "\n".join(lines) if len(lines) > 1000 else None

@@ -13,6 +13,7 @@ from alembic import context
 from sqlalchemy import create_engine
 
 from pysimhash_sql.alembic import render_item  # (1) SimHash64 columns render with their import
+from pysimhash_sql.backends import set_backend
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):
@@ -47,6 +48,9 @@ if context.is_offline_mode():
         context.run_migrations()
 else:
     engine = create_engine(database_url())
+    # (3) on a server without the extension (docs/managed.md): the plain back end
+    if backend := os.environ.get("SIMHASH_BACKEND") or config.get_main_option("simhash_backend"):
+        set_backend(engine, backend)
     with engine.connect() as connection:
         context.configure(connection=connection, **CONFIGURE)
         with context.begin_transaction():

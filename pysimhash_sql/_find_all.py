@@ -44,6 +44,21 @@ def block_masks(blocks: int) -> list[int]:
     return [((1 << (hi - lo)) - 1) << lo for lo, hi in zip(edges, edges[1:])]
 
 
+def extension_block_masks(blocks: int) -> list[int]:
+    """The extension's blocks (simhash_blocks_init in pg_ext/src/blocks/permute.c):
+    from bit 0 up, the first 64 % blocks blocks one bit wider.  The plain back
+    end's index keys and lock keys (pysimhash_sql/plain.py) are cut this way, so
+    its locks are the extension's."""
+    if not 1 <= blocks <= MAX_BLOCKS:
+        raise ValueError(f"blocks must be between 1 and {MAX_BLOCKS}, not {blocks!r}")
+    masks, bit = [], 0
+    for i in range(blocks):
+        width = 64 // blocks + (i < 64 % blocks)
+        masks.append(((1 << width) - 1) << bit)
+        bit += width
+    return masks
+
+
 def _equal_key_pairs(keys: np.ndarray, values: np.ndarray, k: int):
     """Pairs of values that share a key and differ in at most k bits; keys sorted."""
     found_a, found_b = [], []
@@ -102,3 +117,60 @@ def near_pairs(hashes: np.ndarray, blocks: int, k: int) -> tuple[np.ndarray, np.
     b = np.concatenate(found_b) if found_b else np.empty(0, np.uint64)
     order = np.lexsort((b, a))
     return a[order], b[order]
+
+
+def id_pairs(ids: np.ndarray, fps: np.ndarray, max_distance: int,
+             blocks: int | None = None) -> list[tuple[int, int, int]]:
+    """Every pair of rows (int64 ids, uint64 fingerprints) within max_distance
+    bits, as (id1 < id2, distance): pairs of distinct values from near_pairs,
+    every id of one value with every id of the other, and the ids sharing a
+    value among themselves (distance 0).  blocks: near_pairs's (default
+    max_distance + 2, measured fastest at k = 3).  The plain back end's
+    find_all (pysimhash_sql/queries.py, the CLI)."""
+    if blocks is None:
+        blocks = min(max_distance + 2, MAX_BLOCKS)
+    if not 0 <= max_distance < blocks <= MAX_BLOCKS:
+        raise ValueError(f"blocks must be greater than max_distance and at most {MAX_BLOCKS}, "
+                         f"got blocks {blocks} and max_distance {max_distance}")
+    order = np.argsort(fps, kind="stable")
+    fps, ids = fps[order], ids[order]
+    values, starts, counts = np.unique(fps, return_index=True, return_counts=True)
+    a, b = near_pairs(values, blocks, max_distance)
+    ga, gb = np.searchsorted(values, a), np.searchsorted(values, b)
+    distances = popcount(a ^ b).astype(np.int64)
+    pairs = []
+    single = (counts[ga] == 1) & (counts[gb] == 1)
+    x, y = ids[starts[ga[single]]], ids[starts[gb[single]]]
+    pairs += zip(np.minimum(x, y).tolist(), np.maximum(x, y).tolist(), distances[single].tolist())
+    for i, j, d in zip(ga[~single].tolist(), gb[~single].tolist(), distances[~single].tolist()):
+        for x in ids[starts[i]:starts[i] + counts[i]].tolist():
+            for y in ids[starts[j]:starts[j] + counts[j]].tolist():
+                pairs.append((min(x, y), max(x, y), d))
+    for group in np.flatnonzero(counts > 1).tolist():
+        same = sorted(ids[starts[group]:starts[group] + counts[group]].tolist())
+        pairs += [(x, y, 0) for n, x in enumerate(same) for y in same[n + 1:]]
+    return pairs
+
+
+def id_clusters(pairs: list[tuple[int, int, int]], singletons: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """(id, cluster id) of the components the pairs link, the cluster id being
+    its smallest id (as simhash_clusters's); with ``singletons`` (all the ids),
+    the ids in no pair too, each its own cluster."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for id1, id2, _ in pairs:
+        parent.setdefault(id1, id1)
+        parent.setdefault(id2, id2)
+        a, b = root(id1), root(id2)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    members = [(i, root(i)) for i in parent]
+    if singletons is not None:
+        members += [(i, i) for i in set(singletons.tolist()) - parent.keys()]
+    return members

@@ -37,6 +37,14 @@ indexed with GIN migrates it to simhash_mih), and gives type changes between
 an integer column and ``SimHash64`` the ``postgresql_using`` their downgrade
 needs.  It does not compare ``fastupdate``: an index made with GIN's default
 (on) keeps it until ``ALTER INDEX ... SET (fastupdate = off)``.
+
+On the plain back end (docs/managed.md; env.py names it: ``set_backend(engine,
+"plain")``), autogenerate creates no extension, takes a ``bigint`` column for
+a ``SimHash64`` one, and reads the plain indexes (GIN on the key array of a
+layout, pysimhash_sql/plain.py) as simhash indexes with their layout, so a
+model's layout change migrates them.  ``op.move_simhash_to_extension`` and
+``op.move_simhash_to_plain`` move a table between the back ends (the column's
+type and its index, every bit kept); each is the other's downgrade.
 """
 
 from __future__ import annotations
@@ -46,11 +54,16 @@ from typing import Any
 from alembic.autogenerate import renderers
 from alembic.operations import MigrateOperation, Operations, ops
 from alembic.util import PriorityDispatchResult
-from sqlalchemy import Column, Index, Integer, MetaData, Table, text
+from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, Table, text
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.schema import CreateIndex
 
+from . import plain
+from .backends import PLAIN, backend_of, set_backend
 from .index_kinds import choose_method
 from .sqlalchemy import (
-    GIN, MIH, OPCLASS, SimHash64, index_fastupdate, index_method, index_parameters, index_scope, simhash_index,
+    GIN, MIH, OPCLASS, SimHash64, index_fastupdate, index_method, index_parameters, index_scope, plain_layout,
+    simhash_index,
 )
 
 __all__ = [
@@ -59,6 +72,7 @@ __all__ = [
     "DropSimhashExtensionOp",
     "DropSimhashIndexOp",
     "AlterSimhashColumnOp",
+    "MoveSimhashOp",
     "compare_column_types",
     "compare_extension",
     "compare_indexes",
@@ -287,9 +301,14 @@ def _uses_simhash(autogen_context) -> bool:
     )
 
 
+def _plain(autogen_context) -> bool:
+    return backend_of(autogen_context.connection) == PLAIN
+
+
 def compare_extension(autogen_context, upgrade_ops: ops.UpgradeOps) -> PriorityDispatchResult:
-    """The extension goes first in upgrade (so last in downgrade) when needed."""
-    if _uses_simhash(autogen_context):
+    """The extension goes first in upgrade (so last in downgrade) when needed
+    (never on the plain back end)."""
+    if _uses_simhash(autogen_context) and not _plain(autogen_context):
         installed = autogen_context.connection.scalar(
             text("SELECT count(*) FROM pg_extension WHERE extname = :name"), {"name": EXTENSION}
         )
@@ -331,6 +350,33 @@ def _database_indexes(autogen_context, schema: str | None, table: str) -> dict[s
     }
 
 
+_REFLECT_PLAIN_INDEXES = text(
+    """
+    SELECT i.relname AS index_name, pg_get_expr(x.indexprs, x.indrelid) AS expression
+    FROM pg_index x
+    JOIN pg_class i ON i.oid = x.indexrelid
+    JOIN pg_am am ON am.oid = i.relam
+    JOIN pg_class t ON t.oid = x.indrelid
+    JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE t.relname = :table AND n.nspname = coalesce(:schema, current_schema())
+      AND am.amname = 'gin' AND x.indnatts = 1 AND x.indexprs IS NOT NULL
+    """
+)
+
+
+def _plain_database_indexes(autogen_context, schema: str | None, table: str, columns: list[str]) -> dict:
+    """name -> ([column], layout parameters, GIN) of the table's plain indexes:
+    single-expression GIN indexes whose expression is a layout's key array."""
+    rows = autogen_context.connection.execute(_REFLECT_PLAIN_INDEXES, {"table": table, "schema": schema})
+    found = {}
+    for row in rows:
+        for name in columns:
+            layout = plain.layout_of_expression(row.expression, autogen_context.dialect.identifier_preparer.quote(name))
+            if layout is not None:
+                found[row.index_name] = ([name], {"blocks": layout.blocks, "max_distance": layout.max_distance}, GIN)
+    return found
+
+
 def _option(option: str) -> tuple[str, int]:
     name, _, value = option.partition("=")
     return name, int(value)
@@ -347,7 +393,18 @@ def compare_indexes(
         for index in (metadata_table.indexes if metadata_table is not None else ())
         if index_parameters(index) is not None
     }
-    existing = _database_indexes(autogen_context, schema, tname) if conn_table is not None else {}
+    on_plain = _plain(autogen_context)
+    if conn_table is None:
+        existing = {}
+    elif on_plain:
+        existing = _plain_database_indexes(autogen_context, schema, tname, [c.name for c in conn_table.columns])
+        # Alembic cannot compare an expression index with the model's: a plain
+        # index in both is compared below, by its layout
+        modify_ops.ops = [op for op in modify_ops.ops
+                          if not (isinstance(op, (ops.CreateIndexOp, ops.DropIndexOp))
+                                  and op.index_name in existing and op.index_name in wanted)]
+    else:
+        existing = _database_indexes(autogen_context, schema, tname)
 
     def existing_op(cls, name):
         columns, params, method = existing[name]
@@ -362,13 +419,23 @@ def compare_indexes(
             modify_ops.ops[position] = existing_op(DropSimhashIndexOp, operation.index_name)
             touched.add(operation.index_name)
 
-    for name in sorted((wanted.keys() & existing.keys()) - touched):
+    def changed(name: str) -> bool:
         columns, params, method = existing[name]
-        if (index_parameters(wanted[name]) != params or index_scope(wanted[name]) != columns[:-1]
-                or index_method(wanted[name]) != method):
+        if on_plain:  # the layout is all a plain index has
+            return plain_layout(list(wanted[name].columns)[-1]).table_masks != plain.PlainLayout(**params).table_masks
+        return (index_parameters(wanted[name]) != params or index_scope(wanted[name]) != columns[:-1]
+                or index_method(wanted[name]) != method)
+
+    for name in sorted((wanted.keys() & existing.keys()) - touched):
+        if changed(name):
             modify_ops.ops.append(existing_op(DropSimhashIndexOp, name))
             modify_ops.ops.append(CreateSimhashIndexOp.from_index(wanted[name]))
     return PriorityDispatchResult.CONTINUE
+
+
+def _bigint_and_simhash(operation: ops.AlterColumnOp) -> bool:
+    types = (operation.existing_type, operation.modify_type)
+    return any(isinstance(t, SimHash64) for t in types) and any(isinstance(t, BigInteger) for t in types)
 
 
 def _between_simhash_and_integer(operation: ops.AlterColumnOp) -> bool:
@@ -382,8 +449,70 @@ def compare_column_types(
     """Runs after Alembic's column comparison: its type changes between
     SimHash64 and an integer type get the USING clause they need."""
     quote = autogen_context.dialect.identifier_preparer.quote
+    if _plain(autogen_context):  # a SimHash64 column is a bigint one there
+        modify_ops.ops = [op for op in modify_ops.ops if not (
+            type(op) is ops.AlterColumnOp and op.modify_type is not None and _bigint_and_simhash(op))]
     for position, operation in enumerate(modify_ops.ops):
         if (type(operation) is ops.AlterColumnOp and operation.modify_type is not None
                 and _between_simhash_and_integer(operation)):
             modify_ops.ops[position] = AlterSimhashColumnOp.from_alter_column(operation, quote(operation.column_name))
     return PriorityDispatchResult.CONTINUE
+
+
+# ------------------------------------------------ between the back ends
+
+
+@Operations.register_operation("move_simhash_to_extension")
+@Operations.register_operation("move_simhash_to_plain", "move_to_plain")
+class MoveSimhashOp(MigrateOperation):
+    """A table's fingerprint column and its near-duplicate index moved between
+    the back ends (docs/managed.md, "Moving to the extension"): to the
+    extension, CREATE EXTENSION IF NOT EXISTS simhash, the plain index
+    dropped, the column altered from bigint to simhash64 (the same bits) and
+    a simhash_mih index made under the same name; to plain, the reverse (the
+    extension stays).  ``blocks``/``max_distance``: the plain index's layout
+    (default: plain's default)."""
+
+    def __init__(self, table_name: str, column_name: str, index_name: str, *, to: str,
+                 blocks: int | None = None, max_distance: int | None = None, schema: str | None = None) -> None:
+        self.table_name, self.column_name, self.index_name = table_name, column_name, index_name
+        self.to, self.blocks, self.max_distance, self.schema = to, blocks, max_distance, schema
+        plain.PlainLayout.from_parameters(blocks, max_distance)  # checked now
+
+    @classmethod
+    def move_simhash_to_extension(cls, operations: Operations, table_name: str, column_name: str, index_name: str,
+                                  **options: Any) -> Any:
+        return operations.invoke(cls(table_name, column_name, index_name, to="extension", **options))
+
+    @classmethod
+    def move_to_plain(cls, operations: Operations, table_name: str, column_name: str, index_name: str,
+                      **options: Any) -> Any:
+        return operations.invoke(cls(table_name, column_name, index_name, to="plain", **options))
+
+    def reverse(self) -> MoveSimhashOp:
+        return MoveSimhashOp(**{**vars(self), "to": "plain" if self.to == "extension" else "extension"})
+
+    def statements(self, dialect) -> list[str]:
+        """The SQL of the move, the plain index as the plain back end makes it."""
+        preparer = dialect.identifier_preparer
+        table = Table(self.table_name, MetaData(), Column(self.column_name, SimHash64()), schema=self.schema)
+        column = preparer.quote(self.column_name)
+        index = preparer.quote(self.index_name)
+        qualified = preparer.format_table(table)
+        plain_dialect = postgresql.dialect()
+        set_backend(plain_dialect, PLAIN)
+        plain_index = simhash_index(self.index_name, table.c[self.column_name], self.blocks, self.max_distance,
+                                    method=GIN)
+        plain_ddl = str(CreateIndex(plain_index).compile(dialect=plain_dialect))
+        drop = f"DROP INDEX IF EXISTS {preparer.quote_schema(self.schema) + '.' if self.schema else ''}{index}"
+        if self.to == "extension":
+            return ["CREATE EXTENSION IF NOT EXISTS simhash", drop,
+                    f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE simhash64 USING {column}::bigint",
+                    f"CREATE INDEX {index} ON {qualified} USING simhash_mih ({column})"]
+        return [drop, f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE bigint USING {column}::bigint", plain_ddl]
+
+
+@Operations.implementation_for(MoveSimhashOp)
+def _move(operations: Operations, operation: MoveSimhashOp) -> None:
+    for statement in operation.statements(operations.impl.dialect):
+        operations.execute(statement)

@@ -12,6 +12,11 @@ statement raises under REPEATABLE READ, where the check could not see what
 the other writer committed.  The check is ``hamming_within`` (and ``scope =
 value``), which uses whichever near-duplicate index the table has: simhash_mih
 (``simhash_index``'s default, with the scope columns or without), or GIN.
+
+On the plain back end (docs/managed.md: a server without the extension) the
+same steps run in core SQL: ``pg_advisory_xact_lock`` on the very keys
+``simhash_lock_near`` takes (computed here, pysimhash_sql/plain.py), then the
+check through the plain index, with the same rule on REPEATABLE READ.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, ClauseElement, Text, exists, func, insert, literal, select
+from sqlalchemy import Boolean, ClauseElement, Text, exists, func, insert, literal, select, text
 
+from . import plain
+from .backends import PLAIN, backend_of
 from .sqlalchemy import SimHash64
 
-__all__ = ["Stored", "insert_unless_near_duplicate", "insert_unless_near_duplicate_async"]
+__all__ = ["RepeatableReadError", "Stored", "insert_unless_near_duplicate", "insert_unless_near_duplicate_async",
+           "lock_near"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,11 @@ class Stored:
 
     id: Any
     inserted: bool
+
+
+def _engine_of(connection: Any) -> Any:
+    """A Session's bind, or the Connection itself (both know their dialect)."""
+    return connection.get_bind() if hasattr(connection, "get_bind") else connection
 
 
 def _column(table: Any, column: Any) -> Any:
@@ -69,13 +82,17 @@ def insert_unless_near_duplicate(
     scope_value = None if scope_column is None else values[scope_column.key]
 
     lock_scope = None if scope_value is None else str(scope_value)
-    connection.execute(select(func.simhash_lock_near(literal(fp, SimHash64()), max_distance,
-                                                     literal(lock_scope, Text()))))
+    lock_near(connection, fp, max_distance, lock_scope)
 
     near = fp_column.within(fp, max_distance)
     if scope_column is not None:
         near = near & (scope_column == scope_value)
-    existing = select(key.label("id")).where(near).limit(1).cte("existing")
+    existing = select(key.label("id")).where(near)
+    if backend_of(_engine_of(connection)) != PLAIN:
+        existing = existing.limit(1)
+    # On the plain back end without LIMIT: the planner, which cannot estimate
+    # the bit_count recheck, would read the whole table for "the first row".
+    existing = existing.cte("existing")
     new_row = select(*(literal(value, table.c[name].type) for name, value in values.items()))
     inserted = (
         insert(table)
@@ -86,8 +103,28 @@ def insert_unless_near_duplicate(
     outcome = select(existing.c.id, literal(False, Boolean()).label("inserted")).union_all(
         select(inserted.c.id, literal(True, Boolean()))
     )
-    row = connection.execute(outcome).one()
+    row = connection.execute(outcome).first()  # several near rows: any of them
     return Stored(row.id, row.inserted)
+
+
+class RepeatableReadError(RuntimeError):
+    """The plain back end's lock was asked for under REPEATABLE READ."""
+
+
+def lock_near(connection: Any, fingerprint: int, max_distance: int, scope: str | None = None) -> None:
+    """``simhash_lock_near(fingerprint, max_distance, scope)`` on either back
+    end: the same advisory locks, until the transaction ends."""
+    if backend_of(_engine_of(connection)) != PLAIN:
+        connection.execute(select(func.simhash_lock_near(literal(fingerprint, SimHash64()), max_distance,
+                                                         literal(scope, Text()))))
+        return
+    keys = plain.lock_keys([fingerprint], max_distance, scope)
+    isolation = connection.execute(text(plain.LOCK_SQL), {"keys": keys}).fetchall()[0][1]
+    if isolation == "repeatable read":
+        raise RepeatableReadError(
+            "the near-duplicate lock does not protect a REPEATABLE READ transaction: its snapshot predates "
+            "the lock, so the check after it cannot see what a writer holding the lock committed; "
+            "use READ COMMITTED (the default) or SERIALIZABLE")
 
 
 async def insert_unless_near_duplicate_async(connection: Any, table: Any, values: dict[str, Any],

@@ -59,6 +59,40 @@ def parameter_value(value: int | str) -> int:
     return check_fingerprint(value)
 
 
+def coerce_fingerprint(value: int | str | bytes) -> int:
+    """A fingerprint from any form an application holds one in, as an int: an
+    integer, its unsigned decimal text, ``0x`` and 1 to 16 hex digits (the
+    server's other text form), or the 8 bytes of the binary form (``bytea``'s
+    cast); TypeError or ValueError otherwise.  ORM fields (Django's) take
+    these."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        if len(data) != _WIRE.size:
+            raise ValueError(f"a simhash64 fingerprint in bytes is {_WIRE.size} bytes, not {len(data)}")
+        return from_binary(data)
+    if isinstance(value, str):
+        return from_hex(value) if value.strip()[:2].lower() == "0x" else parameter_value(value)
+    return check_fingerprint(value)
+
+
+def _is_hex(text: str) -> bool:
+    return text.isascii() and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def to_hex(value: int) -> str:
+    """16 hex digits, no prefix: how forms show a fingerprint."""
+    return f"{check_fingerprint(value):016x}"
+
+
+def from_hex(text: str) -> int:
+    """1 to 16 hex digits, ``0x`` before them or not, as an int (ValueError otherwise)."""
+    text = text.strip()
+    digits = text[2:] if text[:2].lower() == "0x" else text
+    if not 0 < len(digits) <= 16 or not _is_hex(digits):
+        raise ValueError(f"not a simhash64 fingerprint (16 hex digits): {text!r}")
+    return int(digits, 16)
+
+
 def to_text(value: int | str) -> str:
     """The server's text form: unsigned decimal."""
     return str(parameter_value(value))

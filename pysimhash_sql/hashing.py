@@ -1,5 +1,9 @@
 """Simhash fingerprints in pure Python, exactly as docs/fingerprint-spec.md defines them.
 
+Text fingerprints come in spec versions (TEXT_SPEC_VERSIONS) that are never
+comparable: simhash() is version 1, simhash_v2() version 2, and
+fingerprint(text, version=...) either, by number.
+
 Fingerprints and hashes are unsigned ints in 0 .. 2**64-1. Where a hash is an
 input, a negative int in the signed 64-bit range is read as its two's-complement
 bit pattern, as SQL reads a bigint.
@@ -20,15 +24,25 @@ from itertools import chain, islice
 import numpy as np
 import xxhash
 
+from . import text_v2
 from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs
+from ._xxh3 import xxh3_spans
 from .fingerprint import MAX_FINGERPRINT, check_fingerprint
+from .unicode_tables import UNICODE_VERSION
 
 __all__ = [
     "MASK64",
+    "TEXT_SPEC_VERSIONS",
+    "TEXT_SPEC_VERSION_LATEST",
+    "UNICODE_VERSION",
     "tokenize",
     "shingles",
     "feature_hash",
     "simhash",
+    "tokenize_v2",
+    "features_v2",
+    "simhash_v2",
+    "fingerprint",
     "simhash_weighted",
     "vote",
     "hamming_distance",
@@ -43,6 +57,22 @@ __all__ = [
 # fingerprint.MAX_FINGERPRINT).
 MASK64 = MAX_FINGERPRINT
 Text = str | bytes | bytearray | memoryview
+
+# The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
+# SQL functions simhash(text) and simhash_v2(text).
+TEXT_SPEC_VERSIONS = (1, 2)
+TEXT_SPEC_VERSION_LATEST = 2
+# Version 2's features (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens, each
+# voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of the
+# tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size of 0
+# leaves that part out); with V2_RUNS_ONCE, a feature whose hash is the hash of
+# the feature of its part just before it does not vote.  C's home of the same
+# constants: text_v2.c.
+V2_TOKEN_SHINGLE = 3
+V2_TOKEN_WEIGHT = 1
+V2_CHAR_GRAM = 5
+V2_CHAR_WEIGHT = 1
+V2_RUNS_ONCE = True
 
 # Normalised bytes split into tokens at a time: bounds the memory a huge text takes.
 _BATCH_BYTES = 1 << 20
@@ -123,36 +153,41 @@ def _token_batches(data: bytes) -> Iterator[list[bytes]]:
     """The tokens of data (spec §3.2), in lists covering about _BATCH_BYTES each."""
     # After translate() every separator is a space, and bytes.split() splits at
     # ASCII white space only, so it yields exactly the tokens.
-    norm = data.translate(_NORMALISE)
-    start = 0
-    while start < len(norm):
-        end = norm.find(b" ", start + _BATCH_BYTES)  # cut between two tokens
-        end = len(norm) if end < 0 else end
-        yield norm[start:end].split()
-        start = end
+    return text_v2.split_at_spaces(data.translate(_NORMALISE), _BATCH_BYTES)
 
 
-def _feature_batches(data: bytes, s: int) -> Iterator[Iterable[bytes]]:
-    window: list[bytes] = []  # the last s - 1 tokens: features that span two batches
+def _shingle_windows(token_batches: Iterable[list[bytes]], s: int) -> Iterator[tuple[list[bytes], bool]]:
+    """The walk of spec §3.3 over tokens given in batches: (tokens, True) for
+    each batch with the last s - 1 tokens before it prepended, whose s-token
+    runs are the shingles; or, when there are 1 <= n < s tokens in all,
+    (tokens, False): one feature of all of them."""
+    window: list[bytes] = []  # the last s - 1 tokens: shingles that span two batches
     found = False
-    for batch in _token_batches(data):
+    for batch in token_batches:
         tokens = window + batch
         if len(tokens) >= s:
             found = True
-            yield map(b" ".join, zip(*(islice(tokens, i, None) for i in range(s))))
+            yield tokens, True
         window = tokens[max(0, len(tokens) - s + 1) :]
-    if window and not found:  # 1 <= n < s: one feature of all the tokens
-        yield [b" ".join(window)]
+    if window and not found:
+        yield window, False
+
+
+def _shingle_batches(token_batches: Iterable[list[bytes]], s: int) -> Iterator[Iterable[bytes]]:
+    """The features (spec §3.3) of tokens given in batches, as joined copies."""
+    for tokens, shingles in _shingle_windows(token_batches, s):
+        yield map(b" ".join, zip(*(islice(tokens, i, None) for i in range(s)))) if shingles else [b" ".join(tokens)]
 
 
 def _features(data: bytes, s: int) -> Iterator[bytes]:
     """The features of data (spec §3.3)."""
-    return chain.from_iterable(_feature_batches(data, s))
+    return chain.from_iterable(_shingle_batches(_token_batches(data), s))
 
 
 def _decoded(items: list[bytes], like: Text) -> list:
-    # Tokens and features of UTF-8 text are valid UTF-8: every byte >= 0x80 is a
-    # token byte, so a boundary never falls inside a multi-byte character.
+    # Tokens and features of UTF-8 text are valid UTF-8: in version 1 every byte
+    # >= 0x80 is a token byte, so a boundary never falls inside a multi-byte
+    # character; version 2 writes whole characters.
     return [item.decode("utf-8") for item in items] if isinstance(like, str) else items
 
 
@@ -172,9 +207,127 @@ def feature_hash(feature: Text) -> int:
 
 
 def simhash(text: Text, shingle_size: int = 3) -> int:
-    """The fingerprint of text (spec §3); bytes are used as they are."""
-    features = _features(_as_bytes(text), _shingle_size(shingle_size))
+    """The fingerprint of text, spec version 1 (spec §3); bytes are used as they are."""
+    return _vote_features(_features(_as_bytes(text), _shingle_size(shingle_size)))
+
+
+def _vote_features(features: Iterable[bytes]) -> int:
+    """The vote (spec §1) over the XXH3-64 hashes of features."""
     return _vote_array(np.fromiter(map(xxhash.xxh3_64_intdigest, features), np.uint64))
+
+
+# -- the text fingerprint, version 2 (spec §6) -------------------------------------
+
+
+def _v2_text(text: Text) -> str:
+    if isinstance(text, str):
+        return text
+    return text_v2.as_text(_as_bytes(text))
+
+
+def _v2_tokens(text: Text) -> Iterator[list[bytes]]:
+    return text_v2.token_batches(_v2_text(text))
+
+
+# Features as spans of a buffer: data[starts[i]:ends[i]] for every i.
+Spans = tuple[bytes, np.ndarray, np.ndarray]
+
+
+def _one_span(data: bytes) -> Spans:
+    return data, np.zeros(1, np.int64), np.full(1, len(data), np.int64)
+
+
+def _token_shingle_spans(token_batches: Iterable[list[bytes]], s: int) -> Iterator[Spans]:
+    """Shingles of s tokens (spec §3.3, §6.4), as spans of the tokens joined by single spaces."""
+    for tokens, shingles in _shingle_windows(token_batches, s):
+        if not shingles:
+            yield _one_span(b" ".join(tokens))
+            continue
+        lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+        starts = np.cumsum(lengths + 1) - lengths - 1
+        yield b" ".join(tokens), starts[: len(tokens) - s + 1], (starts + lengths)[s - 1 :]
+
+
+def _char_gram_spans(token_batches: Iterable[list[bytes]], n: int) -> Iterator[Spans]:
+    """The n-grams of characters of the tokens joined by single spaces (spec §6.4);
+    one feature of them all when there are fewer than n characters."""
+    carry = ""  # the last n - 1 characters: n-grams that span two batches
+    started = found = False
+    for batch in token_batches:
+        if not batch:
+            continue
+        joined = b" ".join(batch).decode("utf-8")
+        chars = carry + " " + joined if started else joined
+        started = True
+        if len(chars) >= n:
+            found = True
+            data = chars.encode("utf-8")
+            starts = np.flatnonzero((np.frombuffer(data, np.uint8) & 0xC0) != 0x80)  # each character's
+            yield data, starts[: len(chars) - n + 1], np.append(starts[n:], len(data))
+        carry = chars[max(0, len(chars) - n + 1) :]
+    if carry and not found:
+        yield _one_span(carry.encode("utf-8"))
+
+
+def _v2_parts(text: Text) -> list[tuple[list[Spans], int]]:
+    """The features of each part of version 2 that is used, with its weight."""
+    parts = []
+    if V2_TOKEN_SHINGLE:
+        parts.append((list(_token_shingle_spans(_v2_tokens(text), V2_TOKEN_SHINGLE)), V2_TOKEN_WEIGHT))
+    if V2_CHAR_GRAM:
+        parts.append((list(_char_gram_spans(_v2_tokens(text), V2_CHAR_GRAM)), V2_CHAR_WEIGHT))
+    return parts
+
+
+def _span_hashes(spans: list[Spans]) -> np.ndarray:
+    """The XXH3-64 hashes of a part's features (vectorised: _xxh3.py)."""
+    return np.concatenate([np.empty(0, np.uint64), *(xxh3_spans(*batch) for batch in spans)])
+
+
+def tokenize_v2(text: Text) -> list:
+    """The tokens of text, spec version 2 (§6.3): str for str input, UTF-8
+    bytes for bytes input (read as UTF-8, ill-formed sequences separating tokens)."""
+    return _decoded(list(chain.from_iterable(_v2_tokens(text))), text)
+
+
+def _voting(hashes: np.ndarray) -> np.ndarray:
+    """Which of a part's features vote: under V2_RUNS_ONCE, not one whose hash is
+    the hash of the feature just before it."""
+    if not V2_RUNS_ONCE or hashes.size < 2:
+        return np.ones(hashes.size, bool)
+    return np.concatenate(([True], hashes[1:] != hashes[:-1]))
+
+
+def features_v2(text: Text) -> list:
+    """The features of text that vote, spec version 2 (§6.4): the token shingles,
+    then the character n-grams, each part as many times as its weight (so that
+    vote() of their hashes is the fingerprint); str for str input, bytes for bytes."""
+    out = []
+    for spans, weight in _v2_parts(text):
+        features = [data[a:b] for data, starts, ends in spans for a, b in zip(starts.tolist(), ends.tolist())]
+        out += [f for f, votes in zip(features, _voting(_span_hashes(spans)).tolist()) if votes] * weight
+    return _decoded(out, text)
+
+
+def simhash_v2(text: Text) -> int:
+    """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text)."""
+    set_counts, votes = np.zeros(64, np.int64), 0
+    for spans, weight in _v2_parts(text):
+        hashes = _span_hashes(spans)
+        counts, n = _bit_counts(hashes[_voting(hashes)])
+        set_counts += weight * counts
+        votes += weight * n
+    return _bits_int(2 * set_counts > votes)
+
+
+def fingerprint(text: Text, *, version: int) -> int:
+    """The fingerprint of text under the given spec version (TEXT_SPEC_VERSIONS):
+    simhash(text) for 1, simhash_v2(text) for 2."""
+    if version == 1 and not isinstance(version, bool):
+        return simhash(text)
+    if version == 2 and not isinstance(version, bool):
+        return simhash_v2(text)
+    raise ValueError(f"version: no text fingerprint spec version {version!r} (known: {TEXT_SPEC_VERSIONS})")
 
 
 # -- votes (spec §1, §2) ----------------------------------------------------------
@@ -185,17 +338,23 @@ def _bits_int(bits: np.ndarray) -> int:
     return int(np.packbits(bits, bitorder="little").view("<u8")[0])
 
 
-def _vote_array(h: np.ndarray) -> int:
+def _bit_counts(h: np.ndarray) -> tuple[np.ndarray, int]:
+    """How many of the hashes have each bit set (64 int64), and how many hashes."""
     b = h.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
     if h.size < 1024:
         # For few hashes a BLAS product of the bits is cheapest; float32 counts
         # are exact far beyond 1024.
         bits = np.unpackbits(b, axis=1, bitorder="little").astype(np.float32)
-        set_counts = np.ones(h.size, np.float32) @ bits
+        set_counts = (np.ones(h.size, np.float32) @ bits).astype(np.int64)
     else:  # for many, counting byte values is cheapest, and exact integers
         byte_counts = np.stack([np.bincount(b[:, j], minlength=256) for j in range(8)])
         set_counts = (byte_counts @ _BYTE_BITS).ravel()
-    return _bits_int(2 * set_counts > h.size)  # set > clear, where clear = n - set
+    return set_counts, h.size
+
+
+def _vote_array(h: np.ndarray) -> int:
+    set_counts, n = _bit_counts(h)
+    return _bits_int(2 * set_counts > n)  # set > clear, where clear = n - set
 
 
 def vote(hashes: Iterable[int]) -> int:

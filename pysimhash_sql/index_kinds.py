@@ -1,7 +1,8 @@
 """The two near-duplicate index kinds (docs/index.md, "Which index"), named
 once for the SQLAlchemy helper, the Alembic operations and the CLI: the GIN
 operator class simhash64_ops and the extension's access method simhash_mih;
-and which of them is made when none is named.  Needs nothing but Python."""
+which of them is made when none is named; their options as SQL (for the
+Django indexes too).  Needs nothing but Python."""
 
 from __future__ import annotations
 
@@ -44,3 +45,18 @@ def choose_method(method: str | None, *, gin_options: bool = False, mih_options:
     if migration:
         return MIGRATION_METHOD
     return DEFAULT_METHOD
+
+
+def index_params(**params: int | None) -> dict[str, int]:
+    """The options given (not None), each checked to be a non-negative int."""
+    for name, value in params.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"simhash index parameter {name} must be a non-negative int, not {value!r}")
+    return {name: value for name, value in params.items() if value is not None}
+
+
+def opclass_clause(params: dict[str, int]) -> str:
+    """``simhash64_ops (blocks = 6, max_distance = 3)``, parameters being ints."""
+    if not params:
+        return OPCLASS
+    return f"{OPCLASS} ({', '.join(f'{k} = {int(v)}' for k, v in params.items())})"

@@ -12,7 +12,13 @@ Nothing starts unless a test asks for a fixture::
 Fixtures: ``simhash_postgresql_proc`` (the server, session-wide),
 ``simhash_postgresql`` (a psycopg connection to a fresh database),
 ``simhash_db`` (the same in autocommit, adapters registered),
-``simhash_url``, ``simhash_engine``, ``simhash_async_engine``.
+``simhash_url``, ``simhash_engine``, ``simhash_async_engine``; under
+pytest-django, ``simhash_django_db_settings`` (Django's test databases on the
+server, cloned from the template)::
+
+    @pytest.fixture(scope="session")              # conftest.py
+    def django_db_modify_db_settings(simhash_django_db_settings):
+        pass
 
 The plugin is installed with the package, so it loads in every pytest run of
 the environment: loading imports nothing but pytest.  The fixtures import
@@ -53,13 +59,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(USER_OPTION, help=help)
 
 
-def _require(module: str, fixture: str) -> ModuleType:
+def _require(module: str, fixture: str, extra: str = EXTRA) -> ModuleType:
     """``module``, or a clean failure of the fixture naming the extra to install."""
     try:
         return importlib.import_module(module)
     except ImportError:
         pass
-    pytest.fail(f"the {fixture} fixture needs {module.split('.')[0]}: pip install '{EXTRA}'", pytrace=False)
+    pytest.fail(f"the {fixture} fixture needs {module.split('.')[0]}: pip install '{extra}'", pytrace=False)
 
 
 def _server_user(config: pytest.Config) -> str | None:
@@ -183,3 +189,19 @@ def simhash_async_engine(simhash_url):
     register(engine)
     yield engine
     asyncio.run(engine.dispose())
+
+
+@pytest.fixture(scope="session")
+def simhash_django_db_settings(simhash_postgresql_proc):
+    """Points every PostgreSQL database of Django's settings at the server, its
+    test database made from the template (``TEST["TEMPLATE"]``), so it has the
+    extension before migrations run.  For pytest-django, whose databases are
+    set up after its ``django_db_modify_db_settings`` fixture: override that
+    with this one in conftest.py (the module docstring shows how)."""
+    settings = _require("django.conf", "simhash_django_db_settings", "pysimhash-sql[django]").settings
+    server = simhash_postgresql_proc
+    for database in settings.DATABASES.values():
+        if database.get("ENGINE") == "django.db.backends.postgresql":
+            database.update(HOST=server.host, PORT=str(server.port), USER=server.user, PASSWORD="")
+            database.setdefault("TEST", {})["TEMPLATE"] = TEMPLATE
+    return settings.DATABASES

@@ -9,19 +9,33 @@ over the rows of a ``select`` of (id, fingerprint).  Those functions take the
 query as SQL text: it is compiled here with every value rendered as a literal
 by SQLAlchemy's PostgreSQL quoting (no string formatting), and the text is
 then sent as a bound parameter.
+
+``run_find_all`` and ``run_clusters`` run them on a connection of either back
+end (pysimhash_sql/backends.py): with the extension, the SQL functions; on
+the plain back end (docs/managed.md), the rows (id, fingerprint) are streamed
+to the client in chunks (one bytea of plain.STREAM_CHUNK rows each) into two numpy
+arrays (16 bytes a row) and searched by
+the package's numpy find_all (pysimhash_sql/_find_all.py), which was faster
+than block self-joins in SQL (docs/managed.md has the figures).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import BigInteger, Boolean, Exists, Integer, Select, Text, cast, column, exists, func, literal, select
+from sqlalchemy import (
+    BigInteger, Boolean, Exists, Integer, Select, Text, cast, column, exists, func, literal, select, text,
+)
 from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
+from . import plain
 from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
+from ._find_all import id_clusters, id_pairs
+from .backends import PLAIN, backend_of, set_backend
 
-__all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest", "query_sql"]
+__all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest",
+           "query_sql", "run_clusters", "run_find_all"]
 
 
 def _owner(fingerprint_column: Any) -> Any:
@@ -100,16 +114,22 @@ class _InlineLiteralDialect(PGDialect):
 
 
 _INLINE = _InlineLiteralDialect(paramstyle="named")
+_INLINE_PLAIN = _InlineLiteralDialect(paramstyle="named")
+set_backend(_INLINE_PLAIN, PLAIN)
 
 
 def query_sql(query: Select) -> str:
     """The SQL text of a select of (id, fingerprint), values inlined as literals."""
+    _check_two_columns(query)
+    return str(query.compile(dialect=_INLINE, compile_kwargs={"literal_binds": True}))
+
+
+def _check_two_columns(query: Select) -> None:
     if len(query.selected_columns) != 2:
         raise ValueError(
             "find_all/clusters need a select of exactly two columns, (id, fingerprint); "
             f"got {len(query.selected_columns)}"
         )
-    return str(query.compile(dialect=_INLINE, compile_kwargs={"literal_binds": True}))
 
 
 def _arguments(query: Select, max_distance: int, blocks: int | None) -> list:
@@ -153,3 +173,55 @@ def clusters(
         *_arguments(query, max_distance, blocks), cast(literal(include_singletons), Boolean), *_workers(workers)
     ).table_valued(column("id", BigInteger), column("cluster_id", BigInteger))
     return select(members.c.id, members.c.cluster_id)
+
+
+# ------------------------------------------------ either back end, executed
+
+class Pair(NamedTuple):
+    id1: int
+    id2: int
+    distance: int
+
+
+class Member(NamedTuple):
+    id: int
+    cluster_id: int
+
+
+def _bind(connection: Any) -> Any:
+    return connection.get_bind() if hasattr(connection, "get_bind") else connection
+
+
+def run_find_all(connection: Any, query: Select, max_distance: int = 3, blocks: int | None = None,
+                 workers: int | None = None) -> list[Pair]:
+    """``find_all(query, ...)`` executed on ``connection`` (a Session or
+    Connection) on either back end: the pairs (id1 < id2, distance), in no
+    particular order.  On the plain back end the search runs here (module
+    notes), ``workers`` unused; ``blocks`` is the numpy search's (default
+    max_distance + 2)."""
+    if backend_of(_bind(connection)) != PLAIN:
+        return [Pair(*row) for row in connection.execute(find_all(query, max_distance, blocks, workers))]
+    ids, fps = _stream_rows(connection, query)
+    return [Pair(*pair) for pair in id_pairs(ids, fps, max_distance, blocks)]
+
+
+def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: int | None = None,
+                 include_singletons: bool = False, workers: int | None = None) -> list[Member]:
+    """``clusters(query, ...)`` executed on either back end: (id, cluster_id),
+    the cluster id being its smallest member's id, as simhash_clusters's."""
+    if backend_of(_bind(connection)) != PLAIN:
+        return [Member(*row) for row in
+                connection.execute(clusters(query, max_distance, blocks, include_singletons, workers))]
+    ids, fps = _stream_rows(connection, query)
+    return [Member(*member) for member in
+            id_clusters(id_pairs(ids, fps, max_distance, blocks), ids if include_singletons else None)]
+
+
+def _stream_rows(connection: Any, query: Select) -> tuple:
+    """The (id, fingerprint) rows of ``query`` with a fingerprint, as int64 ids
+    and uint64 fingerprints, in chunks of plain.STREAM_CHUNK rows."""
+    _check_two_columns(query)
+    id_column, fp_column = query.subquery().c
+    rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
+    sql = plain.rows_in_chunks_sql(str(rows.compile(dialect=_INLINE_PLAIN, compile_kwargs={"literal_binds": True})))
+    return plain.rows_of_chunks(chunk for (chunk,) in connection.execute(text(sql), execution_options={"yield_per": 1}))

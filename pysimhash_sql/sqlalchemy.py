@@ -6,6 +6,14 @@ text (which the server casts to ``simhash64``) and read back with ``int()``,
 so a column round-trips Python ints on every driver whether or not its
 adapters are registered; ``register_simhash(engine)`` registers them for raw
 driver use (psycopg, psycopg2, asyncpg).
+
+Two back ends (pysimhash_sql/backends.py, docs/managed.md): with the
+extension, or, where it cannot be installed, core PostgreSQL alone (the
+``bigint`` column, the GIN index on block keys and the ``bit_count`` recheck of
+pysimhash_sql/plain.py).  ``register_simhash(engine)`` detects which on the
+engine's first connection (or takes ``backend=``); the type, the comparator,
+the typed functions ``hamming_within``/``hamming_distance`` and the DDL of
+``simhash_index`` are compiled for the engine's back end.
 """
 
 from __future__ import annotations
@@ -14,15 +22,20 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, event, func, literal
+from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, cast, event, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import ischema_names
-from sqlalchemy.sql.elements import ClauseElement
-from sqlalchemy.sql.functions import GenericFunction
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateIndex
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import BindParameter, ClauseElement, Grouping
+from sqlalchemy.sql.functions import FunctionElement, GenericFunction
 from sqlalchemy.types import UserDefinedType
 
+from . import plain
+from .backends import EXTENSION, PLAIN, backend_of, chosen_backend, detect_backend, set_backend
 from .fingerprint import check_fingerprint, to_sql_literal
-from .index_kinds import GIN, MIH, OPCLASS, choose_method
+from .index_kinds import GIN, MIH, OPCLASS, choose_method, index_params as _index_params, opclass_clause
 
 __all__ = [
     "OPCLASS",
@@ -34,6 +47,7 @@ __all__ = [
     "index_parameters",
     "index_scope",
     "opclass_clause",
+    "plain_layout",
     "register_simhash",
     "simhash_index",
 ]
@@ -62,27 +76,34 @@ class SimHash64(UserDefinedType[int]):
         return int
 
     def bind_processor(self, dialect):
-        def process(value):
-            return None if value is None else str(check_fingerprint(value))
+        if backend_of(dialect) == PLAIN:
+            def process(value):
+                return None if value is None else plain.to_signed(check_fingerprint(value))
+        else:
+            def process(value):
+                return None if value is None else str(check_fingerprint(value))
 
         return process
 
     def result_processor(self, dialect, coltype):
-        def process(value):
-            return None if value is None else int(value)
+        if backend_of(dialect) == PLAIN:
+            def process(value):
+                return None if value is None else plain.to_unsigned(int(value))
+        else:
+            def process(value):
+                return None if value is None else int(value)
 
         return process
 
     def literal_processor(self, dialect):
-        def process(value):
-            return to_sql_literal(value)
-
-        return process
+        if backend_of(dialect) == PLAIN:
+            return lambda value: str(plain.to_signed(check_fingerprint(value)))
+        return to_sql_literal
 
     class comparator_factory(UserDefinedType.Comparator):
         def hamming_distance(self, other: Any):
             """Number of differing bits, ``col <~> other`` (an integer)."""
-            return self.expr.op("<~>", return_type=Integer)(as_fingerprint(other))
+            return hamming_distance_op(self.expr, as_fingerprint(other))
 
         def within(self, other: Any, max_distance: int):
             """``hamming_within(col, other, k)``: at most k differing bits; index-aware."""
@@ -90,6 +111,36 @@ class SimHash64(UserDefinedType[int]):
 
 
 ischema_names["simhash64"] = SimHash64  # reflected columns come back as SimHash64
+
+
+@compiles(SimHash64)
+def _column_type(type_, compiler, **kw) -> str:
+    return "bigint" if backend_of(compiler.dialect) == PLAIN else "simhash64"
+
+
+_DISTANCE_OPERATOR = operators.custom_op("<~>")
+
+
+class hamming_distance_op(FunctionElement):
+    """``a <~> b`` (the extension's operator), or the plain back end's
+    ``bit_count`` distance: an integer."""
+
+    type = Integer()
+    inherit_cache = True
+
+    def self_group(self, against=None):
+        # Parenthesized as the binary operator it renders as.
+        if against is not None and operators.is_precedent(_DISTANCE_OPERATOR, against):
+            return Grouping(self)
+        return self
+
+
+@compiles(hamming_distance_op)
+def _distance(element, compiler, **kw) -> str:
+    a, b = element.clauses
+    if backend_of(compiler.dialect) == PLAIN:
+        return plain.distance_sql(compiler.process(a, **kw), compiler.process(_as_bigint(b), **kw))
+    return compiler.process(a.op(_DISTANCE_OPERATOR.opstring, return_type=Integer)(b), **kw)
 
 
 # Typed SQL functions: func.<name>(...) returns the right SQLAlchemy type.
@@ -106,26 +157,69 @@ FUNCTION_TYPES = {
 }
 
 
-def _define_typed_functions() -> None:
-    for name, make_type in FUNCTION_TYPES.items():
-        type(name, (GenericFunction,), {"type": make_type(), "inherit_cache": True, "__module__": __name__})
+class _RadiusInCacheKey:
+    """hamming_within's radius (when a constant) is part of its statement cache
+    key: on the plain back end the SQL itself depends on it (the index keys
+    answer a radius up to the layout's max_distance, a scan beyond), so a
+    statement compiled for k = 3 must never be reused for k = 5."""
+
+    def _gen_cache_key(self, anon_map, bindparams):
+        key = super()._gen_cache_key(anon_map, bindparams)
+        if key is None:
+            return None
+        radius = list(self.clauses)[-1]
+        return (*key, ("radius", getattr(radius, "value", None)))
 
 
-_define_typed_functions()
+def _define_typed_functions() -> dict[str, type]:
+    def bases(name: str) -> tuple[type, ...]:
+        return (_RadiusInCacheKey, GenericFunction) if name == "hamming_within" else (GenericFunction,)
+
+    return {name: type(name, bases(name), {"type": make_type(), "inherit_cache": True, "__module__": __name__})
+            for name, make_type in FUNCTION_TYPES.items()}
 
 
-def _index_params(**params: int | None) -> dict[str, int]:
-    for name, value in params.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ValueError(f"simhash index parameter {name} must be a non-negative int, not {value!r}")
-    return {name: value for name, value in params.items() if value is not None}
+_TYPED_FUNCTIONS = _define_typed_functions()
 
 
-def opclass_clause(params: dict[str, int]) -> str:
-    """``simhash64_ops (blocks = 6, max_distance = 3)``, parameters being ints."""
-    if not params:
-        return OPCLASS
-    return f"{OPCLASS} ({', '.join(f'{k} = {int(v)}' for k, v in params.items())})"
+def plain_layout(column: Any) -> plain.PlainLayout:
+    """The plain index layout of a fingerprint column: that of the
+    ``simhash_index`` on it in its table's metadata, else the default one
+    (exact either way: the layout only decides which index can serve)."""
+    for base in getattr(column, "proxy_set", ()):
+        for index in getattr(getattr(base, "table", None), "indexes", ()):
+            if _INDEX_METHOD_KEY in index.info and list(index.columns)[-1] is base:
+                return _index_layout(index)
+    return plain.PlainLayout()
+
+
+def _index_layout(index: Index) -> plain.PlainLayout:
+    params = index.info[_INDEX_INFO_KEY]
+    return plain.PlainLayout.from_parameters(params.get("blocks"), params.get("max_distance"))
+
+
+@compiles(_TYPED_FUNCTIONS["hamming_within"])
+def _hamming_within(element, compiler, **kw) -> str:
+    if backend_of(compiler.dialect) != PLAIN:
+        return compiler.visit_function(element, **kw)
+    column, other, max_distance = element.clauses
+    radius = getattr(max_distance, "value", None)
+    return plain_layout(column).within_sql(compiler.process(column, **kw), compiler.process(_as_bigint(other), **kw),
+                                           compiler.process(max_distance, **kw),
+                                           radius if isinstance(radius, int) else None)
+
+
+def _as_bigint(value: Any) -> Any:
+    """A parameter cast to bigint (a driver may send a small int as smallint);
+    columns and other expressions as they are, so index expressions match."""
+    return cast(value, BigInteger) if isinstance(value, BindParameter) else value
+
+
+@compiles(_TYPED_FUNCTIONS["hamming_distance"])
+def _hamming_distance(element, compiler, **kw) -> str:
+    if backend_of(compiler.dialect) != PLAIN:
+        return compiler.visit_function(element, **kw)
+    return compiler.process(hamming_distance_op(*element.clauses), **kw)
 
 
 def simhash_index(
@@ -190,6 +284,22 @@ def simhash_index(
     )
 
 
+@compiles(CreateIndex, "postgresql")
+def _create_index(create, compiler, **kw) -> str:
+    """A simhash_index on the plain back end: the GIN index on the key array of
+    its layout (pysimhash_sql/plain.py), whatever method the model names."""
+    index = create.element
+    if _INDEX_METHOD_KEY not in index.info or backend_of(compiler.dialect) != PLAIN:
+        return compiler.visit_create_index(create, **kw)
+    if index_scope(index):
+        raise ValueError(f"index {index.name}: scope columns are not supported on the plain back end "
+                         "(docs/managed.md); index the fingerprint alone, the queries still compare the scope")
+    preparer = compiler.preparer
+    return _index_layout(index).index_sql(
+        preparer.format_index(index), preparer.format_table(index.table), preparer.quote(list(index.columns)[-1].name),
+        if_not_exists=bool(create.if_not_exists), concurrently=bool(index.dialect_options["postgresql"]["concurrently"]))
+
+
 def index_method(index: Index) -> str:
     """The access method of an index made by ``simhash_index``: GIN or MIH."""
     return index.info.get(_INDEX_METHOD_KEY, GIN)
@@ -222,13 +332,18 @@ _DRIVER_REGISTRATION = {
 }
 
 
-def register_simhash(engine) -> None:
-    """Register the driver's simhash64 adapters on every connection ``engine``
+def register_simhash(engine, backend: str | None = None) -> None:
+    """Choose the engine's back end (pysimhash_sql/backends.py): ``backend``
+    (EXTENSION or PLAIN) if given, else detected on its first connection (is
+    the extension installed in the database?); and, on the extension's,
+    register the driver's simhash64 adapters on every connection ``engine``
     opens (an Engine or an AsyncEngine on psycopg, psycopg2 or asyncpg), so
     raw driver results are ints too.  Other drivers raise ValueError here,
     before any connection is made."""
     sync_engine = getattr(engine, "sync_engine", engine)
     dialect = sync_engine.dialect
+    if backend is not None:
+        set_backend(dialect, backend)
     key = (dialect.driver, bool(dialect.is_async))
     if key not in _DRIVER_REGISTRATION:
         supported = ", ".join(sorted({driver for driver, _ in _DRIVER_REGISTRATION}))
@@ -238,6 +353,11 @@ def register_simhash(engine) -> None:
 
     @event.listens_for(sync_engine, "connect")
     def _register(dbapi_connection, _record) -> None:
+        if chosen_backend(dialect) is None:
+            set_backend(dialect, detect_backend(dbapi_connection))
+            dbapi_connection.rollback()
+        if backend_of(dialect) != EXTENSION:
+            return
         if is_async:
             dbapi_connection.run_async(register)
         else:

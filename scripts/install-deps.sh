@@ -18,10 +18,11 @@ installed_major() {
     fi
 }
 
-# The corpus of bench/bench_html.py: Debian's HTML documentation, for `make
+# The corpora of bench/bench_html.py (Debian's HTML documentation) and
+# bench/bench_sql_fingerprint.py (Debian's Chinese manual pages), for `make
 # bench` only (install-deps.sh --bench).  Installed where apt-get can (Debian
 # as root); elsewhere the benchmark says it is missing.
-BENCH_CORPUS=(postgresql-doc-15 python3-doc)
+BENCH_CORPUS=(postgresql-doc-15 python3-doc manpages-zh)
 
 install_bench_corpus() {
     local pkg absent=()
@@ -36,20 +37,63 @@ install_bench_corpus() {
     apt-get install -y -qq --no-install-recommends "${absent[@]}" >/dev/null
 }
 
-# Headless Chromium (Debian's package), which tests/package/test_report_browser.py
-# opens the near-duplicate report in; installed where apt-get can (Debian as
-# root); elsewhere that test is skipped and says why.
-install_browser() {
+# A Debian package a test needs, unless the file (or command) it names is
+# there: installed where apt-get can (Debian as root); elsewhere that test is
+# skipped and says why.
+install_for_tests() {  # package, file or command, which test
     is_root && command -v apt-get >/dev/null || return 0
-    command -v chromium >/dev/null && return 0
-    echo "Installing chromium with apt-get (the report's browser test)"
+    [ -e "$2" ] || command -v "$2" >/dev/null && return 0
+    echo "Installing $1 with apt-get ($3)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    apt-get install -y -qq --no-install-recommends "$1" >/dev/null
 }
 
-if [ "${1:-}" = --bench ]; then install_bench_corpus; fi
-install_browser
+# The corpus of bench/bench_fingerprint_quality.py: Debian's translated manual
+# pages and documentation, and for Arabic and Thai (no translated manuals in
+# Debian) and Korean (few) the translated message catalogs of LibreOffice,
+# Firefox and Thunderbird.  Downloaded with `apt-get download` and unpacked with
+# `dpkg-deb -x` under build/fingerprint-corpus/packages (no root needed, none
+# of the packages' dependencies); bench/fingerprint_corpus.py makes documents
+# of them.
+FINGERPRINT_CORPUS=(
+    manpages manpages-dev manpages-de manpages-fr manpages-ru manpages-ja manpages-zh
+    manpages-es manpages-it manpages-pl manpages-nl manpages-pt-br manpages-uk
+    manpages-cs manpages-da manpages-fi manpages-hu manpages-ro manpages-sv
+    manpages-tr manpages-vi manpages-el manpages-id manpages-sr manpages-mk manpages-nb
+    gnome-user-docs libreoffice-help-ko debian-faq-ko
+    libreoffice-l10n-ar libreoffice-l10n-th libreoffice-l10n-ko
+    firefox-esr-l10n-ar firefox-esr-l10n-th firefox-esr-l10n-ko
+    thunderbird-l10n-ar thunderbird-l10n-th thunderbird-l10n-ko
+)
+
+unpack_fingerprint_corpus() {
+    local pkg deb dir=$ROOT/build/fingerprint-corpus/packages absent=()
+    command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || return 0
+    mkdir -p "$dir"
+    for pkg in "${FINGERPRINT_CORPUS[@]}"; do
+        [ -e "$dir/$pkg/.unpacked" ] || absent+=("$pkg")
+    done
+    [ ${#absent[@]} -eq 0 ] && return 0
+    echo "Downloading ${absent[*]} with apt-get (the fingerprint quality benchmark's corpus)"
+    is_root && apt-get update -qq
+    rm -rf "$dir/.debs" && mkdir -p "$dir/.debs"
+    # apt's download user may not write to the build tree: a private temporary directory.
+    (cd "$dir/.debs" && apt-get download -qq "${absent[@]}" 2>/dev/null) ||
+        (cd "$dir/.debs" && apt-get download -qq -o APT::Sandbox::User=root "${absent[@]}")
+    for pkg in "${absent[@]}"; do
+        deb=$(ls "$dir/.debs/${pkg}_"*.deb)
+        rm -rf "${dir:?}/$pkg" && dpkg-deb -x "$deb" "$dir/$pkg" && touch "$dir/$pkg/.unpacked"
+    done
+    rm -rf "$dir/.debs"
+}
+
+if [ "${1:-}" = --bench ]; then install_bench_corpus; unpack_fingerprint_corpus; fi
+# Headless Chromium, which tests/package/test_report_browser.py opens the
+# near-duplicate report in; the Unicode Character Database, from which
+# tests/package/test_unicode_tables.py regenerates the fingerprint's tables.
+install_for_tests chromium chromium "the report's browser test"
+install_for_tests unicode-data /usr/share/unicode/CaseFolding.txt "the Unicode tables' test"
 major=${SIMHASH_PG_MAJOR:-$(installed_major)}
 if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
     wanted=(libxxhash-dev)

@@ -19,6 +19,7 @@ PG_CONFIG=${PG_CONFIG:-pg_config}
 PYTHON=${PYTHON:-python3}
 PG_USER=${SIMHASH_PG_USER:-simhash}
 VENV=${SIMHASH_VENV:-$ROOT/.venv}
+DJANGO42_VENV=${SIMHASH_DJANGO42_VENV:-$ROOT/.venv-django42}
 RELEASES=$ROOT/scripts/postgresql-releases
 
 is_root() { [ "$(id -u)" = 0 ]; }

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # pytest against one PostgreSQL (PG_MAJOR, else the one $PG_CONFIG names),
 # with the extension freshly built into its private copy; arguments go to pytest.
+# SIMHASH_DJANGO=4.2 runs in the Django 4.2 environment (scripts/venv.sh django42),
+# SIMHASH_DJANGO_DRIVER=psycopg2 has Django on psycopg2 (tests/package/django/conftest.py).
 . "$(dirname "$0")/lib.sh"
 
-"$ROOT/scripts/venv.sh"
+if [ "${SIMHASH_DJANGO:-}" = 4.2 ]; then
+    "$ROOT/scripts/venv.sh" django42
+    VENV=$DJANGO42_VENV
+else
+    "$ROOT/scripts/venv.sh"
+fi
 SIMHASH_PG_BINDIR=${SIMHASH_INSTALLED_BINDIR:-$("$ROOT/scripts/temp-install.sh")}
 # Tests run the harness for other majors too: they build their own.
 unset SIMHASH_INSTALLED_BINDIR

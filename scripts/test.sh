@@ -11,4 +11,17 @@ echo "== $("$PG_CONFIG" --version) ($PG_CONFIG)"
 SIMHASH_INSTALLED_BINDIR=$("$ROOT/scripts/temp-install.sh")
 export SIMHASH_INSTALLED_BINDIR
 "$ROOT/scripts/regress.sh"
-exec "$ROOT/scripts/pytest.sh" -m "not cross_version" "$@"
+status=0
+"$ROOT/scripts/pytest.sh" -m "not cross_version" "$@" || status=$?
+# The Django tests on the other Django LTS and driver combinations (the suite ran
+# them on Django 5.2 with psycopg 3): one Django per environment, one driver per
+# process.  With the whole suite only: PYTEST_ARGS narrows a run to what it names.
+if [ $# -eq 0 ]; then
+    for combination in "5.2 psycopg2" "4.2 psycopg" "4.2 psycopg2"; do
+        read -r django driver <<<"$combination"
+        echo "== the Django tests on Django $django, $driver"
+        SIMHASH_DJANGO=$django SIMHASH_DJANGO_DRIVER=$driver "$ROOT/scripts/pytest.sh" -q tests/package/django ||
+            status=$?
+    done
+fi
+exit $status

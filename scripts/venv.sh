@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Creates the project's virtual environment (.venv) with the package and its
 # test dependencies (the test extra), once; reinstalls when pyproject.toml
-# changes.  `scripts/venv.sh bench` adds what bench/ compares the package with.
+# changes.  `scripts/venv.sh bench` adds what bench/ compares the package with;
+# `scripts/venv.sh django42` makes the second, small environment .venv-django42
+# (the test-django42 extra: the Django tests on Django 4.2 LTS, beside the main
+# environment's 5.2; one Django per environment).
 . "$(dirname "$0")/lib.sh"
 
-extras=test${1:+,$1}
+case ${1:-} in
+    django42) VENV=$DJANGO42_VENV extras=test-django42 ;;
+    *) extras=test${1:+,$1} ;;
+esac
 stamp=$VENV/.installed-$extras
 # Quiet unless something fails: pip's warnings are not news to the user.
 quietly() {

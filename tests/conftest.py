@@ -55,3 +55,41 @@ def shared_db(postgresql_proc) -> psycopg.Connection:
     conn.execute("CREATE EXTENSION simhash")
     yield conn
     conn.close()
+
+
+@pytest.fixture
+def plain_url(postgresql_proc):
+    """The SQLAlchemy URL of a fresh database without the simhash extension
+    (made from template0, checked): the server of a managed service, where
+    the package's plain back end runs (docs/managed.md)."""
+    from sqlalchemy import URL
+
+    server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user)
+    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+        admin.execute("CREATE DATABASE plain TEMPLATE template0")
+    try:
+        with psycopg.connect(dbname="plain", autocommit=True, **server) as conn:
+            assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'simhash'").fetchone() == (0,)
+            assert conn.execute("SELECT to_regtype('simhash64')").fetchone() == (None,)
+        yield URL.create("postgresql+psycopg", username=postgresql_proc.user, host=postgresql_proc.host,
+                         port=postgresql_proc.port, database="plain")
+    finally:
+        with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+            admin.execute("DROP DATABASE plain WITH (FORCE)")
+
+
+@pytest.fixture
+def plain_engine(plain_url):
+    """A SQLAlchemy Engine on plain_url's database, its back end detected (plain)."""
+    from sqlalchemy import create_engine
+
+    from pysimhash_sql.backends import PLAIN, backend_of
+    from pysimhash_sql.sqlalchemy import register_simhash
+
+    engine = create_engine(plain_url)
+    register_simhash(engine)
+    with engine.connect():
+        pass
+    assert backend_of(engine) == PLAIN
+    yield engine
+    engine.dispose()

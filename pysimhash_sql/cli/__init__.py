@@ -85,6 +85,10 @@ def parallel(p: argparse.ArgumentParser) -> None:
 def database(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", help="libpq connection string or URI (default: the PG* environment variables)")
     p.add_argument("--table", default="documents", help="table name, optionally schema-qualified (default documents)")
+    p.add_argument("--backend", choices=("auto", "extension", "plain"), default="auto",
+                   help="plain: core PostgreSQL without the extension (a managed service, docs/managed.md); "
+                        "default auto: the table's fingerprint type, else the extension if the database has it "
+                        "(or, for ingest, can create it), else plain")
 
 
 def table_rows(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from itertools import islice
 
-from .. import hashing
+from .. import hashing, plain
+from .._find_all import id_clusters, id_pairs
+from ..backends import DETECT_SQL, EXTENSION, PLAIN
 from ..index_kinds import GIN, MIH
 from ..progress import track_progress
 from .documents import Document, Reading, has_pages, read_documents
@@ -92,12 +94,11 @@ def require_function(conn: psycopg.Connection, signature: str, since: str = "1.0
 # -- ingest ---------------------------------------------------------------------------
 
 CREATE_TABLE = """
-CREATE EXTENSION IF NOT EXISTS simhash;
 CREATE TABLE IF NOT EXISTS {table} (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name text NOT NULL UNIQUE,
     body text NOT NULL,
-    fingerprint simhash64 NOT NULL,
+    fingerprint {fingerprint_type} NOT NULL,
     url text,
     fetched_at timestamptz
 )
@@ -117,8 +118,30 @@ ADD_PAGE_COLUMNS = "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS url text, ADD C
 # Each batch is copied into a staging table and moved in one transaction, so
 # an interruption loses at most the batch in flight, and documents whose name
 # is already in the table are skipped: running the same ingest again resumes.
-STAGING = """CREATE TEMP TABLE simhash_ingest (name text, body text, fingerprint simhash64, url text,
+STAGING = """CREATE TEMP TABLE simhash_ingest (name text, body text, fingerprint {fingerprint_type}, url text,
                                              fetched_at timestamptz) ON COMMIT DELETE ROWS"""
+
+# The type of each back end's fingerprint column (docs/managed.md).
+FINGERPRINT_TYPES = {EXTENSION: "simhash64", PLAIN: "bigint"}
+
+FINGERPRINT_TYPE = """SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+                      WHERE attrelid = to_regclass(%s) AND attname = %s AND attnum > 0 AND NOT attisdropped"""
+AVAILABLE = "SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'simhash')"
+
+
+def choose_backend(conn: psycopg.Connection, args, column: str, creating: bool = False) -> str:
+    """--backend, or auto: the type of the table's fingerprint column if it
+    has one (bigint: plain, for ingest), else the extension if the database
+    has it (or, for a table to create, can create it), else plain."""
+    if args.backend != "auto":
+        return args.backend
+    if creating:
+        existing = conn.execute(FINGERPRINT_TYPE, (table_identifier(args.table).as_string(conn), column)).fetchone()
+        if existing is not None:
+            return PLAIN if existing[0] == "bigint" else EXTENSION
+    if conn.execute(DETECT_SQL).fetchone()[0] or (creating and conn.execute(AVAILABLE).fetchone()[0]):
+        return EXTENSION
+    return PLAIN
 MOVE_BATCH = """
 INSERT INTO {table} (name, body, fingerprint{page_columns})
 SELECT s.name, s.body, {fingerprint}{page_values} FROM simhash_ingest s
@@ -135,10 +158,13 @@ def copy_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Compos
     """Stages a batch with COPY and moves its new documents into the table, in
     one transaction; returns how many were new."""
     local = args.fingerprints == "local"
+    signed = args.backend == PLAIN
     with conn.transaction():
         with conn.cursor().copy("COPY simhash_ingest FROM STDIN") as copy:
             for doc in batch:
                 fingerprint = hashing.simhash(doc.text, args.shingle_size) if local else None
+                if signed:
+                    fingerprint = plain.to_signed(fingerprint)
                 copy.write_row((doc.name, doc.text, fingerprint, doc.url, doc.fetched_at))
         return conn.execute(move).rowcount
 
@@ -163,18 +189,24 @@ def ingest_command(args) -> None:
         raise UserError("--batch-size and --shingle-size must be at least 1")
     documents, total = read_documents(args.sources, args.id_field, args.text_field, Reading(args.hidden, args.encoding))
     table = table_identifier(args.table)
-    server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size)
-    fingerprint = sql.SQL("s.fingerprint") if args.fingerprints == "local" else server_side
     web = has_pages(args.sources, args.hidden)
-    move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=fingerprint,
-                                      page_columns=sql.SQL(", url, fetched_at" if web else ""),
-                                      page_values=sql.SQL(", s.url, s.fetched_at" if web else ""))
     read = added = 0
     with connect(args.dsn) as conn:
-        conn.execute(sql.SQL(CREATE_TABLE).format(table=table))
+        args.backend = choose_backend(conn, args, "fingerprint", creating=True)
+        if args.backend == PLAIN:
+            args.fingerprints = "local"  # no simhash(text) in the server; the same bits here
+        else:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
+        server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size)
+        fingerprint = sql.SQL("s.fingerprint") if args.fingerprints == "local" else server_side
+        move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=fingerprint,
+                                          page_columns=sql.SQL(", url, fetched_at" if web else ""),
+                                          page_values=sql.SQL(", s.url, s.fetched_at" if web else ""))
+        fingerprint_type = sql.SQL(FINGERPRINT_TYPES[args.backend])
+        conn.execute(sql.SQL(CREATE_TABLE).format(table=table, fingerprint_type=fingerprint_type))
         if web:
             conn.execute(sql.SQL(ADD_PAGE_COLUMNS).format(table=table))
-        conn.execute(STAGING)
+        conn.execute(sql.SQL(STAGING).format(fingerprint_type=fingerprint_type))
         try:
             for batch in batches(iter(progress(documents, "doc", total)), args.batch_size):
                 added += load_batch(conn, batch, move, args)
@@ -184,7 +216,11 @@ def ingest_command(args) -> None:
                   "run the same command again to load the rest", file=sys.stderr)
             raise
         index = sql.Identifier(f"{args.table.split('.')[-1]}_fingerprint_idx")
-        conn.execute(sql.SQL(CREATE_INDEX[args.index]).format(index=index, table=table))
+        if args.backend == PLAIN:  # the plain index of the default layout, whatever --index says
+            conn.execute(plain.PlainLayout().index_sql(index.as_string(conn), table.as_string(conn), "fingerprint",
+                                                       if_not_exists=True))
+        else:
+            conn.execute(sql.SQL(CREATE_INDEX[args.index]).format(index=index, table=table))
     if sys.stderr.isatty():
         print(f"{read} documents read, {added} new in {args.table}", file=sys.stderr)
 
@@ -251,6 +287,8 @@ def report(args, function: str, arguments: list[str], id_columns: list[str], fie
         raise UserError(f"--workers must be 0 or more, got {args.workers}")
     types = ["text", *arguments] + (["integer"] if args.workers is not None else [])
     with connect(args.dsn) as conn:
+        if choose_backend(conn, args, args.fingerprint_column) == PLAIN:
+            return plain_report(conn, args, function, id_columns, fields, *params)
         rows = rows_query(conn, args)
         # 1.2 declares a workers parameter (with a default); 1.0 and 1.1 do not.
         if args.workers is not None or not has_function(conn, f"{function}({','.join(types)})"):
@@ -262,6 +300,38 @@ def report(args, function: str, arguments: list[str], id_columns: list[str], fie
         workers = () if args.workers is None else (args.workers,)
         stream_rows(conn, ordered, (rows, args.distance, args.blocks, *params, *workers),
                     [*fields, *label_fields], args)
+
+
+def plain_report(conn: psycopg.Connection, args, function: str, id_columns: list[str], fields: list[str],
+                 *params) -> None:
+    """report's plain back end: the rows streamed here, the pairs found by the
+    package's numpy find_all (docs/managed.md), ordered by fields, with
+    --label's values."""
+    require_table(conn, args.table)
+    rows = sql.SQL("SELECT {id}::bigint, {fp}::bigint FROM {table} WHERE {fp} IS NOT NULL").format(
+        id=sql.Identifier(args.id_column), fp=sql.Identifier(args.fingerprint_column),
+        table=table_identifier(args.table)).as_string(conn)
+    chunks = (chunk for (chunk,) in conn.execute(plain.rows_in_chunks_sql(rows)))
+    try:
+        ids, fps = plain.rows_of_chunks(chunks)
+    except ValueError as e:
+        raise UserError(f"{args.table}.{args.id_column}: {e}") from None
+    pairs = id_pairs(ids, fps, args.distance, args.blocks)
+    if function == "simhash_find_all":
+        records = sorted(pairs)
+    else:
+        members = id_clusters(pairs, ids if params[0] else None)
+        records = sorted((cluster, member) for member, cluster in members)
+    label_fields = []
+    if args.label:
+        wanted = sorted({row[fields.index(c)] for row in records for c in id_columns})
+        labels = dict(conn.execute(sql.SQL("SELECT {id}::bigint, {label} FROM {table} WHERE {id} = ANY(%s)").format(
+            id=sql.Identifier(args.id_column), label=sql.Identifier(args.label), table=table_identifier(args.table)),
+            (wanted,)).fetchall())
+        label_fields = [args.label] if len(id_columns) == 1 else [f"{args.label}{i + 1}" for i in range(len(id_columns))]
+        records = [(*row, *(labels[row[fields.index(c)]] for c in id_columns)) for row in records]
+    with open_output(args.output) as out:
+        write_records(out, [*fields, *label_fields], progress(records, "row"), args.format)
 
 
 def dupes_command(args) -> None:

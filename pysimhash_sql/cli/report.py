@@ -343,6 +343,9 @@ def report_command(args) -> None:
         import plotly  # noqa: F401
     except ImportError:
         raise UserError("report needs plotly: pip install 'pysimhash-sql[report]'") from None
+    if args.backend == "plain":
+        raise UserError("report needs the simhash extension: it is not available on the plain back end yet "
+                        "(docs/managed.md); dupes and clusters are")
     with connect(args.dsn) as conn:
         if args.sources:
             conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")

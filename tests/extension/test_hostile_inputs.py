@@ -139,7 +139,10 @@ text_characters = st.one_of(
     st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\x00"),
 )
 long_texts = st.builds(lambda word, n: (word + " ") * n, st.sampled_from(["a", "Ärger", "x-y"]), st.integers(0, 20_000))
-texts = typed(st.one_of(st.none(), st.text(text_characters, max_size=300), long_texts), "text")
+# One token far longer than version 2's first buffer, of characters that grow
+# when normalised (ligatures, Hangul syllables, Arabic ligatures).
+long_tokens = st.builds(lambda chars, n: chars * n, st.sampled_from(["ﬃ", "한", "ﷺ", "x́"]), st.integers(0, 50_000))
+texts = typed(st.one_of(st.none(), st.text(text_characters, max_size=300), long_texts, long_tokens), "text")
 shingle_sizes = typed(st.one_of(st.sampled_from(INT32_EDGES), st.integers(1, 20_000)), "int4")
 
 
@@ -393,6 +396,9 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
     "function simhash_tokens(text)": function("simhash_tokens", texts),
     "function simhash_shingles(text,integer)": function("simhash_shingles", texts, shingle_sizes),
     "function simhash_feature_hash(text)": function("simhash_feature_hash", texts),
+    "function simhash_v2(text)": function("simhash_v2", texts),
+    "function simhash_v2_tokens(text)": function("simhash_v2_tokens", texts),
+    "function simhash_v2_features(text)": function("simhash_v2_features", texts),
     "function simhash_agg(bigint)": agg_unweighted,
     "function simhash_agg(bigint,double precision)": agg_weighted,
     **{f"function simhash_agg_{part}": agg_unweighted for part in
@@ -711,7 +717,8 @@ def encoded_texts(encoding: str) -> st.SearchStrategy[bytes]:
 TEXT_FUNCTIONS = """
 SELECT convert_to(t, 'UTF8'), simhash(t, %(s)s)::text, simhash_feature_hash(t),
        ARRAY(SELECT convert_to(f, 'UTF8') FROM unnest(simhash_shingles(t, %(s)s)) f),
-       ARRAY(SELECT convert_to(f, 'UTF8') FROM unnest(simhash_tokens(t)) f)
+       ARRAY(SELECT convert_to(f, 'UTF8') FROM unnest(simhash_tokens(t)) f),
+       simhash_v2(t)::text, ARRAY(SELECT convert_to(f, 'UTF8') FROM unnest(simhash_v2_features(t)) f)
 FROM (SELECT convert_from(%(raw)s, current_setting('server_encoding')) AS t) x
 """
 
@@ -734,11 +741,13 @@ def test_text_functions_in_other_encodings(encoded_dbs, shared_db: psycopg.Conne
             assert error.sqlstate in ("22021", "22P05"), f"{error.sqlstate} on {raw!r}: {error}"
             server.assert_survived(sql)
             return
-        utf8, fingerprint, feature_hash, shingles, tokens = row
+        utf8, fingerprint, feature_hash, shingles, tokens, fingerprint_v2, features_v2 = row
         text = utf8.decode("utf-8")
         expected = shared_db.execute(
             "SELECT simhash(%(t)s, %(s)s)::text, simhash_feature_hash(%(t)s), simhash_shingles(%(t)s, %(s)s), "
-            "simhash_tokens(%(t)s)", {"t": text, "s": size}).fetchone()
-        assert (fingerprint, feature_hash, [f.decode() for f in shingles], [f.decode() for f in tokens]) == expected
+            "simhash_tokens(%(t)s), simhash_v2(%(t)s)::text, simhash_v2_features(%(t)s)",
+            {"t": text, "s": size}).fetchone()
+        assert (fingerprint, feature_hash, [f.decode() for f in shingles], [f.decode() for f in tokens],
+                fingerprint_v2, [f.decode() for f in features_v2]) == expected
 
     check()

@@ -21,6 +21,8 @@ import pytest
 from toolbox.readme import readme_blocks, run_example
 from toolbox import ROOT, brute_force_hash_pairs, flip_random
 
+from pysimhash_sql.plain import PlainLayout
+
 CLI = str(Path(sys.executable).with_name("pysimhash-sql"))
 CORPUS = ROOT / "examples" / "corpus"
 
@@ -483,3 +485,60 @@ def _read_pty(fd: int) -> bytes:
         return os.read(fd, 4096)
     except OSError:  # the other end closed
         return b""
+
+
+# ------------------------------------------------ the plain back end (docs/managed.md)
+
+
+def plain_dsn(plain_url) -> str:
+    return plain_url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def test_plain_backend_ingest(db: psycopg.Connection, plain_url, tmp_path: Path) -> None:
+    """ingest into a database without the extension: a bigint column, the
+    fingerprints the extension computes, the plain index the queries use; a
+    later ingest (auto) keeps the table's back end."""
+    dsn = plain_dsn(plain_url)
+    run("ingest", "--dsn", db.info.dsn, str(CORPUS))
+    run("ingest", "--dsn", dsn, "--backend", "plain", "--batch-size", "7", str(CORPUS))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        stored = conn.execute("SELECT name, body, fingerprint FROM documents ORDER BY name").fetchall()
+        assert [(name, body, str(fp % 2**64)) for name, body, fp in stored] == documents(db)
+        assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'simhash'").fetchone() == (0,)
+        (definition,) = fingerprint_indexes_plain(conn)
+        assert "USING gin ((ARRAY[" in definition and "fastupdate=off" in definition
+        conn.execute("SET enable_seqscan = off")
+        near = PlainLayout().within_sql("fingerprint", "0::bigint", "3", 3)
+        plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN SELECT id FROM documents WHERE {near}"))
+        assert "documents_fingerprint_idx" in plan, plan
+        (tmp_path / "more.txt").write_text("one more document, loaded into the plain table")
+        run("ingest", "--dsn", dsn, str(tmp_path))  # auto: the table's bigint column says plain
+        assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == len(stored) + 1
+    assert_user_error(run("report", "--dsn", dsn, "--backend", "plain", ok=False), "needs the simhash extension")
+
+
+def fingerprint_indexes_plain(conn: psycopg.Connection) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'documents' "
+                                           "AND indexname = 'documents_fingerprint_idx'")]
+
+
+def test_plain_backend_dupes_and_clusters_equal_the_extensions(db: psycopg.Connection, near_duplicate_table,
+                                                               plain_url) -> None:
+    dsn = plain_dsn(plain_url)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE documents (id bigint PRIMARY KEY, name text, fingerprint bigint)")
+        with conn.cursor().copy("COPY documents FROM STDIN") as copy:
+            for row in db.execute("SELECT id, name, fingerprint::bigint FROM documents"):
+                copy.write_row(row)
+        copy_of_row = conn.execute("SELECT fingerprint FROM documents WHERE id = 10").fetchone()[0]
+        conn.execute("INSERT INTO documents VALUES (5, 'same as doc10', %s), (6, 'no fingerprint', NULL)",
+                     [copy_of_row])
+    db.execute("INSERT INTO documents SELECT 5, 'same as doc10', fingerprint FROM documents WHERE id = 10")
+    db.execute("INSERT INTO documents VALUES (6, 'no fingerprint', NULL)")
+    for command in (["dupes", "--label", "name"], ["dupes", "--distance", "5", "--blocks", "8"],
+                    ["clusters", "--singletons", "--format", "jsonl", "--label", "name"], ["clusters"]):
+        extension = run(*command, "--dsn", db.info.dsn).stdout
+        assert run(*command, "--dsn", dsn).stdout == extension, command
+        assert run(*command, "--dsn", dsn, "--backend", "plain").stdout == extension, command
+    out = run("dupes", "--dsn", dsn).stdout.splitlines()
+    assert [tuple(map(int, line.split(",")[:2])) for line in out[1:] if not line.startswith("5,")] == near_duplicate_table

@@ -13,7 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy.pool import NullPool
 
-from pysimhash_sql.dedupe import Stored, insert_unless_near_duplicate, insert_unless_near_duplicate_async
+from pysimhash_sql.dedupe import (
+    RepeatableReadError, Stored, insert_unless_near_duplicate, insert_unless_near_duplicate_async,
+)
 from pysimhash_sql.sqlalchemy import SimHash64, simhash_index
 from toolbox.workers import run_together
 
@@ -166,3 +168,30 @@ def test_readme_crawler_example(engine) -> None:
     first, refetch, other = results
     assert first.inserted and other.inserted and other.id != first.id
     assert refetch == Stored(first.id, False)
+
+
+@pytest.fixture
+def plain_pages(plain_engine):
+    """The crawler's table on a database without the extension, its plain index made."""
+    Base.metadata.create_all(plain_engine)
+    table = Table(Page.__tablename__, MetaData(), Column("fingerprint", SimHash64))
+    with plain_engine.begin() as conn:
+        simhash_index("crawled_fingerprint_idx", table.c.fingerprint).create(conn)
+    return plain_engine
+
+
+def test_plain_backend_many_writers_store_each_page_once(plain_pages) -> None:
+    """8 writers on the plain back end: its advisory locks (simhash_lock_near's
+    keys) and check let no near-duplicate pair in."""
+    test_many_writers_store_each_page_once(plain_pages)
+    with plain_pages.connect() as conn:
+        assert conn.scalar(text("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                                "WHERE attrelid = 'crawled'::regclass AND attname = 'fingerprint'")) == "bigint"
+
+
+def test_plain_backend_outcomes_and_repeatable_read(plain_pages) -> None:
+    test_returns_the_stored_near_duplicate_or_the_new_row(plain_pages)
+    with Session(plain_pages) as session:
+        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        with pytest.raises(RepeatableReadError, match="REPEATABLE READ"):
+            store(session, "a.example", 1)

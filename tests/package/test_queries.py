@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, aliased
 
 from pysimhash_sql.queries import (
-    clusters, find_all, has_near_duplicate, near_duplicate_matches, near_duplicates, nearest, query_sql,
+    clusters, find_all, has_near_duplicate, near_duplicate_matches, near_duplicates, nearest, query_sql, run_clusters,
+    run_find_all,
 )
 from toolbox import brute_force_clusters, brute_force_pairs, distance, near_copies
 from toolbox.pages_model import Base, Page
@@ -187,3 +188,34 @@ def test_queries_through_async_session(simhash_async_engine, pages) -> None:
 
     got = asyncio.run(main())
     assert sorted(got) == sorted((i, distance(v, q)) for i, v in pages.items() if distance(v, q) <= 3)
+
+
+@pytest.fixture(params=["extension", "plain"])
+def pages_on_each_backend(request, pages, simhash_engine):
+    """The pages, with duplicates (same fingerprint, several ids) and negative
+    ids, on the extension's database or on a database without it."""
+    values = dict(pages)
+    values.update({-5: values[3], 1000: values[3], 1001: 2**64 - 1, 1002: 2**64 - 2, 1003: 2**63})
+    engine = simhash_engine if request.param == "extension" else request.getfixturevalue("plain_engine")
+    if request.param == "plain":
+        Base.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.execute(Page.__table__.delete())
+        session.add_all([Page(id=i, url="", fp=v) for i, v in values.items()] + [Page(id=2000, url="", fp=None)])
+        session.commit()
+    return engine, values
+
+
+def test_run_find_all_and_clusters_equal_brute_force_on_each_backend(pages_on_each_backend) -> None:
+    engine, values = pages_on_each_backend
+    query = select(Page.id, Page.fp)
+    with Session(engine) as session:
+        for k, blocks in [(0, None), (3, None), (3, 5), (6, None), (8, 12)]:
+            assert sorted(run_find_all(session, query, k, blocks)) == brute_force_pairs(values.items(), k)
+        expected = brute_force_clusters(values, 3)
+        assert dict(run_clusters(session, query, 3)) == expected
+        assert dict(run_clusters(session, query, 3, include_singletons=True)) == {i: expected.get(i, i) for i in values}
+        some = {i: v for i, v in values.items() if i % 3}
+        assert sorted(run_find_all(session, query.where(Page.id % 3 != 0), 2)) == brute_force_pairs(some.items(), 2)
+        with pytest.raises(ValueError, match="exactly two columns"):
+            run_find_all(session, select(Page.id), 3)

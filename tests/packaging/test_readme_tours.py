@@ -26,6 +26,10 @@ def test_sql_tour_runs(db: psycopg.Connection) -> None:
     ).fetchall()
     assert found == brute_force
     assert len(found) >= 50 * 6  # 50 bodies, 4 identical rows each
+    # the tour's claim about version 2
+    tour = readme_blocks("SQL tour", "sql")[0]
+    claim = next(line for line in tour.splitlines() if line.startswith("SELECT simhash_v2(") and "-- true" in line)
+    assert db.execute(claim.split(";")[0]).fetchone()[0] is True
 
     q = "simhash('page 7 of the quick brown fox')"
     db.execute("SET enable_seqscan = off")
@@ -54,7 +58,8 @@ def test_python_tour_runs() -> None:
     near = hashing.simhash("The quick brown fox jumped over the lazy dog")
     lines = result.stdout.splitlines()
     assert lines[0] == str(hashing.hamming_distance(fp, near))
-    pairs = ast.literal_eval(lines[2])
+    assert lines[1] == "True"  # version 2 ignores punctuation
+    pairs = ast.literal_eval(lines[3])
     assert tuple(sorted((fp, fp ^ 0b101))) in pairs  # 2 bits apart
     assert all(hashing.hamming_distance(a, b) <= 3 for a, b in pairs)
 

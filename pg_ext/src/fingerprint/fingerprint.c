@@ -7,7 +7,7 @@
  * slice of that buffer, from the start of its first token to the end of its
  * last, so shingles are hashed in place and never copied.
  */
-#include "fingerprint/vote.h"
+#include "fingerprint/fingerprint.h"
 
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
@@ -16,17 +16,11 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-/* Feature hashes are voted in batches of this many. */
-#define HASH_BATCH 256
-
 /* token_byte[c]: c belongs to a token; lowered[c]: c with ASCII A-Z lowercased. */
 static bool token_byte[256];
 static unsigned char lowered[256];
 
-/* Fills the byte tables above; simhash.c's _PG_init calls it. */
+/* Fills the byte tables above and version 2's; simhash.c's _PG_init calls it. */
 void
 simhash_fingerprint_init(void)
 {
@@ -36,6 +30,7 @@ simhash_fingerprint_init(void)
 			(c >= 'A' && c <= 'Z') || c >= 0x80;
 		lowered[c] = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
 	}
+	simhash_text_v2_init();
 }
 
 static void
@@ -47,8 +42,7 @@ check_shingle_size(int32 shingle_size)
 				errmsg("shingle_size must be at least 1, got %d", shingle_size));
 }
 
-/* The text argument as UTF-8 bytes (converted from the database encoding). */
-static const char *
+const char *
 text_arg_utf8(FunctionCallInfo fcinfo, int argno, int *len)
 {
 	text	   *t = PG_GETARG_TEXT_PP(argno);
@@ -66,9 +60,6 @@ text_arg_utf8(FunctionCallInfo fcinfo, int argno, int *len)
 		return converted;
 	}
 }
-
-/* Receives one feature: len bytes at data. */
-typedef void (*FeatureCallback) (const char *data, int len, void *arg);
 
 /*
  * The start offsets in norm of the last RECENT_TOKENS tokens.  A shingle of
@@ -130,26 +121,6 @@ for_each_feature(const char *text, int len, int32 shingle_size,
 
 /* ---------- simhash(text, shingle_size) ---------- */
 
-typedef struct HashBatch
-{
-	SimhashVote vote;
-	int			n;
-	uint64		hashes[HASH_BATCH];
-} HashBatch;
-
-static void
-batch_feature(const char *data, int len, void *arg)
-{
-	HashBatch  *batch = (HashBatch *) arg;
-
-	batch->hashes[batch->n++] = XXH3_64bits(data, len);
-	if (batch->n == HASH_BATCH)
-	{
-		vote_add_hashes(&batch->vote, batch->hashes, batch->n);
-		batch->n = 0;
-	}
-}
-
 PG_FUNCTION_INFO_V1(simhash_text);
 Datum
 simhash_text(PG_FUNCTION_ARGS)
@@ -161,22 +132,22 @@ simhash_text(PG_FUNCTION_ARGS)
 
 	check_shingle_size(shingle_size);
 	data = text_arg_utf8(fcinfo, 0, &len);
-	vote_init(&batch.vote);
-	batch.n = 0;
+	hash_batch_init(&batch);
 	for_each_feature(data, len, shingle_size, batch_feature, &batch);
-	vote_add_hashes(&batch.vote, batch.hashes, batch.n);
-	PG_RETURN_SIMHASH64(vote_result(&batch.vote));
+	PG_RETURN_SIMHASH64(hash_batch_result(&batch));
 }
 
 /* ---------- the steps, exposed: tokens, shingles, feature hash ---------- */
 
 static void
-collect_feature(const char *data, int len, void *arg)
+collect_feature(const char *data, Size len, void *arg)
 {
 	ArrayBuildState **result = (ArrayBuildState **) arg;
+	/* check_features_fit keeps every feature below MaxAllocSize: an int. */
+	int			bytes = (int) len;
 	/* Returns its input, not NUL-terminated, when no conversion is needed. */
-	char	   *server = pg_any_to_server(data, len, PG_UTF8);
-	text	   *feature = server == data ? cstring_to_text_with_len(data, len)
+	char	   *server = pg_any_to_server(data, bytes, PG_UTF8);
+	text	   *feature = server == data ? cstring_to_text_with_len(data, bytes)
 		: cstring_to_text(server);
 
 	*result = accumArrayResult(*result, PointerGetDatum(feature),
@@ -185,7 +156,7 @@ collect_feature(const char *data, int len, void *arg)
 
 /* What a feature costs the result: its text in the array, and a Datum while it is built. */
 static void
-count_feature_bytes(const char *data, int len, void *arg)
+count_feature_bytes(const char *data, Size len, void *arg)
 {
 	*(Size *) arg += sizeof(Datum) + INTALIGN(VARHDRSZ + len);
 }
@@ -199,11 +170,11 @@ count_feature_bytes(const char *data, int len, void *arg)
  * size check still stops the result.
  */
 static void
-check_features_fit(const char *data, int len, int32 shingle_size)
+check_features_fit(const char *data, int len, FeatureWalk walk, int32 shingle_size)
 {
 	Size		bytes = 0;
 
-	for_each_feature(data, len, shingle_size, count_feature_bytes, &bytes);
+	walk(data, len, shingle_size, count_feature_bytes, &bytes);
 	if (bytes > MaxAllocSize)
 		ereport(ERROR,
 				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -214,8 +185,8 @@ check_features_fit(const char *data, int len, int32 shingle_size)
 				errhint("Use a smaller shingle_size, or simhash() to fingerprint the text."));
 }
 
-static Datum
-features_array(FunctionCallInfo fcinfo, int32 shingle_size)
+Datum
+features_array(FunctionCallInfo fcinfo, FeatureWalk walk, int32 shingle_size)
 {
 	ArrayBuildState *result = initArrayResult(TEXTOID, CurrentMemoryContext, false);
 	int			len;
@@ -223,9 +194,16 @@ features_array(FunctionCallInfo fcinfo, int32 shingle_size)
 
 	check_shingle_size(shingle_size);
 	data = text_arg_utf8(fcinfo, 0, &len);
-	check_features_fit(data, len, shingle_size);
-	for_each_feature(data, len, shingle_size, collect_feature, &result);
+	check_features_fit(data, len, walk, shingle_size);
+	walk(data, len, shingle_size, collect_feature, &result);
 	PG_RETURN_DATUM(makeArrayResult(result, CurrentMemoryContext));
+}
+
+/* for_each_feature as a FeatureWalk, for the arrays of version 1. */
+static void
+walk_features(const char *text, int len, int32 shingle_size, FeatureCallback emit, void *arg)
+{
+	for_each_feature(text, len, shingle_size, emit, arg);
 }
 
 /* Tokens are exactly the features of shingle size 1. */
@@ -233,14 +211,14 @@ PG_FUNCTION_INFO_V1(simhash_tokens);
 Datum
 simhash_tokens(PG_FUNCTION_ARGS)
 {
-	return features_array(fcinfo, 1);
+	return features_array(fcinfo, walk_features, 1);
 }
 
 PG_FUNCTION_INFO_V1(simhash_shingles);
 Datum
 simhash_shingles(PG_FUNCTION_ARGS)
 {
-	return features_array(fcinfo, PG_GETARG_INT32(1));
+	return features_array(fcinfo, walk_features, PG_GETARG_INT32(1));
 }
 
 PG_FUNCTION_INFO_V1(simhash_feature_hash);

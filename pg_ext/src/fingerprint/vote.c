@@ -7,6 +7,12 @@
  * uint64, and those are added into 8 accumulators of 8 byte-wide lanes: 8
  * loads and 8 adds per hash, no branches.  A byte lane holds at most 255, so
  * the lanes are flushed into the 64-bit counters every 255 hashes.
+ *
+ * Runs of 16 hashes first go through a tree of carry-save adders (Harley and
+ * Seal's population count, applied to the 64 bit positions at once): 15
+ * full adders of whole words leave one word of "sixteens" per 16 hashes,
+ * counted in the lanes, and words of ones, twos, fours and eights that are
+ * counted when the call ends.  About 5 word operations a hash instead of 16.
  */
 #include "fingerprint/vote.h"
 
@@ -33,6 +39,26 @@ vote_init(SimhashVote *vote)
 	memset(vote, 0, sizeof(*vote));
 }
 
+/* Adds the bits of word, each counted `weight` times, to the counters. */
+static inline void
+vote_add_word(SimhashVote *vote, uint64 word, int64 weight)
+{
+	for (int j = 0; j < SIMHASH64_BITS; j++)
+		vote->count[j] += weight * (int64) ((word >> j) & 1);
+}
+
+/* Adds the byte lanes, each lane's count weighing `weight`, and clears them. */
+static inline void
+vote_add_lanes(SimhashVote *vote, uint64 *lanes, int64 weight)
+{
+	for (int b = 0; b < 8; b++)
+	{
+		for (int j = 0; j < 8; j++)
+			vote->count[8 * b + j] += weight * (int64) ((lanes[b] >> (8 * j)) & 0xff);
+		lanes[b] = 0;
+	}
+}
+
 /* Counts up to LANE_CAPACITY hashes in byte lanes, then adds them to vote. */
 static void
 vote_add_block(SimhashVote *vote, const uint64 *hashes, size_t n)
@@ -47,31 +73,93 @@ vote_add_block(SimhashVote *vote, const uint64 *hashes, size_t n)
 		for (int b = 0; b < 8; b++)
 			lanes[b] += byte_spread[(h >> (8 * b)) & 0xff];
 	}
-	for (int b = 0; b < 8; b++)
-		for (int j = 0; j < 8; j++)
-			vote->count[8 * b + j] += (lanes[b] >> (8 * j)) & 0xff;
+	vote_add_lanes(vote, lanes, 1);
 	vote->nvotes += n;
 }
+
+/* A full adder of words: high gets the carries, low the sums of a + b + c. */
+#define CSA(high, low, a, b, c) \
+	do { \
+		uint64		u_ = (a) ^ (b); \
+		(high) = ((a) & (b)) | (u_ & (c)); \
+		(low) = u_ ^ (c); \
+	} while (0)
 
 void
 vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
 {
-	while (n > 0)
-	{
-		size_t		block = Min(n, LANE_CAPACITY);
+	uint64		ones = 0,
+				twos = 0,
+				fours = 0,
+				eights = 0;
+	uint64		lanes[8] = {0};
+	int			in_lanes = 0;
+	size_t		i = 0;
 
-		vote_add_block(vote, hashes, block);
-		hashes += block;
-		n -= block;
+	/* One hash at a time (an aggregate's): the lanes alone. */
+	if (n < 16)
+	{
+		vote_add_block(vote, hashes, n);
+		return;
 	}
+	for (; i + 16 <= n; i += 16)
+	{
+		const uint64 *d = hashes + i;
+		uint64		twos_a,
+					twos_b,
+					fours_a,
+					fours_b,
+					eights_a,
+					eights_b,
+					sixteens;
+
+		CSA(twos_a, ones, ones, d[0], d[1]);
+		CSA(twos_b, ones, ones, d[2], d[3]);
+		CSA(fours_a, twos, twos, twos_a, twos_b);
+		CSA(twos_a, ones, ones, d[4], d[5]);
+		CSA(twos_b, ones, ones, d[6], d[7]);
+		CSA(fours_b, twos, twos, twos_a, twos_b);
+		CSA(eights_a, fours, fours, fours_a, fours_b);
+		CSA(twos_a, ones, ones, d[8], d[9]);
+		CSA(twos_b, ones, ones, d[10], d[11]);
+		CSA(fours_a, twos, twos, twos_a, twos_b);
+		CSA(twos_a, ones, ones, d[12], d[13]);
+		CSA(twos_b, ones, ones, d[14], d[15]);
+		CSA(fours_b, twos, twos, twos_a, twos_b);
+		CSA(eights_b, fours, fours, fours_a, fours_b);
+		CSA(sixteens, eights, eights, eights_a, eights_b);
+		for (int b = 0; b < 8; b++)
+			lanes[b] += byte_spread[(sixteens >> (8 * b)) & 0xff];
+		if (++in_lanes == LANE_CAPACITY)
+		{
+			vote_add_lanes(vote, lanes, 16);
+			in_lanes = 0;
+		}
+	}
+	vote_add_lanes(vote, lanes, 16);
+	vote_add_word(vote, ones, 1);
+	vote_add_word(vote, twos, 2);
+	vote_add_word(vote, fours, 4);
+	vote_add_word(vote, eights, 8);
+	vote->nvotes += i;
+	/* The last n % 16 hashes. */
+	if (i < n)
+		vote_add_block(vote, hashes + i, n - i);
 }
 
 void
 vote_merge(SimhashVote *into, const SimhashVote *from)
 {
-	into->nvotes += from->nvotes;
+	vote_merge_times(into, from, 1);
+}
+
+/* Adds the votes of from, each counted `times` times (an integer weight). */
+void
+vote_merge_times(SimhashVote *into, const SimhashVote *from, int64 times)
+{
+	into->nvotes += times * from->nvotes;
 	for (int i = 0; i < SIMHASH64_BITS; i++)
-		into->count[i] += from->count[i];
+		into->count[i] += times * from->count[i];
 }
 
 simhash64

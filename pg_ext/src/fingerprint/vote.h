@@ -30,6 +30,7 @@ typedef struct SimhashWeightedVote
 extern void vote_init(SimhashVote *vote);
 extern void vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n);
 extern void vote_merge(SimhashVote *into, const SimhashVote *from);
+extern void vote_merge_times(SimhashVote *into, const SimhashVote *from, int64 times);
 extern simhash64 vote_result(const SimhashVote *vote);
 
 extern void weighted_vote_init(SimhashWeightedVote *vote);

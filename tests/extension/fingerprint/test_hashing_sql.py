@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import psycopg
 import pytest
 from hypothesis import given, settings
@@ -95,3 +97,52 @@ def test_hamming_distance_matches_sql(shared_db: psycopg.Connection, a: int, b: 
         "SELECT hamming_distance(%s::text::simhash64, %s::text::simhash64)", (str(a), str(b))
     ).fetchone()[0]
     assert got == hashing.hamming_distance(a, b) == hashing.num_differing_bits(a, b)
+
+
+# -- the text fingerprint version 2 (spec §6) ---------------------------------------
+
+# Characters of every script and class the spec names: letters with and without
+# marks, scripts written without spaces, Hangul in all its forms, compatibility
+# forms, spaces, format characters, punctuation, symbols, emoji, private use,
+# unassigned code points, and beyond the BMP.
+SCRIPT_RANGES = [
+    (0x20, 0x7E), (0xA0, 0x24F), (0x300, 0x36F), (0x370, 0x3FF), (0x400, 0x52F), (0x530, 0x58F),
+    (0x590, 0x5FF), (0x600, 0x6FF), (0x750, 0x77F), (0x900, 0x97F), (0x980, 0x9FF), (0xE00, 0xE7F),
+    (0xE80, 0xEFF), (0xF00, 0xFFF), (0x1000, 0x109F), (0x10A0, 0x10FF), (0x1100, 0x11FF), (0x1200, 0x137F),
+    (0x13A0, 0x13FF), (0x1780, 0x17FF), (0x1E00, 0x1FFF), (0x2000, 0x206F), (0x2070, 0x209F),
+    (0x2100, 0x24FF), (0x2E80, 0x2FDF), (0x3000, 0x30FF), (0x3100, 0x318F), (0x3200, 0x33FF),
+    (0x4E00, 0x9FFF), (0xA960, 0xA97F), (0xAC00, 0xD7FF), (0xE000, 0xE0FF), (0xF900, 0xFAFF),
+    (0xFB00, 0xFDFF), (0xFE00, 0xFE6F), (0xFE70, 0xFFFF), (0x10300, 0x1034F), (0x1D400, 0x1D7FF),
+    (0x1F300, 0x1FAFF), (0x20000, 0x2A6DF), (0x2F800, 0x2FA1F), (0xE0000, 0xE01EF), (0xF0000, 0xF00FF),
+]
+script_characters = st.one_of(
+    *(st.characters(min_codepoint=lo, max_codepoint=hi, exclude_categories=("Cs",)) for lo, hi in SCRIPT_RANGES),
+    st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\x00"),
+)
+script_texts = st.text(script_characters, max_size=120)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(script_texts)
+def test_text_v2_matches_sql(shared_db: psycopg.Connection, text: str) -> None:
+    row = shared_db.execute(
+        "SELECT simhash_v2(%(t)s)::text, simhash_v2_tokens(%(t)s), simhash_v2_features(%(t)s)", {"t": text}
+    ).fetchone()
+    assert int(row[0]) == hashing.simhash_v2(text) == hashing.fingerprint(text, version=2)
+    assert row[1] == hashing.tokenize_v2(text)
+    assert row[2] == hashing.features_v2(text)
+
+
+def test_text_v2_long_texts_match_sql(shared_db: psycopg.Connection) -> None:
+    """Texts far longer than C's first buffer and Python's batches, and a
+    token longer than both."""
+    rng = random.Random(28)
+    words = ["Word", "ÜNÏCODE", "日本語の", "한국어", "ภาษา", "ﬃ", "x\u0301", "\u200b", "，", " ", "\u00a0"]
+    texts = [
+        "".join(rng.choice(words) for _ in range(200_000)),
+        "한" * 300_000,
+        "a" * 100_000 + " b c",
+    ]
+    for text in texts:
+        got = shared_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
+        assert int(got) == hashing.simhash_v2(text)

@@ -1,0 +1,202 @@
+"""Fingerprint quality: recall of near-duplicate copies and false pairs, by language.
+
+On real text nobody here wrote (bench/fingerprint_corpus.py: Debian's translated
+manual pages and documentation, Arabic and Thai message catalogs), version 1 of
+the text fingerprint, the baseline (1e0ng/simhash's character 4-grams) and version
+2 designs side by side:
+
+- recall@3: the share of copies (bench/fingerprint_quality.py: line added, span
+  replaced, typography, case, marks) within 3 bits of their page, by language and
+  length (>= 2,000 characters; 800-2,000), on up to --pages pages each;
+- false pairs: pairs of documents within 3 bits (and 4, 5, 6) whose character
+  5-gram Jaccard is below 0.3, next to all pairs within 3 bits, over the whole
+  corpus (--docs N: N documents of a seeded shuffle);
+- features per character of each design (a proxy of its cost in C).
+
+Options: --quick (40 pages, 5,000 documents), --pages N, --copies N (of each kind
+per page), --docs N, --designs SPEC,... (tokN: token N-shingles, chrN: character
+N-grams of the token stream, W*: weight, + to combine; flags /run: a feature
+equal to the one before it does not vote, /set: each distinct feature votes once,
+/sN: 1 in N features votes; e.g. tok3+chr4/run, 2*tok3+chr5/run/s2),
+--skip-recall, --skip-false-pairs. docs/fingerprint-quality.md has the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+import unicodedata
+from collections import defaultdict
+
+import numpy as np
+
+import fingerprint_corpus as corpus
+import fingerprint_quality as fq
+
+K = 3
+BUCKETS = {">= 2,000": (2000, 10**9), "800-2,000": (800, 2000)}
+RECALL_LANGUAGES = ("en", "de", "fr", "ru", "zh", "ja", "ko", "th", "ar")
+# The script a page of a language must mostly be in to count as that language
+# (untranslated pages of translated manuals are English).
+SCRIPTS = {
+    "ru": ("CYRILLIC",), "zh": ("CJK",), "ja": ("CJK", "HIRAGANA", "KATAKANA"),
+    "ko": ("HANGUL",), "th": ("THAI",), "ar": ("ARABIC",),
+}
+MIN_SCRIPT_SHARE = 0.5
+JACCARD_DIFFERENT = 0.3
+# Different pairs are counted within these radii too: a design's precision at 3 bits
+# rests on few pairs, and families of related pages enter together.
+FALSE_PAIR_RADII = (3, 4, 5, 6)
+# Version 2's design (token 3 + char 5, runs once) and the runners-up (docs/fingerprint-quality.md).
+DESIGNS = ("tok3+chr5/run", "chr5/run", "tok3+chr4/run", "chr4/run", "tok3")
+
+
+def in_script(text: str, lang: str) -> bool:
+    prefixes = SCRIPTS.get(lang)
+    if not prefixes:
+        return True
+    letters = [c for c in text if c.isalpha()]
+    hits = sum(unicodedata.name(c, "").startswith(prefixes) for c in letters)
+    return bool(letters) and hits / len(letters) >= MIN_SCRIPT_SHARE
+
+
+def recall_pages(docs: list[corpus.Document], per_bucket: int) -> dict[tuple[str, str], list[corpus.Document]]:
+    """Up to per_bucket pages of each language and length bucket, seeded."""
+    pages = {}
+    for lang in RECALL_LANGUAGES:
+        for bucket, (lo, hi) in BUCKETS.items():
+            fit = [d for d in docs if d.lang == lang and lo <= len(d.text) < hi and in_script(d.text, lang)]
+            pages[lang, bucket] = random.Random(f"{lang}:{bucket}").sample(fit, min(per_bucket, len(fit)))
+    return pages
+
+
+def row_functions() -> dict:
+    """name -> (fingerprint of a text, its number of features or None) of the rows
+    that are not version 2 designs: version 1, the baseline, the shipped version 2."""
+    rows = {
+        "version 1": (fq.v1_simhash, fq.v1_feature_count),
+        "baseline": (fq.baseline_simhash, fq.baseline_feature_count),
+    }
+    shipped = fq.shipped_v2()
+    if shipped is not None:
+        rows["version 2 (shipped)"] = (shipped, fq.shipped_v2_feature_count())
+    return rows
+
+
+def fingerprint_all(texts: list[str], designs: list[fq.Design]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Fingerprints of texts by every row; and the features per character of each row."""
+    out = {}
+    chars = max(1, sum(map(len, texts)))
+    per_char = {}
+    for name, (f, count) in row_functions().items():
+        out[name] = np.fromiter(map(f, texts), np.uint64, len(texts))
+        if count is not None:
+            per_char[name] = sum(map(count, texts)) / chars
+    fp = fq.Fingerprinter(designs)
+    per_design = defaultdict(list)
+    for t in texts:
+        for name, v in fp(t).items():
+            per_design[name].append(v)
+    for d in designs:
+        out[d.name] = np.array(per_design[d.name], np.uint64)
+        per_char[d.name] = fp.features[d.name] / chars
+    return out, per_char
+
+
+def label(name: str, designs: list[fq.Design]) -> str:
+    for d in designs:
+        if d.name == name:
+            return f"v2 {d}"
+    return name
+
+
+def recall_tables(docs, designs, per_bucket: int, copies_per_page: int) -> None:
+    pages = recall_pages(docs, per_bucket)
+    print("pages per language and length:", ", ".join(
+        f"{lang} {len(pages[lang, '>= 2,000'])}/{len(pages[lang, '800-2,000'])}" for lang in RECALL_LANGUAGES))
+    originals = [(key, d) for key, ds in pages.items() for d in ds]
+    base, _ = fingerprint_all([d.text for _, d in originals], designs)
+    recall = {}  # (row, kind, lang, bucket) -> share
+    for kind in fq.COPIES:
+        hits = defaultdict(list)
+        for n in range(copies_per_page):
+            copies = [fq.make_copy(kind, d.text, f"{d.source}#{n}" if n else d.source) for _, d in originals]
+            fps, _ = fingerprint_all(copies, designs)
+            for row, values in fps.items():
+                within = fq.popcount(values ^ base[row]) <= K
+                for (key, _), ok in zip(originals, within.tolist()):
+                    hits[row, kind, *key].append(ok)
+        recall.update({cell: sum(oks) / len(oks) for cell, oks in hits.items()})
+    rows = list(base)
+    for kind, (title, _) in fq.COPIES.items():
+        print(f"\nrecall@{K}: {title}")
+        print("| row | length | " + " | ".join(RECALL_LANGUAGES) + " | worst |")
+        print("|---|---|" + "---|" * (len(RECALL_LANGUAGES) + 1))
+        for row in rows:
+            for bucket in BUCKETS:
+                vals = [recall.get((row, kind, lang, bucket)) for lang in RECALL_LANGUAGES]
+                cells = ["-" if v is None else f"{v:.2f}" for v in vals]
+                worst = min(v for v in vals if v is not None)
+                print(f"| {label(row, designs)} | {bucket} | " + " | ".join(cells) + f" | {worst:.2f} |")
+
+
+def false_pair_table(docs, designs, limit: int | None) -> None:
+    if limit:
+        docs = random.Random("false-pairs").sample(docs, min(limit, len(docs)))
+    texts = [d.text for d in docs]
+    start = time.perf_counter()
+    fps, per_char = fingerprint_all(texts, designs)
+    seconds = time.perf_counter() - start
+    grams: dict[int, set] = {}
+
+    def g(i):
+        if i not in grams:
+            grams[i] = fq.gram_set(texts[i])
+        return grams[i]
+
+    print(f"\nfalse pairs: {len(docs):,} documents in {len({d.lang for d in docs})} languages, "
+          f"{sum(map(len, texts)):,} characters (fingerprinted in {seconds:.0f} s); clearly different: "
+          f"character 5-gram Jaccard < {JACCARD_DIFFERENT}")
+    print(f"| row | pairs within {K} bits | " + " | ".join(f"different within {k}" for k in FALSE_PAIR_RADII)
+          + " | features per character |")
+    print("|---|---|" + "---|" * (len(FALSE_PAIR_RADII) + 1))
+    for row, values in fps.items():
+        cells = []
+        for k in FALSE_PAIR_RADII:
+            pairs = fq.near_doc_pairs(values, k)
+            if k == K:
+                within = len(pairs)
+            cells.append(f"{sum(fq.jaccard(g(a), g(b)) < JACCARD_DIFFERENT for a, b in pairs.tolist()):,}")
+        fpc = f"{per_char[row]:.2f}" if row in per_char else "-"
+        print(f"| {label(row, designs)} | {within:,} | " + " | ".join(cells) + f" | {fpc} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="40 pages a language and length, 5,000 documents")
+    parser.add_argument("--pages", type=int, help="pages per language and length bucket (120)")
+    parser.add_argument("--copies", type=int, default=1, help="copies of each kind per page (1)")
+    parser.add_argument("--docs", type=int, help="documents of the false-pair corpus (all)")
+    parser.add_argument("--designs", help="version 2 designs, comma-separated (" + ",".join(DESIGNS) + ")")
+    parser.add_argument("--skip-false-pairs", action="store_true")
+    parser.add_argument("--skip-recall", action="store_true")
+    args, _ = parser.parse_known_args()  # other flags are other benchmarks'
+    pages = args.pages or (40 if args.quick else 120)
+    limit = args.docs or (5000 if args.quick else None)
+    designs = [fq.parse_design(s) for s in (args.designs.split(",") if args.designs else DESIGNS)]
+    try:
+        docs = corpus.load()
+    except FileNotFoundError as e:
+        print(f"skipped: {e}")
+        return
+    if not args.skip_recall:
+        recall_tables(docs, designs, pages, args.copies)
+    if not args.skip_false_pairs:
+        false_pair_table(docs, designs, limit)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

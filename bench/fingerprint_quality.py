@@ -1,0 +1,416 @@
+"""Copies, fingerprint designs and measures of bench_fingerprint_quality.py (a library,
+not a benchmark: scripts/bench.sh runs bench_*.py).
+
+- Copies as re-crawls and reposts make them, each seeded by its page (deterministic):
+  a timestamp line added and one number changed; a span of 1 % of the characters
+  replaced by another span of the page; typography (spaces to NBSP/U+3000/thin
+  space, straight to curly quotes, zero-width characters and soft hyphens inside
+  words, full-width forms); the first two lines upper-cased; accents and harakat
+  dropped.
+- Fingerprints: version 1 (hashing.simhash, equal to SQL), the baseline
+  (1e0ng/simhash's features: character 4-grams of the lower-cased NFKC text
+  without punctuation or spaces), and version 2 designs over the version 2
+  normalization (docs/fingerprint-spec.md), here from Python's unicodedata as a
+  stand-in for the spec's pinned tables.
+- Measures: recall@k of copies, near pairs of a corpus and which are false
+  (character 5-gram Jaccard < 0.3).
+
+The designs are measured with a vectorized stand-in for XXH3 of each feature's
+UTF-8 (a token's XXH3 mixed with its neighbours' by splitmix64; a character n-gram
+from its code points): any good 64-bit hash of distinct features gives the same
+statistics, and per feature XXH3 calls in Python would take minutes. The rows
+named "shipped" call the package's own functions.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import xxhash
+
+from pysimhash_sql import hashing
+
+# -- copies ----------------------------------------------------------------------------
+
+_ASCII_NUMBER = re.compile(r"[0-9]+")
+_EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
+SPAN_SHARE = 0.01
+NBSP_SHARE = 0.10
+# Other typography, per space / per letter.
+IDEOGRAPHIC_SPACE_SHARE = 0.02
+THIN_SPACE_SHARE = 0.02
+INVISIBLE_SHARE = 0.02
+FULL_WIDTH_SHARE = 0.03
+_INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u00ad", "\u2060", "\ufeff")
+
+
+def line_added(text: str, rng: random.Random) -> str:
+    """A timestamp line added at the top or the bottom, one number changed."""
+    numbers = list(_ASCII_NUMBER.finditer(text))
+    if numbers:
+        m = rng.choice(numbers)
+        text = text[: m.start()] + str(int(m.group()) + rng.randint(1, 9)) + text[m.end() :]
+    stamp = _EPOCH + timedelta(seconds=rng.randrange(3 * 365 * 86400))
+    line = f"Retrieved {stamp:%Y-%m-%d %H:%M:%S} UTC"
+    return f"{line}\n{text}" if rng.random() < 0.5 else f"{text}\n{line}"
+
+
+def span_replaced(text: str, rng: random.Random) -> str:
+    """A span of 1 % of the characters replaced by another span of the page."""
+    k = max(1, round(len(text) * SPAN_SHARE))
+    at = rng.randrange(len(text) - k + 1)
+    # The other span does not overlap this one (for pages of at least 2k characters).
+    choices = [i for i in (rng.randrange(len(text) - k + 1) for _ in range(20)) if abs(i - at) >= k] or [0]
+    src = choices[0]
+    return text[:at] + text[src : src + k] + text[at + k :]
+
+
+def _full_width(c: str) -> str:
+    return chr(ord(c) - 0x21 + 0xFF01) if "!" <= c <= "~" else c
+
+
+def typography(text: str, rng: random.Random) -> str:
+    """Spaces to NBSP (10 %), U+3000 and thin spaces; curly quotes; zero-width characters
+    and soft hyphens inside words; full-width forms -- what changes no word."""
+    out = []
+    double_open = True
+    prev = " "
+    for c in text:
+        if c == " ":
+            r = rng.random()
+            c = (
+                "\u00a0" if r < NBSP_SHARE
+                else "\u3000" if r < NBSP_SHARE + IDEOGRAPHIC_SPACE_SHARE
+                else "\u2009" if r < NBSP_SHARE + IDEOGRAPHIC_SPACE_SHARE + THIN_SPACE_SHARE
+                else c
+            )
+        elif c == '"':
+            c, double_open = ("\u201c" if double_open else "\u201d"), not double_open
+        elif c == "'":
+            c = "\u2019" if prev.isalnum() else "\u2018"
+        elif c.isalnum():
+            if prev.isalnum() and rng.random() < INVISIBLE_SHARE:
+                out.append(rng.choice(_INVISIBLE))
+            if rng.random() < FULL_WIDTH_SHARE:
+                c = _full_width(c)
+        out.append(c)
+        prev = c
+    return "".join(out)
+
+
+def case_changed(text: str, rng: random.Random) -> str:
+    """The first two lines upper-cased."""
+    lines = text.split("\n")
+    return "\n".join([line.upper() for line in lines[:2]] + lines[2:])
+
+
+def marks_dropped(text: str, rng: random.Random) -> str:
+    """Accents, harakat and other combining marks dropped (as a keyboard without them types)."""
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+# name -> (what the table says, the copy function)
+COPIES: dict[str, tuple[str, Callable[[str, random.Random], str]]] = {
+    "line": ("a timestamp line added, one number changed", line_added),
+    "span": ("a span of 1 % of the characters replaced by another from the page", span_replaced),
+    "typography": ("typography: NBSP/U+3000, curly quotes, zero-width, soft hyphens, full-width", typography),
+    "case": ("first two lines upper-cased", case_changed),
+    "marks": ("accents / harakat dropped", marks_dropped),
+}
+
+
+def make_copy(kind: str, text: str, seed: str) -> str:
+    """The copy of `kind` of text, seeded by `seed` (the page's name)."""
+    return COPIES[kind][1](text, random.Random(f"{kind}:{seed}"))
+
+
+# -- version 2 normalization (stand-in) --------------------------------------------------
+
+# Scripts.txt ranges of the scripts whose every character is a token of its own.
+_ISOLATED_RANGES = (
+    (0x2E80, 0x2FDF), (0x3005, 0x3005), (0x3007, 0x3007), (0x3021, 0x3029), (0x3038, 0x303B),
+    (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x16FE2, 0x16FE3), (0x16FF0, 0x16FF1),
+    (0x20000, 0x323AF),  # Han
+    (0x3041, 0x3096), (0x309D, 0x309F), (0x1B001, 0x1B11F), (0x1F200, 0x1F200),  # Hiragana
+    (0x30A1, 0x30FA), (0x30FD, 0x30FF), (0x31F0, 0x31FF), (0x32D0, 0x32FE), (0x3300, 0x3357),
+    (0xFF66, 0xFF6F), (0xFF71, 0xFF9D), (0x1AFF0, 0x1B000), (0x1B120, 0x1B122), (0x1B164, 0x1B167),  # Katakana
+    (0x02EA, 0x02EB), (0x3105, 0x312F), (0x31A0, 0x31BF),  # Bopomofo
+    (0x0E01, 0x0E3A), (0x0E40, 0x0E5B),  # Thai
+    (0x0E81, 0x0EDF),  # Lao
+    (0x1780, 0x17DD), (0x17E0, 0x17E9), (0x17F0, 0x17F9), (0x19E0, 0x19FF),  # Khmer
+    (0x1000, 0x109F), (0xA9E0, 0xA9FE), (0xAA60, 0xAA7F),  # Myanmar
+)
+
+
+def isolated(c: str) -> bool:
+    cp = ord(c)
+    return any(lo <= cp <= hi for lo, hi in _ISOLATED_RANGES)
+
+
+def _dropped(c: str) -> bool:
+    return unicodedata.category(c) in ("Mn", "Me", "Cf") or unicodedata.combining(c) != 0 or c == "\u0640"
+
+
+def normalized_char(c: str) -> str:
+    """One code point's part of the token stream: its token characters, a space
+    where it separates tokens, isolated-script characters spaced as tokens of their own."""
+    out = []
+    for d in unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", c).casefold()):
+        category = unicodedata.category(d)
+        if _dropped(d):
+            continue
+        if category[0] not in "LN" and category != "Mc":
+            out.append(" ")
+        elif isolated(d):
+            out.append(f" {d} ")
+        else:
+            out.append(d)
+    return "".join(out)
+
+
+class Normalizer:
+    """Version 2 tokens of texts (Python's Unicode data stands in for the spec's tables)."""
+
+    def __init__(self, char: Callable[[str], str] = normalized_char):
+        self._char = char
+        self._table: dict[int, str] = {}
+
+    def tokens(self, text: str) -> list[str]:
+        new = {c for c in set(text) if ord(c) not in self._table}
+        for c in new:
+            self._table[ord(c)] = self._char(c)
+        return text.translate(self._table).split()
+
+
+def baseline_text(text: str) -> str:
+    """1e0ng/simhash's text: NFKC, lower-cased, only word characters (no spaces)."""
+    return "".join(_WORD.findall(unicodedata.normalize("NFKC", text).lower()))
+
+
+_WORD = re.compile(r"\w+")
+
+
+# -- feature hashes (vectorized stand-in for XXH3 of each feature) ------------------------
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, element-wise."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def gram_hashes(items: np.ndarray, n: int, domain: int) -> np.ndarray:
+    """A hash of every n consecutive items (uint64), or of all of them when fewer."""
+    n = min(n, items.size)
+    if n == 0:
+        return np.empty(0, np.uint64)
+    count = items.size - n + 1
+    acc = np.full(count, np.uint64(domain * 0x9E3779B9), np.uint64)
+    for j in range(n):
+        acc = _mix(acc + items[j : j + count].astype(np.uint64) + _GOLDEN)
+    return acc
+
+
+class TokenHashes:
+    """XXH3-64 of tokens' UTF-8, each token hashed once."""
+
+    def __init__(self):
+        self._cache: dict[str, int] = {}
+
+    def __call__(self, tokens: Sequence[str]) -> np.ndarray:
+        cache = self._cache
+        out = np.empty(len(tokens), np.uint64)
+        for i, t in enumerate(tokens):
+            h = cache.get(t)
+            if h is None:
+                h = cache[t] = xxhash.xxh3_64_intdigest(t.encode("utf-8", "surrogatepass"))
+            out[i] = h
+        return out
+
+
+def code_points(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+
+
+# -- designs ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    """One kind of feature: token shingles ("tok") or character n-grams of the token
+    stream joined by single spaces ("chr"), of `size`, each voting `weight` times."""
+
+    kind: str
+    size: int
+    weight: int = 1
+
+    def __str__(self):
+        return f"{self.weight}x " * (self.weight != 1) + f"{'token' if self.kind == 'tok' else 'char'} {self.size}"
+
+
+@dataclass(frozen=True)
+class Design:
+    name: str
+    parts: tuple[Part, ...]
+    unique: bool = False  # each distinct feature votes once (a set, not a multiset)
+    runs: bool = False  # a feature equal to the one just before it does not vote
+    sample: int = 1  # only features whose (remixed) hash is 0 modulo this vote
+
+    def __str__(self):
+        return " + ".join(map(str, self.parts)) + (", distinct" if self.unique else "") + (
+            ", runs once" if self.runs else "") + (f", 1 in {self.sample}" if self.sample > 1 else "")
+
+
+def parse_design(spec: str) -> Design:
+    """'tok3+2*chr5' with optional flags: '/set' (each distinct feature votes once),
+    '/run' (runs vote once), '/sN' (1 in N features votes, chosen by hash) -> Design."""
+    body, *flags = spec.split("/")
+    sample = 1
+    for flag in flags:
+        if re.fullmatch(r"s[1-9]\d*", flag):
+            sample = int(flag[1:])
+        elif flag not in ("set", "run"):
+            raise ValueError(f"design {spec!r}: a flag after / is set, run or sN")
+    parts = []
+    for part in body.split("+"):
+        weight, _, rest = part.rpartition("*")
+        m = re.fullmatch(r"(tok|chr)(\d+)", rest)
+        if not m:
+            raise ValueError(f"design part {part!r}: expected tokN or chrN, optionally W*")
+        parts.append(Part(m.group(1), int(m.group(2)), int(weight or 1)))
+    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample)
+
+
+def _counts(h: np.ndarray) -> np.ndarray:
+    """How many of the hashes have each of the 64 bits set."""
+    if h.size == 0:
+        return np.zeros(64, np.int64)
+    return np.unpackbits(h.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little").sum(
+        0, dtype=np.int64
+    )
+
+
+def vote_parts(parts: Iterable[tuple[np.ndarray, int]]) -> int:
+    """The weighted vote of (hashes, weight) groups: bit i set iff the weight of hashes
+    with it set exceeds the weight of those with it clear."""
+    total = np.zeros(64, np.int64)
+    n = 0
+    for h, w in parts:
+        total += w * _counts(h)
+        n += w * h.size
+    return int(np.packbits(2 * total > n, bitorder="little").view("<u8")[0])
+
+
+class Fingerprinter:
+    """Fingerprints of texts by every design at once (the normalization runs once a text)."""
+
+    def __init__(self, designs: Sequence[Design]):
+        self.designs = list(designs)
+        self.normalizer = Normalizer()
+        self.token_hashes = TokenHashes()
+        self.features = {d.name: 0 for d in self.designs}
+        self.chars = 0
+
+    def __call__(self, text: str) -> dict[str, int]:
+        tokens = self.normalizer.tokens(text)
+        th = self.token_hashes(tokens)
+        cps = None
+        self.chars += len(text)
+        out = {}
+        for d in self.designs:
+            groups = []
+            for p in d.parts:
+                if p.kind == "tok":
+                    h = gram_hashes(th, p.size, 1)
+                else:
+                    if cps is None:
+                        cps = code_points(" ".join(tokens))
+                    h = gram_hashes(cps, p.size, 2)
+                if d.unique:
+                    h = np.unique(h)
+                elif d.runs and h.size > 1:
+                    h = h[np.concatenate(([True], h[1:] != h[:-1]))]
+                if d.sample > 1:
+                    h = h[_mix(h ^ _GOLDEN) % np.uint64(d.sample) == 0]
+                groups.append((h, p.weight))
+                self.features[d.name] += p.weight * h.size
+            out[d.name] = vote_parts(groups)
+        return out
+
+
+def baseline_simhash(text: str) -> int:
+    """The baseline's fingerprint: 1e0ng/simhash's character 4-grams (vectorized hash)."""
+    return vote_parts([(gram_hashes(code_points(baseline_text(text)), 4, 3), 1)])
+
+
+def baseline_feature_count(text: str) -> int:
+    n = len(baseline_text(text))
+    return min(n, max(1, n - 3))
+
+
+def v1_simhash(text: str) -> int:
+    return hashing.simhash(text)
+
+
+def v1_feature_count(text: str) -> int:
+    n = len(hashing.tokenize(text))
+    return min(n, max(1, n - 2))
+
+
+def shipped_v2() -> Callable[[str], int] | None:
+    """The package's version 2 text fingerprint, once it exists."""
+    return getattr(hashing, "simhash_v2", None)
+
+
+def shipped_v2_feature_count() -> Callable[[str], int] | None:
+    """The number of features of the package's version 2, once it shows them."""
+    features = getattr(hashing, "features_v2", None)
+    return None if features is None else (lambda text: len(features(text)))
+
+
+# -- measures -----------------------------------------------------------------------------
+
+
+def popcount(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.uint64)
+    return np.unpackbits(x.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1).sum(1)
+
+
+def gram_set(text: str, n: int = 5) -> set[str]:
+    t = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return {t[i : i + n] for i in range(max(1, len(t) - n + 1))}
+
+
+def jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def near_doc_pairs(fingerprints: np.ndarray, k: int = 3) -> np.ndarray:
+    """Every pair (i, j), i < j, of documents whose fingerprints are within k bits
+    (equal ones too), from the package's find_all over the distinct values."""
+    fps = np.asarray(fingerprints, np.uint64)
+    values, inverse = np.unique(fps, return_inverse=True)
+    members: dict[int, list[int]] = {}
+    for doc, v in enumerate(inverse.tolist()):
+        members.setdefault(v, []).append(doc)
+    pairs = []
+    for docs in members.values():  # equal fingerprints
+        pairs.extend((a, b) for i, a in enumerate(docs) for b in docs[i + 1 :])
+    index = {int(v): i for i, v in enumerate(values.tolist())}
+    for a, b in hashing.find_all(values.tolist(), k + 1, k):
+        pairs.extend((x, y) if x < y else (y, x) for x in members[index[a]] for y in members[index[b]])
+    return np.array(sorted(pairs), np.int64).reshape(-1, 2)

@@ -1,0 +1,569 @@
+/*
+ * text_v2.c — the text fingerprint version 2 of docs/fingerprint-spec.md §6:
+ * every code point normalised through one generated table (unicode_tables.h:
+ * NFKD, full case folding, marks and format characters dropped), tokens of
+ * word characters, a token of each character of the scripts written without
+ * spaces; features of two parts, token shingles and character n-grams, each
+ * voting with its weight; XXH3-64 and the vote of §1.
+ *
+ * As in version 1 (fingerprint.c), one pass writes the normalised tokens
+ * joined by single spaces into a buffer, and a feature is hashed in place: a
+ * shingle is the slice from its first token's start to its last token's end,
+ * an n-gram the slice of its n characters.  Only what the next feature needs
+ * is kept: the buffer is compacted when full, so it stays small whatever the
+ * text's length.  ASCII, the bulk of most text, goes through a 128-byte table
+ * derived from the Unicode tables at load.
+ */
+#include "fingerprint/fingerprint.h"
+
+#include "fingerprint/unicode_tables.h"
+#include "utils/memutils.h"
+
+/*
+ * The features of version 2 (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens,
+ * each voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of
+ * the tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size
+ * of 0 leaves that part out); with V2_RUNS_ONCE, a feature whose hash is the
+ * hash of the feature of its part just before it does not vote.  Python's home
+ * of the same constants: pysimhash_sql/hashing.py.
+ */
+#define V2_TOKEN_SHINGLE 3
+#define V2_TOKEN_WEIGHT 1
+#define V2_CHAR_GRAM 5
+#define V2_CHAR_WEIGHT 1
+#define V2_RUNS_ONCE true
+
+/* Hangul syllables, decomposed algorithmically (Unicode §3.12). */
+#define HANGUL_FIRST 0xAC00
+#define HANGUL_COUNT 11172
+#define HANGUL_L_FIRST 0x1100
+#define HANGUL_V_FIRST 0x1161
+#define HANGUL_T_BEFORE 0x11A7
+#define HANGUL_V_COUNT 21
+#define HANGUL_T_COUNT 28
+
+/* The start offsets in the buffer of the last RECENT_TOKENS tokens, RECENT_CHARS characters. */
+#define RECENT_TOKENS 8			/* powers of two, at least the sizes of the parts */
+#define RECENT_CHARS 16
+
+/* Bytes read from the input between two checks for room in the buffer. */
+#define ASCII_RUN 256
+/* The most bytes one character adds to the buffer: each character it becomes, with a space. */
+#define MAX_CHAR_OUTPUT (UNICODE_MAX_MAPPING * 5)
+#define INITIAL_BUFFER 8192
+
+/*
+ * ascii_token_byte[c]: c (< 0x80) as written into a token (A-Z lowered), or 0
+ * where c separates tokens.  Filled from the Unicode tables at load, so the
+ * fast path cannot disagree with them.
+ */
+static char ascii_token_byte[128];
+
+/*
+ * What a walk over a text emits: the features of each part (size 0: none).
+ * Every function of the walk takes it as an argument of its own, never inside
+ * the TokenWriter (whose address escapes): so, inlined into a caller whose
+ * parts are a const local, the sizes and callbacks are constants.
+ */
+typedef struct FeatureParts
+{
+	int32		token_size;		/* shingles of this many tokens */
+	int32		char_size;		/* n-grams of this many characters */
+	FeatureCallback emit_token;
+	FeatureCallback emit_char;
+	void	   *token_arg;
+	void	   *char_arg;
+	/* Called with each arg before the buffer moves, and at the end (or NULL). */
+	void		(*settle) (void *arg);
+} FeatureParts;
+
+typedef struct TokenWriter
+{
+	char	   *norm;			/* the tokens, joined by single spaces */
+	Size		pos;			/* bytes written into norm */
+	Size		cap;			/* norm's size */
+	Size		recent[RECENT_TOKENS];	/* start of token j at [j % RECENT_TOKENS] */
+	int64		ntokens;		/* tokens finished */
+	bool		open;			/* a token is being written */
+	Size		recent_chars[RECENT_CHARS]; /* start of character j at [j % RECENT_CHARS] */
+	int64		nchars;			/* characters written (the joining spaces too) */
+} TokenWriter;
+
+static inline uint32
+unicode_value(uint32 c)
+{
+	uint32		block = unicode_stage1[c >> UNICODE_BLOCK_SHIFT];
+
+	return unicode_stage2[(block << UNICODE_BLOCK_SHIFT) | (c & UNICODE_BLOCK_MASK)];
+}
+
+void
+simhash_text_v2_init(void)
+{
+	for (uint32 c = 0; c < 128; c++)
+	{
+		uint32		value = unicode_value(c);
+		uint32		out = c;
+
+		if (value >= UNICODE_MAPPED)
+		{
+			uint32		m = value - UNICODE_MAPPED;
+
+			/* ASCII letters fold to one ASCII letter; nothing else in ASCII maps. */
+			Assert(unicode_mapping_offsets[m + 1] - unicode_mapping_offsets[m] == 1);
+			out = unicode_pool[unicode_mapping_offsets[m]] & 0xFFFFFF;
+			value = unicode_pool[unicode_mapping_offsets[m]] >> 24;
+		}
+		Assert(value == UNICODE_WORD || value == UNICODE_SEPARATOR);
+		ascii_token_byte[c] = value == UNICODE_WORD ? (char) out : 0;
+	}
+}
+
+/*
+ * Makes room for `need` more bytes: first by dropping the tokens no shingle
+ * will need again, then by growing the buffer.
+ */
+/* The features the parts hold back (pointers into the buffer) are handled. */
+static inline void
+settle_parts(TokenWriter *w, const FeatureParts *parts)
+{
+	if (parts->settle != NULL)
+	{
+		parts->settle(parts->token_arg);
+		parts->settle(parts->char_arg);
+	}
+}
+
+static void
+make_room(TokenWriter *w, const FeatureParts *parts, Size need)
+{
+	int32		token_size = Max(parts->token_size, 1);
+	int32		char_size = Max(parts->char_size, 1);
+	int64		keep_token = Max(0, w->ntokens - (token_size - 1));
+	int64		keep_char = Max(0, w->nchars - (char_size - 1));
+	Size		keep_from = w->pos;
+
+	/* The last token_size - 1 finished tokens, and the open one. */
+	if (keep_token < w->ntokens || w->open)
+		keep_from = w->recent[keep_token % RECENT_TOKENS];
+	/* The last char_size - 1 characters. */
+	if (keep_char < w->nchars)
+		keep_from = Min(keep_from, w->recent_chars[keep_char % RECENT_CHARS]);
+	/* Fewer tokens or characters than a feature: the one feature needs them all. */
+	if (w->ntokens + w->open < parts->token_size || w->nchars < parts->char_size)
+		keep_from = 0;
+	settle_parts(w, parts);
+	if (keep_from > 0)
+	{
+		memmove(w->norm, w->norm + keep_from, w->pos - keep_from);
+		w->pos -= keep_from;
+		for (int64 j = keep_token; j < w->ntokens + w->open; j++)
+			w->recent[j % RECENT_TOKENS] -= keep_from;
+		for (int64 j = keep_char; j < w->nchars; j++)
+			w->recent_chars[j % RECENT_CHARS] -= keep_from;
+	}
+	if (w->cap - w->pos < need)
+	{
+		while (w->cap - w->pos < need || w->cap < 2 * w->pos)
+			w->cap *= 2;
+		w->norm = repalloc_huge(w->norm, w->cap);
+	}
+}
+
+/* A character was written at start: the n-gram it ends, if any. */
+static pg_attribute_always_inline void
+char_written(TokenWriter *w, const FeatureParts *parts, Size start)
+{
+	int32		n = parts->char_size;
+
+	if (n == 0)
+		return;
+	w->recent_chars[w->nchars % RECENT_CHARS] = start;
+	w->nchars++;
+	if (w->nchars >= n)
+	{
+		Size		first = w->recent_chars[(w->nchars - n) % RECENT_CHARS];
+
+		parts->emit_char(w->norm + first, w->pos - first, parts->char_arg);
+	}
+}
+
+static pg_attribute_always_inline void
+begin_token(TokenWriter *w, const FeatureParts *parts)
+{
+	if (w->ntokens > 0)
+	{
+		w->norm[w->pos++] = ' ';
+		char_written(w, parts, w->pos - 1);
+	}
+	w->recent[w->ntokens % RECENT_TOKENS] = w->pos;
+	w->open = true;
+}
+
+static pg_attribute_always_inline void
+end_token(TokenWriter *w, const FeatureParts *parts)
+{
+	int32		n = parts->token_size;
+
+	w->open = false;
+	w->ntokens++;
+	if (n > 0 && w->ntokens >= n)
+	{
+		Size		first = w->recent[(w->ntokens - n) % RECENT_TOKENS];
+
+		parts->emit_token(w->norm + first, w->pos - first, parts->token_arg);
+	}
+	CHECK_FOR_INTERRUPTS();
+}
+
+static pg_attribute_always_inline void
+write_utf8(TokenWriter *w, const FeatureParts *parts, uint32 c)
+{
+	Size		start = w->pos;
+	unsigned char *out = (unsigned char *) w->norm + w->pos;
+
+	if (c < 0x80)
+	{
+		out[0] = c;
+		w->pos += 1;
+	}
+	else if (c < 0x800)
+	{
+		out[0] = 0xC0 | (c >> 6);
+		out[1] = 0x80 | (c & 0x3F);
+		w->pos += 2;
+	}
+	else if (c < 0x10000)
+	{
+		out[0] = 0xE0 | (c >> 12);
+		out[1] = 0x80 | ((c >> 6) & 0x3F);
+		out[2] = 0x80 | (c & 0x3F);
+		w->pos += 3;
+	}
+	else
+	{
+		out[0] = 0xF0 | (c >> 18);
+		out[1] = 0x80 | ((c >> 12) & 0x3F);
+		out[2] = 0x80 | ((c >> 6) & 0x3F);
+		out[3] = 0x80 | (c & 0x3F);
+		w->pos += 4;
+	}
+	char_written(w, parts, start);
+}
+
+/* One normalised character c of the given kind (spec §6.3). */
+static pg_attribute_always_inline void
+put_char(TokenWriter *w, const FeatureParts *parts, uint32 c, uint32 kind)
+{
+	switch (kind)
+	{
+		case UNICODE_WORD:
+			if (!w->open)
+				begin_token(w, parts);
+			write_utf8(w, parts, c);
+			break;
+		case UNICODE_SOLO:
+			if (w->open)
+				end_token(w, parts);
+			begin_token(w, parts);
+			write_utf8(w, parts, c);
+			end_token(w, parts);
+			break;
+		case UNICODE_SEPARATOR:
+			if (w->open)
+				end_token(w, parts);
+			break;
+		default:				/* UNICODE_DROP */
+			break;
+	}
+}
+
+/* A code point of the input, normalised (spec §6.2). */
+static pg_attribute_always_inline void
+put_code_point(TokenWriter *w, const FeatureParts *parts, uint32 c)
+{
+	uint32		value;
+
+	if (c - HANGUL_FIRST < HANGUL_COUNT)
+	{
+		uint32		s = c - HANGUL_FIRST;
+		uint32		t = s % HANGUL_T_COUNT;
+
+		put_char(w, parts, HANGUL_L_FIRST + s / (HANGUL_V_COUNT * HANGUL_T_COUNT), UNICODE_WORD);
+		put_char(w, parts, HANGUL_V_FIRST + s % (HANGUL_V_COUNT * HANGUL_T_COUNT) / HANGUL_T_COUNT,
+				 UNICODE_WORD);
+		if (t != 0)
+			put_char(w, parts, HANGUL_T_BEFORE + t, UNICODE_WORD);
+		return;
+	}
+	value = unicode_value(c);
+	if (value < UNICODE_MAPPED)
+		put_char(w, parts, c, value);
+	else
+	{
+		uint32		m = value - UNICODE_MAPPED;
+
+		for (uint32 k = unicode_mapping_offsets[m]; k < unicode_mapping_offsets[m + 1]; k++)
+			put_char(w, parts, unicode_pool[k] & 0xFFFFFF, unicode_pool[k] >> 24);
+	}
+}
+
+static inline bool
+is_continuation(unsigned char b)
+{
+	return (b & 0xC0) == 0x80;
+}
+
+/*
+ * Decodes the character at in[*i] (a byte >= 0x80) and advances *i past it.
+ * Returns -1, advancing one byte, where the bytes are not well-formed UTF-8
+ * (Unicode Table 3-7: no overlong forms, surrogates or values past U+10FFFF):
+ * the spec reads each such byte as a separator.
+ */
+static inline int32
+decode_utf8(const unsigned char *in, int len, int *i)
+{
+	int			at = *i;
+	unsigned char b = in[at];
+	int			n;
+	uint32		c,
+				min;
+
+	if (b >= 0xC2 && b <= 0xDF)
+		n = 1, c = b & 0x1F, min = 0x80;
+	else if (b >= 0xE0 && b <= 0xEF)
+		n = 2, c = b & 0x0F, min = 0x800;
+	else if (b >= 0xF0 && b <= 0xF4)
+		n = 3, c = b & 0x07, min = 0x10000;
+	else
+	{
+		*i = at + 1;
+		return -1;
+	}
+	if (len - at <= n)
+	{
+		*i = at + 1;
+		return -1;
+	}
+	for (int k = 1; k <= n; k++)
+	{
+		if (!is_continuation(in[at + k]))
+		{
+			*i = at + 1;
+			return -1;
+		}
+		c = (c << 6) | (in[at + k] & 0x3F);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+	{
+		*i = at + 1;
+		return -1;
+	}
+	*i = at + 1 + n;
+	return (int32) c;
+}
+
+/*
+ * Calls the parts' callbacks for every feature of the text, in order (spec
+ * §6.4).  Inlined into each caller, always: then the parts are constants, and
+ * the hot path pays no indirect call and no test of a part it does not have.
+ */
+static pg_attribute_always_inline void
+for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
+{
+	const unsigned char *in = (const unsigned char *) text;
+	TokenWriter w;
+	int			i = 0;
+
+	Assert(parts->token_size >= 0 && parts->token_size <= RECENT_TOKENS);
+	Assert(parts->char_size >= 0 && parts->char_size <= RECENT_CHARS);
+	w.cap = INITIAL_BUFFER;
+	w.norm = MemoryContextAllocHuge(CurrentMemoryContext, w.cap);
+	w.pos = 0;
+	w.ntokens = 0;
+	w.open = false;
+	w.nchars = 0;
+
+	while (i < len)
+	{
+		int			run_end = Min(len, i + ASCII_RUN);
+
+		if (w.cap - w.pos < 2 * ASCII_RUN + MAX_CHAR_OUTPUT)
+			make_room(&w, parts, 2 * ASCII_RUN + MAX_CHAR_OUTPUT);
+		/* ASCII: at most a space and the byte each. */
+		for (; i < run_end && in[i] < 0x80; i++)
+		{
+			char		b = ascii_token_byte[in[i]];
+
+			if (b != 0)
+			{
+				if (!w.open)
+					begin_token(&w, parts);
+				w.norm[w.pos++] = b;
+				char_written(&w, parts, w.pos - 1);
+			}
+			else if (w.open)
+				end_token(&w, parts);
+		}
+		/* One other character: at most MAX_CHAR_OUTPUT bytes. */
+		if (i < run_end)
+		{
+			int32		c = decode_utf8(in, len, &i);
+
+			if (c < 0)
+				put_char(&w, parts, 0, UNICODE_SEPARATOR);
+			else
+				put_code_point(&w, parts, (uint32) c);
+		}
+	}
+	if (w.open)
+		end_token(&w, parts);
+	/* Fewer tokens, or characters, than a feature: one feature of them all. */
+	if (w.ntokens > 0 && w.ntokens < parts->token_size)
+		parts->emit_token(w.norm, w.pos, parts->token_arg);
+	if (w.nchars > 0 && w.nchars < parts->char_size)
+		parts->emit_char(w.norm, w.pos, parts->char_arg);
+	settle_parts(&w, parts);
+	pfree(w.norm);
+}
+
+/*
+ * The features of one part that vote: each is hashed, the runs rule applied,
+ * and the hash voted into batch or, without one, the feature handed on to
+ * emit.  Voted features are hashed PENDING_FEATURES at a time, a little after
+ * they were written: a feature read back at once from the bytes just stored
+ * one by one stalls the CPU (no store-to-load forwarding), which costs more
+ * than hashing it.
+ */
+#define PENDING_FEATURES 64
+
+typedef struct PartVotes
+{
+	uint64		last;			/* the hash of the part's feature just before */
+	bool		any;			/* there was one */
+	HashBatch  *batch;
+	FeatureCallback emit;
+	void	   *arg;
+	int			npending;
+	const char *pending_data[PENDING_FEATURES];
+	Size		pending_len[PENDING_FEATURES];
+} PartVotes;
+
+/* Whether a feature of this hash votes (the runs rule), remembering it. */
+static pg_attribute_always_inline bool
+part_votes(PartVotes *part, uint64 hash)
+{
+	if (V2_RUNS_ONCE && part->any && hash == part->last)
+		return false;
+	part->any = true;
+	part->last = hash;
+	return true;
+}
+
+/* A FeatureParts settle function: the pending features are hashed and voted. */
+static void
+settle_part(void *arg)
+{
+	PartVotes  *part = (PartVotes *) arg;
+
+	for (int k = 0; k < part->npending; k++)
+	{
+		uint64		hash = XXH3_64bits(part->pending_data[k], part->pending_len[k]);
+
+		if (part_votes(part, hash))
+			hash_batch_add(part->batch, hash);
+	}
+	part->npending = 0;
+}
+
+static pg_attribute_always_inline void
+part_feature(const char *data, Size len, void *arg)
+{
+	PartVotes  *part = (PartVotes *) arg;
+
+	if (part->batch != NULL)
+	{
+		part->pending_data[part->npending] = data;
+		part->pending_len[part->npending] = len;
+		if (++part->npending == PENDING_FEATURES)
+			settle_part(part);
+	}
+	else if (part_votes(part, XXH3_64bits(data, len)))
+		part->emit(data, len, part->arg);
+}
+
+/* ---------- simhash_v2(text) ---------- */
+
+PG_FUNCTION_INFO_V1(simhash_text_v2);
+Datum
+simhash_text_v2(PG_FUNCTION_ARGS)
+{
+	int			len;
+	const char *data = text_arg_utf8(fcinfo, 0, &len);
+	HashBatch	token_batch,
+				char_batch;
+	PartVotes	tokens = {.batch = &token_batch};
+	PartVotes	chars = {.batch = &char_batch};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part};
+	SimhashVote vote;
+
+	hash_batch_init(&token_batch);
+	hash_batch_init(&char_batch);
+	for_each_feature_v2(data, len, &parts);
+	hash_batch_flush(&token_batch);
+	hash_batch_flush(&char_batch);
+	/* Each part's features vote its weight times. */
+	vote_init(&vote);
+	vote_merge_times(&vote, &token_batch.vote, V2_TOKEN_WEIGHT);
+	vote_merge_times(&vote, &char_batch.vote, V2_CHAR_WEIGHT);
+	PG_RETURN_SIMHASH64(vote_result(&vote));
+}
+
+/* ---------- the steps, exposed: tokens and features ---------- */
+
+/* The tokens as a FeatureWalk (shingles of one token), for the arrays. */
+static void
+walk_tokens_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
+{
+	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL};
+
+	for_each_feature_v2(text, len, &parts);
+}
+
+/*
+ * The features that vote as a FeatureWalk: the token shingles, then the
+ * character n-grams, each part as many times as its weight, so that the plain
+ * vote of their hashes is the fingerprint.
+ */
+static void
+walk_features_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
+{
+	for (int k = 0; V2_TOKEN_SHINGLE > 0 && k < V2_TOKEN_WEIGHT; k++)
+	{
+		PartVotes	tokens = {.emit = emit,.arg = arg};
+		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL};
+
+		for_each_feature_v2(text, len, &parts);
+	}
+	for (int k = 0; V2_CHAR_GRAM > 0 && k < V2_CHAR_WEIGHT; k++)
+	{
+		PartVotes	chars = {.emit = emit,.arg = arg};
+		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL};
+
+		for_each_feature_v2(text, len, &parts);
+	}
+}
+
+PG_FUNCTION_INFO_V1(simhash_v2_tokens);
+Datum
+simhash_v2_tokens(PG_FUNCTION_ARGS)
+{
+	return features_array(fcinfo, walk_tokens_v2, 1);
+}
+
+PG_FUNCTION_INFO_V1(simhash_v2_features);
+Datum
+simhash_v2_features(PG_FUNCTION_ARGS)
+{
+	return features_array(fcinfo, walk_features_v2, 1);
+}

@@ -1,0 +1,45 @@
+"""Database functions: ``HammingDistance`` and ``Simhash``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Func, IntegerField
+
+from .fields import FingerprintValue, SimhashField
+
+__all__ = ["HammingDistance", "Simhash"]
+
+
+def _fingerprint(value: Any) -> Any:
+    """A field name (Func makes it an F()) or an expression as it is, any
+    other value a fingerprint constant (text forms: FingerprintValue("0x…"))."""
+    if isinstance(value, str) or hasattr(value, "resolve_expression"):
+        return value
+    return FingerprintValue(value)
+
+
+class HammingDistance(Func):
+    """``hamming_distance(a, b)``: the number of differing bits, an integer,
+    for ``annotate`` and ``order_by``.  Each argument is a field name, an
+    expression, or a fingerprint int (or bytes)."""
+
+    function = "hamming_distance"
+    arity = 2
+    output_field = IntegerField()
+
+    def __init__(self, a: Any, b: Any, **extra: Any) -> None:
+        super().__init__(_fingerprint(a), _fingerprint(b), **extra)
+
+
+class Simhash(Func):
+    """``simhash(text)``, or ``simhash(text, shingle_size)``: the fingerprint
+    of a text column (or expression) computed by the server
+    (docs/fingerprint-spec.md), bit-for-bit pysimhash_sql.hashing.simhash's."""
+
+    function = "simhash"
+    output_field = SimhashField()
+
+    def __init__(self, expression: Any, shingle_size: int | None = None, **extra: Any) -> None:
+        arguments = [expression] if shingle_size is None else [expression, int(shingle_size)]
+        super().__init__(*arguments, **extra)

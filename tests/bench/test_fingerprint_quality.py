@@ -1,0 +1,151 @@
+"""The fingerprint quality benchmark's copies, version 2 stand-in and measures
+(bench/fingerprint_quality.py), on small texts: copies are deterministic and do
+what their names say, the stand-in normalization does what the spec says, the
+vote equals the package's, and near pairs equal brute force."""
+
+from __future__ import annotations
+
+import random
+
+import fingerprint_quality as fq
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pysimhash_sql import hashing
+
+PAGE = (
+    'The "ls" command lists 12 files in 3 directories; it\'s quick.\n'
+    "Zweite Zeile: Straße, Öl und Äpfel kosten 4 Euro.\n"
+    "Третья строка о файлах и каталогах.\n"
+    "中文段落，包括标点。日本語の文章とカタカナ。\n"
+    "ภาษาไทยไม่มีช่องว่างระหว่างคำ และ العربية مُشَكَّلة بالحركات والتطويـــل\n"
+) * 8
+
+
+@pytest.mark.parametrize("kind", sorted(fq.COPIES))
+def test_copies_are_deterministic_per_seed(kind) -> None:
+    assert fq.make_copy(kind, PAGE, "page") == fq.make_copy(kind, PAGE, "page")
+    if kind not in ("case", "marks"):  # those two have no randomness
+        assert fq.make_copy(kind, PAGE, "page") != fq.make_copy(kind, PAGE, "another page")
+
+
+def test_line_added_adds_a_timestamp_line_and_changes_one_number() -> None:
+    copy = fq.make_copy("line", PAGE, "page")
+    lines = copy.split("\n")
+    stamp = lines[0] if lines[0].startswith("Retrieved ") else lines[-1]
+    assert stamp.startswith("Retrieved ") and stamp.endswith(" UTC")
+    body = copy.replace(stamp, "", 1).strip("\n")
+    assert len(body.split("\n")) == len(PAGE.strip("\n").split("\n"))
+    changed = [(a, b) for a, b in zip(PAGE.split(), body.split()) if a != b]
+    assert len(changed) == 1 and any(c.isdigit() for c in changed[0][1])
+
+
+def test_span_replaced_keeps_the_length_and_changes_one_percent_at_most() -> None:
+    for seed in range(20):
+        copy = fq.make_copy("span", PAGE, f"page{seed}")
+        assert len(copy) == len(PAGE)
+        diff = [i for i, (a, b) in enumerate(zip(PAGE, copy)) if a != b]
+        assert not diff or diff[-1] - diff[0] < round(len(PAGE) * fq.SPAN_SHARE)
+
+
+def test_typography_changes_no_character_but_typography() -> None:
+    copy = fq.make_copy("typography", PAGE, "page")
+    assert copy != PAGE
+    for mark in ("\u00a0", "\u201c", "\u2019"):
+        assert mark in copy
+    assert set(copy) & set(fq._INVISIBLE)
+    assert any("\uff01" <= c <= "\uff5e" for c in copy)
+    # As version 2 reads it, the copy is the page.
+    normalizer = fq.Normalizer()
+    assert normalizer.tokens(copy) == normalizer.tokens(PAGE)
+
+
+@pytest.mark.parametrize("kind", ["case", "marks"])
+def test_case_and_marks_copies_are_the_page_to_version_2(kind) -> None:
+    copy = fq.make_copy(kind, PAGE, "page")
+    assert copy != PAGE
+    normalizer = fq.Normalizer()
+    assert normalizer.tokens(copy) == normalizer.tokens(PAGE)
+
+
+def test_normalizer_follows_the_spec() -> None:
+    tokens = fq.Normalizer().tokens
+    assert tokens("ÉCOLE") == tokens("école") == ["ecole"]
+    assert tokens("Straße STRASSE") == ["strasse", "strasse"]
+    assert tokens("zero\u200bwidth soft\u00adhyphen") == ["zerowidth", "softhyphen"]  # dropped, not separating
+    assert tokens("a\u00a0b\u3000c\u2009d“e”f,g") == list("abcdefg")
+    assert tokens("中文，段落") == ["中", "文", "段", "落"]
+    assert tokens("ｶﾀｶﾅ ＡＢＣ１２") == ["カ", "タ", "カ", "ナ", "abc12"]
+    assert tokens("ภาษาไทย ที่นี่") == ["ภ", "า", "ษ", "า", "ไ", "ท", "ย", "ท", "น"]  # marks dropped
+    assert tokens("العربيــة مُشَكَّلة") == ["العربية", "مشكلة"]
+
+
+def test_designs_parse_and_refuse_nonsense() -> None:
+    design = fq.parse_design("tok3+2*chr5/run")
+    assert design.parts == (fq.Part("tok", 3, 1), fq.Part("chr", 5, 2)) and design.runs and not design.unique
+    assert str(design) == "token 3 + 2x char 5, runs once"
+    assert fq.parse_design("chr4/run/s2").sample == 2
+    for bad in ("word3", "tok3/maybe", "chr", "chr4/s0"):
+        with pytest.raises(ValueError, match="design"):
+            fq.parse_design(bad)
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300))
+@settings(max_examples=50, deadline=None)
+def test_vote_parts_of_one_group_is_the_package_vote(hashes) -> None:
+    assert fq.vote_parts([(np.array(hashes, np.uint64), 1)]) == hashing.vote(hashes)
+
+
+def test_weights_vote_as_repeated_hashes() -> None:
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1) for n in (50, 70))
+    assert fq.vote_parts([(a, 3), (b, 2)]) == hashing.vote(np.concatenate([a, a, a, b, b]))
+
+
+def test_fingerprinter_features_are_the_design() -> None:
+    text = "one two three four five"
+    fp = fq.Fingerprinter([fq.parse_design("tok3"), fq.parse_design("chr5"), fq.parse_design("tok3+2*chr5")])
+    fp(text)
+    joined = " ".join(text.split())
+    assert fp.features == {"tok3": 3, "chr5": len(joined) - 4, "tok3+2*chr5": 3 + 2 * (len(joined) - 4)}
+    # Fewer tokens than the size: one feature of all of them; an empty text: none.
+    fp = fq.Fingerprinter([fq.parse_design("tok3")])
+    fp("two words")
+    fp("")
+    assert fp.features == {"tok3": 1}
+
+
+def test_runs_vote_once() -> None:
+    fp = fq.Fingerprinter([fq.parse_design("chr5/run")])
+    assert fp("x 0000000000000") == fp("x 00000")  # the run of 00000 votes once
+
+
+def test_near_doc_pairs_are_brute_force() -> None:
+    rng = random.Random(7)
+    centres = [rng.getrandbits(64) for _ in range(30)]
+    fps = []
+    for _ in range(400):  # clustered, with exact repeats
+        v = rng.choice(centres)
+        for _ in range(rng.choice([0, 0, 1, 2, 3, 4, 6])):
+            v ^= 1 << rng.randrange(64)
+        fps.append(v)
+    expected = [(i, j) for i in range(len(fps)) for j in range(i + 1, len(fps)) if (fps[i] ^ fps[j]).bit_count() <= 3]
+    assert expected and fq.near_doc_pairs(np.array(fps, np.uint64), 3).tolist() == [list(p) for p in expected]
+
+
+def test_jaccard_of_5_grams() -> None:
+    a, b = fq.gram_set("abcdefgh"), fq.gram_set("ABCDEFGX")  # case-folded
+    assert fq.jaccard(a, b) == pytest.approx(3 / 5)
+    assert fq.jaccard(fq.gram_set("abcdef"), fq.gram_set("uvwxyz")) == 0
+
+
+@pytest.mark.skipif(not hasattr(hashing, "tokenize_v2"), reason="the package has no version 2 tokens yet")
+def test_stand_in_tokens_are_the_packages_version_2_tokens() -> None:
+    """The designs the benchmark compares rest on the stand-in normalisation: it must
+    give the package's version 2 tokens on every script the corpus has."""
+    normalizer = fq.Normalizer()
+    for kind in (None, *fq.COPIES):
+        text = PAGE if kind is None else fq.make_copy(kind, PAGE, "page")
+        assert normalizer.tokens(text) == hashing.tokenize_v2(text)

@@ -1,0 +1,265 @@
+"""The text fingerprint version 2 in Python (pysimhash_sql/text_v2.py,
+hashing.simhash_v2) against docs/fingerprint-spec.md §6, the shared vectors,
+and a plain reference that reads the Unicode tables one character at a time.
+SQL is checked against the same vectors by pg_regress and against Python by
+tests/extension/fingerprint/test_hashing_sql.py."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pysimhash_sql import _xxh3, hashing, text_v2
+from pysimhash_sql import unicode_tables as ut
+from pysimhash_sql.hashing import features_v2, fingerprint, simhash, simhash_v2, tokenize_v2
+from toolbox import distance
+from toolbox.text_vectors import load_vectors
+
+# -- reference: the spec, one character at a time ---------------------------------
+
+
+def ref_chars(c: int) -> list[tuple[int, int]]:
+    """What code point c becomes (spec §6.2): (code point, kind) pairs."""
+    if 0xAC00 <= c < 0xAC00 + 11172:
+        s = c - 0xAC00
+        jamo = [0x1100 + s // 588, 0x1161 + s % 588 // 28] + ([0x11A7 + s % 28] if s % 28 else [])
+        return [(j, ut.WORD) for j in jamo]
+    value = int(ut.STAGE2[(int(ut.STAGE1[c >> ut.BLOCK_SHIFT]) << ut.BLOCK_SHIFT) | (c & ut.BLOCK_MASK)])
+    if value < ut.MAPPED:
+        return [(c, value)]
+    m = value - ut.MAPPED
+    return [(int(e) & 0xFFFFFF, int(e) >> 24) for e in ut.POOL[ut.MAPPING_OFFSETS[m] : ut.MAPPING_OFFSETS[m + 1]]]
+
+
+def ref_tokens(text: str) -> list[str]:
+    tokens, current = [], ""
+    for char in text:
+        for c, kind in ref_chars(ord(char)):
+            if kind == ut.WORD:
+                current += chr(c)
+            elif kind in (ut.SOLO, ut.SEPARATOR):
+                if current:
+                    tokens.append(current)
+                current = ""
+                if kind == ut.SOLO:
+                    tokens.append(chr(c))
+    return tokens + [current] if current else tokens
+
+
+def ref_grams(items: list[str], n: int, joiner: str) -> list[str]:
+    """Every n consecutive items joined; all of them when there are fewer; none of none."""
+    if not items or n == 0:
+        return []
+    return [joiner.join(items[j : j + n]) for j in range(len(items) - n + 1)] or [joiner.join(items)]
+
+
+def ref_runs_once(features: list[str]) -> list[str]:
+    """Under V2_RUNS_ONCE, without the features equal to the one just before
+    (equal hashes: for these short strings, equal features)."""
+    if not hashing.V2_RUNS_ONCE:
+        return features
+    return [f for i, f in enumerate(features) if i == 0 or f != features[i - 1]]
+
+
+def ref_features(text: str) -> list[str]:
+    """The token shingles, then the character n-grams (spec §6.4), each part
+    without its runs, repeated as many times as its weight."""
+    tokens = ref_tokens(text)
+    shingles = ref_runs_once(ref_grams(tokens, hashing.V2_TOKEN_SHINGLE, " "))
+    grams = ref_runs_once(ref_grams(list(" ".join(tokens)), hashing.V2_CHAR_GRAM, ""))
+    return shingles * hashing.V2_TOKEN_WEIGHT + grams * hashing.V2_CHAR_WEIGHT
+
+
+def ref_simhash_v2(text: str) -> int:
+    """Each feature votes once per time it is listed: its weight."""
+    hashes = [xxhash.xxh3_64_intdigest(f.encode()) for f in ref_features(text)]
+    return sum(1 << bit for bit in range(64) if 2 * sum(h >> bit & 1 for h in hashes) > len(hashes))
+
+
+script_text = st.text(
+    st.one_of(
+        st.sampled_from(list("aZ09 .,-'\t\u00a0\u00ad\u200b\u3000“”，。ـ\u064e")),
+        st.characters(min_codepoint=0x80, max_codepoint=0x24F),
+        st.characters(min_codepoint=0x3000, max_codepoint=0x30FF),
+        st.characters(min_codepoint=0xAC00, max_codepoint=0xAD00),
+        st.characters(min_codepoint=0xE00, max_codepoint=0xEFF),
+        st.characters(min_codepoint=0xFB00, max_codepoint=0xFFFF, exclude_categories=("Cs",)),
+        st.characters(exclude_categories=("Cs",)),
+    ),
+    max_size=80,
+)
+
+# -- XXH3 of many spans at once (pysimhash_sql/_xxh3.py) ------------------------------
+
+
+def test_vectorised_xxh3_matches_xxhash_at_every_length():
+    rng = np.random.default_rng(28)
+    data = rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    lengths = np.repeat(np.arange(0, 260), 12)  # every path: 0-3, 4-8, 9-16, 17-128, beyond
+    starts = rng.integers(0, len(data) - 260, lengths.size)
+    got = _xxh3.xxh3_spans(data, starts, starts + lengths).tolist()
+    assert got == [xxhash.xxh3_64_intdigest(data[a : a + n]) for a, n in zip(starts.tolist(), lengths.tolist())]
+    assert _xxh3.xxh3_spans(b"", np.zeros(0, np.int64), np.zeros(0, np.int64)).size == 0
+
+
+# -- the shared vectors -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("vector", load_vectors(), ids=lambda v: v["name"])
+def test_shared_vectors(vector):
+    text = vector["text"]
+    expected = int(vector["simhash_v2"], 16)
+    assert tokenize_v2(text) == vector["tokens"] == ref_tokens(text)
+    assert simhash_v2(text) == expected == ref_simhash_v2(text)
+    assert simhash_v2(text.encode()) == expected
+    assert tokenize_v2(text.encode()) == [t.encode() for t in vector["tokens"]]
+
+
+def test_vectors_cover_every_kind_and_script():
+    kinds, scripts = set(), set()
+    for vector in load_vectors():
+        for char in vector["text"]:
+            value = ref_chars(ord(char))
+            kinds.update(kind for _, kind in value)
+            if len(value) > 1 or value[0][0] != ord(char):
+                kinds.add("mapped")
+            if not value:
+                kinds.add("dropped")
+    assert kinds >= {ut.WORD, ut.SOLO, ut.SEPARATOR, "mapped"}
+    texts = " ".join(v["text"] for v in load_vectors())
+    for sample in "日ひカ" "ไ" "ລ" "ខ" "မ" "ㄅ" "한":  # Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar, Bopomofo, Hangul
+        assert sample in texts
+
+
+@settings(max_examples=500, deadline=None)
+@given(script_text)
+def test_matches_reference(text):
+    assert tokenize_v2(text) == ref_tokens(text)
+    assert simhash_v2(text) == ref_simhash_v2(text)
+    assert features_v2(text) == ref_features(text)
+    assert features_v2(text) == [f.decode() for f in features_v2(text.encode())]
+
+
+@settings(max_examples=200, deadline=None)
+@given(script_text, st.integers(1, 8))
+def test_batch_boundaries_do_not_change_anything(text, batch):
+    with mock.patch.object(text_v2, "_BATCH_CHARS", batch):
+        assert tokenize_v2(text) == ref_tokens(text)
+        assert features_v2(text) == ref_features(text)
+        assert simhash_v2(text) == ref_simhash_v2(text)
+
+
+def test_long_texts_match_reference():
+    words = ["Word", "ÜNÏCODE", "日本語の", "한국어", "ภาษา", "ﬃ", "x\u0301", "\u200b", "，", " ", "\u00a0"]
+    text = "".join(words[i * 7 % len(words)] for i in range(100_000))
+    with mock.patch.object(text_v2, "_BATCH_CHARS", 1 << 16):
+        assert len(text) > 3 * text_v2._BATCH_CHARS
+        assert tokenize_v2(text) == ref_tokens(text)
+        assert simhash_v2(text) == ref_simhash_v2(text)
+    # No separator for longer than a batch: one batch.
+    assert tokenize_v2("ab\u0301" * 1_000_000) == ["ab" * 1_000_000]
+
+
+# -- typography never counts (the issue's list), version 1 untouched --------------
+
+BASE = "The “quick” brown fox's École — naïve café, ΣΊΣΥΦΟΣ 日本語のテキスト بِسْمِ اللَّهِ 한국어 텍스트 ok."
+ZS = [chr(c) for c in (0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        *(pytest.param(lambda t, s=s: t.replace(" ", s), id=f"space U+{ord(s):04X}") for s in ZS),
+        pytest.param(lambda t: t.replace("quick", "qu\u200bick").replace("brown", "br\u200cown"), id="zero-width"),
+        pytest.param(lambda t: t.replace("naïve", "na\u2060ïve").replace("café", "\ufeffcafé"), id="word joiner, BOM"),
+        pytest.param(lambda t: t.replace("quick", "qui\u00adck").replace("École", "Éco\u00adle"), id="soft hyphen"),
+        pytest.param(lambda t: t.replace("“", '"').replace("”", '"').replace("'", "’"), id="quotes"),
+        pytest.param(lambda t: t.replace("—", "-").replace(",", "，").replace(".", "。"), id="punctuation"),
+        pytest.param(lambda t: t.replace("brown fox", "ｂｒｏｗｎ　ｆｏｘ"), id="full-width"),
+        pytest.param(str.upper, id="upper case"),
+        pytest.param(str.lower, id="lower case"),
+        pytest.param(lambda t: t.replace("École", "Ecole").replace("naïve", "naive").replace("café", "cafe"),
+                     id="accents"),
+        pytest.param(lambda t: t.replace("naïve", "nai\u0308ve"), id="decomposed accents"),
+        pytest.param(lambda t: t.replace("بِسْمِ اللَّهِ", "بسم الله"), id="harakat"),
+        pytest.param(lambda t: t.replace("اللَّهِ", "اللَّـــهِ"), id="tatweel"),
+    ],
+)
+def test_typography_alone_gives_distance_zero(change):
+    changed = change(BASE)
+    assert changed != BASE
+    assert distance(simhash_v2(changed), simhash_v2(BASE)) == 0
+
+
+def test_case_and_accents_of_words():
+    assert simhash_v2("ÉCOLE") == simhash_v2("école") == simhash_v2("ecole")
+    assert simhash_v2("STRASSE") == simhash_v2("straße")
+    assert simhash("ÉCOLE") != simhash("école")  # version 1 keeps non-ASCII case
+
+
+def test_version_one_is_unchanged():
+    # The spec's worked example (§3) and its tokenizer, untouched by version 2.
+    assert simhash("The quick, brown fox!", 2) == 0x7AFFC44A680966C6
+    assert hashing.tokenize("a\u00a0b “c”") == ["a\u00a0b", "“c”"]
+    assert fingerprint("The quick, brown fox!", version=1) == simhash("The quick, brown fox!")
+
+
+def test_fingerprint_dispatches_by_version():
+    text = "近似重复检测，在每一种语言中。"
+    assert fingerprint(text, version=2) == simhash_v2(text) != simhash(text)
+    assert hashing.TEXT_SPEC_VERSION_LATEST == max(hashing.TEXT_SPEC_VERSIONS) == 2
+    for bad in (0, 3, True, "2", None):
+        with pytest.raises(ValueError, match="version"):
+            fingerprint(text, version=bad)
+    with pytest.raises(TypeError):
+        fingerprint(text)  # the version is never implicit
+
+
+@pytest.mark.parametrize(
+    "token_shingle, char_gram, weights, runs_once",
+    [(3, 0, (1, 1), False), (2, 5, (1, 2), True), (0, 4, (1, 1), False), (3, 1, (2, 1), True)],
+)
+def test_every_design_of_the_parts_matches_reference(token_shingle, char_gram, weights, runs_once):
+    """The feature step is constants (hashing.V2_*): each combination of parts,
+    weights and the runs rule follows the reference, across batch boundaries too."""
+    texts = [v["text"] for v in load_vectors()] + ["a", "ab", "近", "a b", "x\u00a0y", "aaaaaaaa", "0.0000000001"]
+    with mock.patch.multiple(hashing, V2_TOKEN_SHINGLE=token_shingle, V2_CHAR_GRAM=char_gram,
+                             V2_TOKEN_WEIGHT=weights[0], V2_CHAR_WEIGHT=weights[1], V2_RUNS_ONCE=runs_once):
+        for text in texts:
+            assert features_v2(text) == ref_features(text), text
+            assert simhash_v2(text) == ref_simhash_v2(text), text
+            with mock.patch.object(text_v2, "_BATCH_CHARS", 3):
+                assert simhash_v2(text) == ref_simhash_v2(text), text
+
+
+def test_runs_vote_once():
+    # "aaaaaaa": the character 5-gram "aaaaa" three times in a row votes once.
+    assert features_v2("aaaaaaa") == ["aaaaaaa", "aaaaa"]
+    # Repeats that are not in a row all vote: only the token shingle's run is one vote.
+    assert features_v2("ab ab ab ab ab") == ["ab ab ab"] + ["ab ab", "b ab ", " ab a"] * 3 + ["ab ab"]
+    assert features_v2("x " + "0" * 10) == ["x 0000000000", "x 000", " 0000", "00000"]
+
+
+def test_scripts_without_spaces_are_character_shingles():
+    assert tokenize_v2("近似重复") == ["近", "似", "重", "复"]
+    assert tokenize_v2("ภาษาไทย") == ["ภ", "า", "ษ", "า", "ไ", "ท", "ย"]
+    # Two changed words in a Chinese paragraph leave it near (version 1: 33 bits).
+    paragraph = "近似重复检测是信息检索中的一个重要问题，它可以帮助搜索引擎删除重复的网页，节省存储空间并提高搜索质量。"
+    edited = paragraph.replace("重要", "关键").replace("删除", "去掉")
+    assert distance(simhash_v2(paragraph), simhash_v2(edited)) < distance(simhash(paragraph), simhash(edited))
+
+
+def test_bytes_are_read_as_utf8():
+    assert tokenize_v2("École".encode()) == [b"ecole"]
+    # An ill-formed sequence separates tokens, whatever its length.
+    assert tokenize_v2(b"ab\xffcd\xe6\x97e\xed\xa0\x80f\xf0\x9f\x98") == [b"ab", b"cd", b"e", b"f"]
+    assert simhash_v2(bytearray(b"x y z")) == simhash_v2("x y z")
+    with pytest.raises(UnicodeEncodeError):
+        simhash_v2("\ud800")
+    with pytest.raises(TypeError):
+        simhash_v2(42)
