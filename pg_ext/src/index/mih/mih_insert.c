@@ -1,16 +1,21 @@
 /*
  * mih_insert.c — inserts into simhash_mih: appended to the pending list under
- * the metapage's lock, sorted into a new run set when the list is full,
- * merged in the same sort with the run sets the merge policy picks; retired
- * pages recycled by an insert that finds the metapage pinned by no one else.
+ * the metapage's lock; a full list is sealed and sorted into a new run set
+ * with the metapage unlocked (one flusher at a time), merged in the same sort
+ * with the run sets the merge policy picks; retired pages recycled by inserts
+ * once no snapshot can have read them, or when no one else pins the
+ * metapage (mih.h).
  */
 #include "index/mih/mih_sort.h"
 
 #include "access/generic_xlog.h"
+#include "access/transam.h"
+#include "storage/lmgr.h"
+#include "utils/snapmgr.h"
 
 /*
  * The merge policy, size-tiered (as Lucene's TieredMergePolicy): which run
- * sets a flush merges with the pending rows, in one sort; returns how many,
+ * sets a flush merges with the `flushed` rows (the sealed chain), in one sort; returns how many,
  * marked in `chosen`.  The largest set is the base.  Once the other sets and
  * the pending rows hold 1 / MIH_FOLD_SHARE of the base's rows, everything is
  * merged (the base grows by that share at least each time, so each row is
@@ -25,14 +30,14 @@
 StaticAssertDecl(MIH_SET_CAP >= 2 && MIH_SET_CAP < MIH_MAX_SETS, "the merge policy's cap");
 
 static int
-mih_pick_merge(const MihMeta *meta, bool *chosen)
+mih_pick_merge(const MihMeta *meta, int64 flushed, bool *chosen)
 {
 	int			order[MIH_MAX_SETS];
 	int			norder = 0;
 	int			base = 0;
 	int			count = 0;
-	int64		rest = meta->pending_count;
-	int64		merged = meta->pending_count;
+	int64		rest = flushed;
+	int64		merged = flushed;
 
 	memset(chosen, 0, MIH_MAX_SETS * sizeof(bool));
 	if (meta->nsets == 0)
@@ -75,59 +80,57 @@ mih_pick_merge(const MihMeta *meta, bool *chosen)
 }
 
 /*
- * Sorts the pending list, with the run sets the merge policy picks, into a
- * new run set.  The caller holds the metapage exclusively, so no insert runs
- * meanwhile; scans go on reading the old pending pages and sets, which are
- * retired, not reused (mih.h).  Each merged set and the pending chain take
- * an entry of the retired list: while it lacks room (no insert found the
- * metapage unpinned to recycle it yet) the flush merges nothing, and while
- * it lacks room even for the chain, or every set is taken, it waits (the
- * pending list grows) — neither happens while recycling keeps up.
+ * Seals the pending list for a flush, under the metapage's exclusive lock:
+ * the sealed chain takes its place among what scans read, and a new pending
+ * list starts.  A sealed chain already there (its flusher failed: the flush
+ * lock is free) is taken over.  False when there is nothing to flush.
  */
-static void
-mih_flush_pending(Relation index, Buffer meta_buffer)
+static bool
+mih_seal(Relation index, Buffer meta_buffer)
 {
 	MihMeta    *meta = mih_meta_of(BufferGetPage(meta_buffer));
-	MihCollect	collect = {NULL, 0};
-	SimhashBlocks blocks;
-	MihRunSet	set;
-	MihRetired	chain = {false};
 	GenericXLogState *state;
-	bool		chosen[MIH_MAX_SETS];
-	int			nchosen = mih_pick_merge(meta, chosen);
-	int64		rows = meta->pending_count;
-	int			kept = 0;
 
-	if (meta->nretired + 1 + nchosen > MIH_MAX_RETIRED)
-	{
-		memset(chosen, 0, sizeof(chosen));
-		nchosen = 0;
-	}
-	if (meta->nretired + 1 > MIH_MAX_RETIRED || meta->nsets - nchosen + 1 > MIH_MAX_SETS)
-		return;
-	simhash_blocks_init(&blocks, meta->ntables);
-	for (int s = 0; s < meta->nsets; s++)
-		if (chosen[s])
-			rows += meta->sets[s].nentries;
-	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert (spilling past it). */
-	collect.sorter = mih_sorter_begin(meta->ntables, (Size) work_mem * 1024, NULL, -1, (double) rows);
-	collect.mask = blocks.mask[0];
-	mih_visit_chain(index, meta->pending_head, meta->pending_count, mih_collect_pending, &collect);
-	for (int s = 0; s < meta->nsets; s++)
-		if (chosen[s])
-			mih_visit_run(index, &meta->sets[s], 0, false, mih_collect_run, &collect);
-	set = mih_sorter_write_set(collect.sorter, index, true, (Size) work_mem * 1024);
-	mih_sorter_end(collect.sorter, NULL);
-	chain.chain_head = meta->pending_head;
-
+	if (meta->sealed_count > 0)
+		return true;
+	if (meta->pending_count < mih_pending_limit || meta->pending_head == InvalidBlockNumber)
+		return false;
 	state = GenericXLogStart(index);
 	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	meta->sealed_head = meta->pending_head;
+	meta->sealed_count = meta->pending_count;
+	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
+	meta->pending_count = 0;
+	GenericXLogFinish(state);
+	return true;
+}
+
+/*
+ * Puts the new run set in place of the merged sets and the sealed chain,
+ * which are retired, under the metapage's exclusive lock.  Only a flusher
+ * changes the run sets, and it holds MIH_FLUSH_LOCK: the sets chosen when
+ * the flush began are where they were (the generation says so).
+ */
+static void
+mih_publish(Relation index, Buffer meta_buffer, uint32 generation, const bool *chosen,
+			const MihRunSet *set)
+{
+	GenericXLogState *state = GenericXLogStart(index);
+	MihMeta    *meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	MihRetired	chain = {false};
+	int64		merged = 0;
+	int			kept = 0;
+
+	if (meta->generation != generation)
+		elog(ERROR, "simhash_mih: the run sets of index \"%s\" changed during a flush",
+			 RelationGetRelationName(index));
 	for (int s = 0; s < meta->nsets; s++)
 	{
 		if (chosen[s])
 		{
 			MihRetired	old = {true, meta->sets[s], InvalidBlockNumber};
 
+			merged += meta->sets[s].nentries;
 			mih_meta_retire(meta, &old);
 			continue;
 		}
@@ -136,43 +139,134 @@ mih_flush_pending(Relation index, Buffer meta_buffer)
 		kept++;
 	}
 	meta->nsets = kept;
-	mih_meta_add_set(meta, &set);
+	mih_meta_add_set(meta, set);
+	chain.chain_head = meta->sealed_head;
 	mih_meta_retire(meta, &chain);
-	if (nchosen > 0)
+	meta->sealed_head = InvalidBlockNumber;
+	meta->sealed_count = 0;
+	if (merged > 0)
 	{
 		meta->nmerges++;
-		meta->merged_rows += rows - meta->pending_count;	/* the chosen sets' rows */
+		meta->merged_rows += merged;
 	}
 	meta->nflushes++;
-	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
-	meta->pending_count = 0;
 	GenericXLogFinish(state);
 }
 
 /*
- * The metapage, locked exclusively.  While it lists retired entries (read
- * unlocked: a hint, checked under the lock), first tries for it with no
- * other backend pinning it (one try, no wait): then no reader can reach the
- * retired pages (mih.h), whose list is taken out here, returned in
- * `retired`, for the caller to free once done with the metapage.
+ * Flushes the pending list, if no other backend is flushing: seals it, then
+ * sorts the sealed chain with the run sets the merge policy picks into a new
+ * run set, with the metapage unlocked (inserts and scans go on; scans read
+ * the sealed chain and the old sets meanwhile), then publishes the set.
+ * Each merged set and the sealed chain take an entry of the retired list:
+ * while it lacks room (recycling waits for old snapshots) the flush merges
+ * nothing, and while it lacks room even for the chain, or every set is
+ * taken, the chain stays sealed for a later flush — neither happens while
+ * recycling keeps up.
  */
-static int
-mih_lock_meta(Relation index, Buffer meta_buffer, MihRetired *retired)
+static void
+mih_flush(Relation index)
 {
-	if (mih_meta_of(BufferGetPage(meta_buffer))->nretired > 0 &&
-		ConditionalLockBufferForCleanup(meta_buffer))
-	{
-		mih_check_meta(index, mih_meta_of(BufferGetPage(meta_buffer)));
-		return mih_take_retired(index, meta_buffer, retired);
-	}
+	Buffer		meta_buffer;
+	MihMeta		meta;
+	MihCollect	collect = {NULL, 0};
+	SimhashBlocks blocks;
+	MihRunSet	set;
+	bool		chosen[MIH_MAX_SETS];
+	int			nchosen;
+	int64		rows;
+
+	if (!ConditionalLockPage(index, MIH_FLUSH_LOCK, ExclusiveLock))
+		return;					/* another backend flushes; these rows wait for the next flush */
+	meta_buffer = ReadBuffer(index, 0);
 	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
 	mih_check_meta(index, mih_meta_of(BufferGetPage(meta_buffer)));
-	return 0;
+	if (!mih_seal(index, meta_buffer))
+	{
+		UnlockReleaseBuffer(meta_buffer);
+		UnlockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
+		return;
+	}
+	meta = *mih_meta_of(BufferGetPage(meta_buffer));
+	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
+
+	nchosen = mih_pick_merge(&meta, meta.sealed_count, chosen);
+	if (meta.nretired + 1 + nchosen > MIH_MAX_RETIRED)
+	{
+		memset(chosen, 0, sizeof(chosen));
+		nchosen = 0;
+	}
+	if (meta.nretired + 1 > MIH_MAX_RETIRED || meta.nsets - nchosen + 1 > MIH_MAX_SETS)
+	{
+		ReleaseBuffer(meta_buffer);
+		UnlockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
+		return;
+	}
+	rows = meta.sealed_count;
+	for (int s = 0; s < meta.nsets; s++)
+		if (chosen[s])
+			rows += meta.sets[s].nentries;
+	simhash_blocks_init(&blocks, meta.ntables);
+	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert (spilling past it). */
+	collect.sorter = mih_sorter_begin(meta.ntables, (Size) work_mem * 1024, NULL, -1, (double) rows);
+	collect.mask = blocks.mask[0];
+	mih_visit_chain(index, meta.sealed_head, meta.sealed_count, mih_collect_pending, &collect);
+	for (int s = 0; s < meta.nsets; s++)
+		if (chosen[s])
+			mih_visit_run(index, &meta.sets[s], 0, false, mih_collect_run, &collect);
+	set = mih_sorter_write_set(collect.sorter, index, true, (Size) work_mem * 1024);
+	mih_sorter_end(collect.sorter, NULL);
+
+	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
+	mih_publish(index, meta_buffer, meta.generation, chosen, &set);
+	UnlockReleaseBuffer(meta_buffer);
+	UnlockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
+}
+
+/*
+ * Recycles retired entries, unless VACUUM's bulk delete, which reads the run
+ * sets without a snapshot, or another recycler holds MIH_VACUUM_LOCK: all of
+ * them when no other backend pins the metapage (no reader on this server
+ * can reach them: each pins it while it reads), else those no running
+ * snapshot can have read (mih.h).  The metapage is pinned once, unlocked.
+ */
+static void
+mih_recycle(Relation index, Buffer meta_buffer)
+{
+	MihRetired	retired[MIH_MAX_RETIRED];
+	int			nretired;
+	int			ntables;
+	bool		alone;
+
+	if (!ConditionalLockPage(index, MIH_VACUUM_LOCK, ExclusiveLock))
+		return;
+	alone = ConditionalLockBufferForCleanup(meta_buffer);
+	if (!alone)
+		LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
+	ntables = mih_meta_of(BufferGetPage(meta_buffer))->ntables;
+	nretired = mih_take_retired(index, meta_buffer, !alone, retired);
+	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
+	mih_free_retired(index, retired, nretired, ntables);
+	UnlockPage(index, MIH_VACUUM_LOCK, ExclusiveLock);
+}
+
+/*
+ * Whether to try recycling (the metapage locked): the oldest retired entry
+ * is past every snapshot, or the list is half full (a long snapshot holds
+ * the horizon back: then only a moment with no other pin frees it).
+ */
+static bool
+mih_should_recycle(const MihMeta *meta)
+{
+	return meta->nretired > 0 &&
+		(meta->nretired >= MIH_MAX_RETIRED / 2 ||
+		 GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid[0])));
 }
 
 /*
  * Appends (fp, tid) to the pending list.  The metapage's exclusive lock
- * orders inserts; the pages are WAL-logged together.
+ * orders appends (a few microseconds each); the pages are WAL-logged
+ * together.  Then, with the metapage unlocked: recycling, a flush.
  */
 bool
 mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
@@ -187,17 +281,16 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	MihPendingPage *tail = NULL;
 	MihScope	scope;
 	uint64		fp;
-	MihRetired	retired[MIH_MAX_RETIRED];
-	int			nretired;
-	int			ntables;
+	bool		recycle;
+	bool		flush;
 
 	mih_scope_init(&scope, index);
 	if (!mih_fold(&scope, values, isnull, &fp))
 		return false;
 	meta_buffer = ReadBuffer(index, 0);
-	nretired = mih_lock_meta(index, meta_buffer, retired);
+	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
 	meta = mih_meta_of(BufferGetPage(meta_buffer));
-	ntables = meta->ntables;
+	mih_check_meta(index, meta);
 	if (meta->pending_tail != InvalidBlockNumber)
 	{
 		tail_buffer = mih_read_page(index, meta->pending_tail, MIH_PAGE_PENDING, BUFFER_LOCK_EXCLUSIVE);
@@ -237,9 +330,14 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		UnlockReleaseBuffer(new_buffer);
 	if (BufferIsValid(tail_buffer))
 		UnlockReleaseBuffer(tail_buffer);
-	if (mih_meta_of(BufferGetPage(meta_buffer))->pending_count >= mih_pending_limit)
-		mih_flush_pending(index, meta_buffer);
-	UnlockReleaseBuffer(meta_buffer);
-	mih_free_retired(index, retired, nretired, ntables);
+	meta = mih_meta_of(BufferGetPage(meta_buffer));
+	recycle = mih_should_recycle(meta);
+	flush = meta->pending_count >= mih_pending_limit;
+	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
+	if (recycle)
+		mih_recycle(index, meta_buffer);
+	ReleaseBuffer(meta_buffer);
+	if (flush)
+		mih_flush(index);
 	return false;
 }
