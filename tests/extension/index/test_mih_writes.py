@@ -15,12 +15,10 @@ import pytest
 
 from toolbox import MIH, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
-from toolbox.mih_pages import SET_CAP
+from toolbox.mih_merges import mih_stats, wait_for_merges
+from toolbox.mih_pages import MAX_SETS
 from toolbox.workers import run_together
 
-STATS_COLUMNS = ("pending_rows", "sealed_rows", "run_sets", "set_rows", "retired", "recycled", "flushes", "merges",
-                 "merged_rows")
-STATS = f"SELECT {', '.join(STATS_COLUMNS)} FROM simhash_mih_stats('docs_fp')"
 PENDING_LIMIT = 128
 WRITERS = 4
 ROWS_PER_WRITER = 10_000
@@ -34,33 +32,39 @@ def load(db: psycopg.Connection, fps: list[int | None]) -> None:
 
 
 def stats(conn: psycopg.Connection) -> dict:
-    return dict(zip(STATS_COLUMNS, conn.execute(STATS).fetchone()))
+    return mih_stats(conn, "docs_fp")
 
 
 def test_stats_follow_flushes_and_merges(db: psycopg.Connection) -> None:
     load(db, [random.Random(1).getrandbits(64) for _ in range(1000)])
     assert stats(db) == {"pending_rows": 0, "sealed_rows": 0, "run_sets": 1, "set_rows": [1000], "retired": 0,
-                         "recycled": 0, "flushes": 0, "merges": 0, "merged_rows": 0}
+                         "recycled": 0, "flushes": 0, "merges": 0, "merged_rows": 0, "merging_sets": 0}
+    # merges in the inserting backend, one after each flush that makes one due (no worker: a
+    # deterministic order)
+    db.execute("SET simhash.mih_background_merges = off")
     db.execute("SET simhash.mih_pending_limit = 100")
     db.execute("INSERT INTO docs SELECT 1000 + g, hashint8extended(g, 7)::simhash64 FROM generate_series(1, 150) g")
     # the base holds 1000 rows, the rest 100: too few to fold, no other set to merge;
     # the flushed pending chain is retired, kept while the inserting transaction could read it
     assert stats(db) == {"pending_rows": 50, "sealed_rows": 0, "run_sets": 2, "set_rows": [1000, 100],
-                         "retired": 1, "recycled": 0, "flushes": 1, "merges": 0, "merged_rows": 0}
+                         "retired": 1, "recycled": 0, "flushes": 1, "merges": 0, "merged_rows": 0,
+                         "merging_sets": 0}
     db.execute("INSERT INTO docs SELECT 2000 + g, hashint8extended(g, 8)::simhash64 FROM generate_series(1, 50) g")
-    # 100 pending rows merged with the set of 100 (no larger than them): one set of 200; the merged
-    # set and the chain retired beside the first chain, which a transaction that began before the
-    # first flush's transaction ended (this one) may still read
+    # the new set of 100 merged with the other one of 100 (no larger): one set of 200, both
+    # rewritten; the two merged sets and the second chain retired beside the first chain, which a
+    # transaction that began before the first flush's transaction ended (this one) may still read
     now = stats(db)
-    assert (now["run_sets"], now["set_rows"], now["merges"], now["merged_rows"]) == (2, [1000, 200], 1, 100)
-    assert (now["retired"], now["recycled"]) == (3, 0)
+    assert (now["run_sets"], now["set_rows"], now["merges"], now["merged_rows"]) == (2, [1000, 200], 1, 200)
+    assert (now["retired"], now["recycled"]) == (4, 0)
     db.execute("INSERT INTO docs SELECT 3000 + g, hashint8extended(g, 9)::simhash64 FROM generate_series(1, 300) g")
-    # flushes: [1000, 200, 100] (200 > 100 pending rows), [1000, 400] (100 and 200 merged),
-    # then 500 rows beside the base's 1000, half of it: folded into one set
+    # flushes: [1000, 200, 100] (200 > 100: no merge), [1000, 200, 100, 100] merged to [1000, 400]
+    # (100, 100, then 200: each no larger than what is taken), then [1000, 400, 100]: 500 rows
+    # beside the base's 1000, half of it, folded into one set
     now = stats(db)
     assert (now["run_sets"], now["set_rows"], now["pending_rows"], now["merges"]) == (1, [1500], 0, 3)
+    assert now["merged_rows"] == 200 + 400 + 1500
     # the first insert of this transaction recycled what no snapshot could read any more
-    assert now["recycled"] >= 1 and now["retired"] < 3 + 2 + 2 + 3
+    assert now["recycled"] >= 1 and now["retired"] < 4 + 1 + 4 + 4
     db.execute("SELECT simhash_mih_check('docs_fp')")
 
 
@@ -78,6 +82,7 @@ def test_recycling_waits_for_older_snapshots_then_an_insert_recycles(db: psycopg
     reader.execute("SET LOCAL enable_seqscan = off")
     centre = fps[7]
     before = ids(reader, centre, 8)
+    db.execute("SET simhash.mih_background_merges = off")  # every retirement made by these inserts
     db.execute("SET simhash.mih_pending_limit = 64")
     # five flushes retire fewer entries than half the list holds (past that, an insert that
     # finds no other pin on the metapage recycles whatever the horizon says)
@@ -190,7 +195,11 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
          lambda stop: sample_stats(conninfo, stop, samples)])
     assert not errors
     assert compared and samples
-    assert max(s["run_sets"] for s in samples) <= SET_CAP
+    # merges run beside the flushes (a worker, or a writer once the sets no merge claims reach
+    # twice the cap): more sets while they catch up (a flush never goes past the metapage's
+    # room: the pending bound below says flushes went on), the cap once they have
+    assert max(s["run_sets"] for s in samples) <= MAX_SETS
+    wait_for_merges(db, "docs_fp")
     # a flush off the lock: rows go on arriving while one runs, the next flush takes them
     assert max(s["pending_rows"] + s["sealed_rows"] for s in samples) < 20 * PENDING_LIMIT
     final = stats(db)
@@ -217,6 +226,14 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
     assert size <= 3 * db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
 
 
+def fail_for_temp_file_limit(db: psycopg.Connection, sql: str) -> None:
+    """Runs sql, whose flush or merge spills, under a temp_file_limit it exceeds: the ERROR."""
+    db.execute("SET temp_file_limit = '64kB'")
+    error = error_of(db, sql)
+    assert error.sqlstate == "53400" and "temp_file_limit" in str(error)
+    db.execute("RESET temp_file_limit")
+
+
 def test_a_failed_flush_leaves_a_sealed_list_scans_read_and_the_next_flush_takes_over(db: psycopg.Connection) -> None:
     """A flush that fails midway (here: its sort's spill exceeds
     temp_file_limit) rolls back its transaction, not the sealed pending list:
@@ -228,10 +245,7 @@ def test_a_failed_flush_leaves_a_sealed_list_scans_read_and_the_next_flush_takes
     db.execute("INSERT INTO docs SELECT 1000 + g, hashint8extended(g, 11)::simhash64 FROM generate_series(1, 19999) g")
     assert (stats(db)["pending_rows"], stats(db)["flushes"]) == (19999, 0)
     db.execute("SET work_mem = '64kB'")
-    db.execute("SET temp_file_limit = '64kB'")
-    error = error_of(db, "INSERT INTO docs VALUES (30000, '5'::simhash64)")
-    assert error.sqlstate == "53400" and "temp_file_limit" in str(error)
-    db.execute("RESET temp_file_limit")
+    fail_for_temp_file_limit(db, "INSERT INTO docs VALUES (30000, '5'::simhash64)")
     sealed = stats(db)
     assert (sealed["sealed_rows"], sealed["pending_rows"], sealed["flushes"]) == (20000, 0, 0)
     db.execute("SELECT simhash_mih_check('docs_fp', true)")
@@ -248,3 +262,29 @@ def test_a_failed_flush_leaves_a_sealed_list_scans_read_and_the_next_flush_takes
     db.execute("SELECT simhash_mih_check('docs_fp', true)")
     for centre in centres:
         assert ids_of_plan(db, centre, 8, index=True) == ids_of_plan(db, centre, 8, index=False)
+
+
+def test_a_failed_merge_leaves_claims_the_next_merge_drops(db: psycopg.Connection) -> None:
+    """A merge that fails midway (its sort's spill exceeds temp_file_limit)
+    leaves its claims in the metapage and its sets in place: answers stay
+    exact, and the next flush's merge drops the claims and merges."""
+    rng = random.Random(8)
+    fps = [rng.getrandbits(64) for _ in range(40_000)]
+    load(db, fps)
+    db.execute("SET simhash.mih_background_merges = off")
+    db.execute("SET simhash.mih_pending_limit = 20000")
+    db.execute("SET maintenance_work_mem = '1MB'")  # the fold of 60,000 rows spills; the flush does not
+    db.execute("INSERT INTO docs SELECT 100000 + g, hashint8extended(g, 12)::simhash64 FROM generate_series(1, 19999) g")
+    fail_for_temp_file_limit(db, "INSERT INTO docs VALUES (200000, '9'::simhash64)")
+    failed = stats(db)
+    assert (failed["run_sets"], failed["set_rows"], failed["merging_sets"], failed["merges"]) == (2, [40000, 20000], 2, 0)
+    centres = [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(8)]
+    for centre in centres:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
+    db.execute("SET simhash.mih_pending_limit = 1")
+    db.execute("INSERT INTO docs VALUES (200001, '10'::simhash64)")
+    now = stats(db)
+    assert (now["run_sets"], now["set_rows"], now["merging_sets"], now["merges"]) == (1, [60001], 0, 1)
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in centres:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)

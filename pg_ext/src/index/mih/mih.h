@@ -17,11 +17,11 @@
  *   pages that every scan reads whole.  When it reaches
  *   simhash.mih_pending_limit rows, an inserting backend seals it (the
  *   metapage names it as the sealed chain, a new pending list starts) and
- *   sorts it into a new run set with the metapage unlocked, merging into it,
- *   in the same sort, the run sets the merge policy picks (mih_insert.c:
- *   size-tiered, at most MIH_SET_CAP sets after any flush); scans read the
- *   sealed chain meanwhile, and the new set replaces it and the merged sets
- *   under a brief lock.  One flush at a time: the flusher holds the
+ *   sorts it into a new run set with the metapage unlocked; scans read the
+ *   sealed chain meanwhile, and the new set replaces it under a brief lock.
+ *   Merges of run sets run apart (mih_merge.c: size-tiered, claimed sets
+ *   sorted unlocked, in a background worker), so a query probes about
+ *   MIH_SET_CAP sets.  One flush at a time: the flusher holds the
  *   heavyweight lock MIH_FLUSH_LOCK (inserts only try for it), which an
  *   ERROR or crash releases; the next flusher takes over a sealed chain it
  *   finds.  VACUUM only takes dead entries out.
@@ -81,11 +81,11 @@
 #define MIH_MAX_SETS 16
 #define MIH_MAX_RETIRED 32
 /*
- * The merge policy (mih_insert.c).  At most MIH_SET_CAP run sets after a
- * flush: a query probes each set with the whole plan, so its probes are at
- * most MIH_SET_CAP times one set's.  The largest set (the base) is folded
- * into a flush once the other sets and the pending rows hold 1 /
- * MIH_FOLD_SHARE of its rows.
+ * The merge policy (mih_merge.c).  About MIH_SET_CAP run sets once merges
+ * catch up (more while a merge runs, up to MIH_MAX_SETS): a query probes
+ * each set with the whole plan, so its probes are about MIH_SET_CAP times
+ * one set's.  The largest set (the base) is folded once the others hold
+ * 1 / MIH_FOLD_SHARE of its rows.
  */
 #define MIH_SET_CAP 4
 #define MIH_FOLD_SHARE 2
@@ -96,6 +96,9 @@
  */
 #define MIH_FLUSH_LOCK ((BlockNumber) 0)
 #define MIH_VACUUM_LOCK ((BlockNumber) 1)
+#define MIH_MERGE_LOCK ((BlockNumber) 2)	/* + the merge slot */
+/* Merges at once (mih_merge.c): a long fold of the base, and the small sets' merges beside it. */
+#define MIH_MERGE_SLOTS 2
 #define MIH_PAGE_DATA (BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
 #define MIH_PENDING_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(ItemPointerData)))
 #define MIH_DIR_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(BlockNumber)))
@@ -166,6 +169,13 @@ typedef struct MihMeta
 	int64		sealed_count;
 	uint64		retired_xid[MIH_MAX_RETIRED];
 	uint64		nrecycles;
+	/*
+	 * Added with merges apart from flushes (zero in an older index): the run
+	 * sets merges are rewriting, by id, with each one's merge slot.
+	 */
+	int32		nclaimed;
+	int32		claimed_slot[MIH_MAX_SETS];
+	uint64		claimed_id[MIH_MAX_SETS];
 } MihMeta;
 
 StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
@@ -353,6 +363,12 @@ extern void mih_check_meta(Relation index, const MihMeta *meta);
 extern void mih_scan_guard(Relation index, uint64 nrecycles);
 extern Buffer mih_pin_meta(Relation index, MihMeta *meta);
 extern MihMeta mih_read_meta(Relation index);
+
+/* mih_merge.c: merges of run sets, apart from flushes */
+extern bool mih_background_merges;
+extern bool mih_merge_due(const MihMeta *meta);
+extern void mih_merge(Relation index, int steps);
+extern void mih_after_flush(Relation index);
 
 /* mih_check.c */
 extern void mih_require_index(Relation index, const char *caller);

@@ -1,8 +1,8 @@
 /*
  * mih_insert.c — inserts into simhash_mih: appended to the pending list under
  * the metapage's lock; a full list is sealed and sorted into a new run set
- * with the metapage unlocked (one flusher at a time), merged in the same sort
- * with the run sets the merge policy picks; retired pages recycled by inserts
+ * with the metapage unlocked (one flusher at a time), after which a merge is
+ * seen to if one is due (mih_merge.c); retired pages recycled by inserts
  * once no snapshot can have read them, or when no one else pins the
  * metapage (mih.h).
  */
@@ -12,72 +12,6 @@
 #include "access/transam.h"
 #include "storage/lmgr.h"
 #include "utils/snapmgr.h"
-
-/*
- * The merge policy, size-tiered (as Lucene's TieredMergePolicy): which run
- * sets a flush merges with the `flushed` rows (the sealed chain), in one sort; returns how many,
- * marked in `chosen`.  The largest set is the base.  Once the other sets and
- * the pending rows hold 1 / MIH_FOLD_SHARE of the base's rows, everything is
- * merged (the base grows by that share at least each time, so each row is
- * rewritten by folds a bounded number of times: (1 + 1/F) / (1/F) per row
- * inserted, 3 with F = 2).  Otherwise the other sets are taken smallest
- * first while each holds no more rows than what is merged so far (similar
- * sizes: a binary counter's merges, log2 rewrites a row), and further
- * whenever stopping would leave more than MIH_SET_CAP sets.  Taking every
- * other set leaves two (the base and the new one), so the base is never
- * taken for the cap: MIH_SET_CAP >= 2.
- */
-StaticAssertDecl(MIH_SET_CAP >= 2 && MIH_SET_CAP < MIH_MAX_SETS, "the merge policy's cap");
-
-static int
-mih_pick_merge(const MihMeta *meta, int64 flushed, bool *chosen)
-{
-	int			order[MIH_MAX_SETS];
-	int			norder = 0;
-	int			base = 0;
-	int			count = 0;
-	int64		rest = flushed;
-	int64		merged = flushed;
-
-	memset(chosen, 0, MIH_MAX_SETS * sizeof(bool));
-	if (meta->nsets == 0)
-		return 0;
-	for (int s = 1; s < meta->nsets; s++)
-		if (meta->sets[s].nentries > meta->sets[base].nentries)
-			base = s;
-	for (int s = 0; s < meta->nsets; s++)
-		if (s != base)
-		{
-			int			at = norder++;
-
-			rest += meta->sets[s].nentries;
-			/* insertion sort by rows, at most MIH_MAX_SETS of them */
-			while (at > 0 && meta->sets[order[at - 1]].nentries > meta->sets[s].nentries)
-			{
-				order[at] = order[at - 1];
-				at--;
-			}
-			order[at] = s;
-		}
-	if (rest * MIH_FOLD_SHARE >= meta->sets[base].nentries)
-	{
-		for (int s = 0; s < meta->nsets; s++)
-			chosen[s] = true;
-		return meta->nsets;
-	}
-	for (int i = 0; i < norder; i++)
-	{
-		int			s = order[i];
-
-		/* sets left after the flush if it stops here: the others and the new one */
-		if (meta->sets[s].nentries > merged && meta->nsets - count + 1 <= MIH_SET_CAP)
-			break;
-		chosen[s] = true;
-		merged += meta->sets[s].nentries;
-		count++;
-	}
-	return count;
-}
 
 /*
  * Seals the pending list for a flush, under the metapage's exclusive lock:
@@ -106,63 +40,33 @@ mih_seal(Relation index, Buffer meta_buffer)
 }
 
 /*
- * Puts the new run set in place of the merged sets and the sealed chain,
- * which are retired, under the metapage's exclusive lock.  Only a flusher
- * changes the run sets, and it holds MIH_FLUSH_LOCK: the sets chosen when
- * the flush began are where they were (the generation says so).
+ * Puts the new run set in place of the sealed chain, which is retired, under
+ * the metapage's exclusive lock.
  */
 static void
-mih_publish(Relation index, Buffer meta_buffer, uint32 generation, const bool *chosen,
-			const MihRunSet *set)
+mih_publish_flush(Relation index, Buffer meta_buffer, const MihRunSet *set)
 {
 	GenericXLogState *state = GenericXLogStart(index);
 	MihMeta    *meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
 	MihRetired	chain = {false};
-	int64		merged = 0;
-	int			kept = 0;
 
-	if (meta->generation != generation)
-		elog(ERROR, "simhash_mih: the run sets of index \"%s\" changed during a flush",
-			 RelationGetRelationName(index));
-	for (int s = 0; s < meta->nsets; s++)
-	{
-		if (chosen[s])
-		{
-			MihRetired	old = {true, meta->sets[s], InvalidBlockNumber};
-
-			merged += meta->sets[s].nentries;
-			mih_meta_retire(meta, &old);
-			continue;
-		}
-		meta->sets[kept] = meta->sets[s];
-		meta->set_id[kept] = meta->set_id[s];
-		kept++;
-	}
-	meta->nsets = kept;
 	mih_meta_add_set(meta, set);
 	chain.chain_head = meta->sealed_head;
 	mih_meta_retire(meta, &chain);
 	meta->sealed_head = InvalidBlockNumber;
 	meta->sealed_count = 0;
-	if (merged > 0)
-	{
-		meta->nmerges++;
-		meta->merged_rows += merged;
-	}
 	meta->nflushes++;
 	GenericXLogFinish(state);
 }
 
 /*
- * Flushes the pending list, if no other backend is flushing: seals it, then
- * sorts the sealed chain with the run sets the merge policy picks into a new
- * run set, with the metapage unlocked (inserts and scans go on; scans read
- * the sealed chain and the old sets meanwhile), then publishes the set.
- * Each merged set and the sealed chain take an entry of the retired list:
- * while it lacks room (recycling waits for old snapshots) the flush merges
- * nothing, and while it lacks room even for the chain, or every set is
- * taken, the chain stays sealed for a later flush — neither happens while
- * recycling keeps up.
+ * Flushes the pending list, if no other backend is flushing: seals it, sorts
+ * the sealed chain into a new run set with the metapage unlocked (inserts
+ * and scans go on; scans read the sealed chain meanwhile), then publishes
+ * the set, and sees to a merge if one is due (mih_merge.c).  The sealed
+ * chain takes an entry of the retired list, and the set one of the run sets:
+ * while either lacks room (recycling or merges lag), the chain stays sealed
+ * for a later flush.
  */
 static void
 mih_flush(Relation index)
@@ -172,16 +76,16 @@ mih_flush(Relation index)
 	MihCollect	collect = {NULL, 0};
 	SimhashBlocks blocks;
 	MihRunSet	set;
-	bool		chosen[MIH_MAX_SETS];
-	int			nchosen;
-	int64		rows;
 
 	if (!ConditionalLockPage(index, MIH_FLUSH_LOCK, ExclusiveLock))
 		return;					/* another backend flushes; these rows wait for the next flush */
 	meta_buffer = ReadBuffer(index, 0);
 	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
 	mih_check_meta(index, mih_meta_of(BufferGetPage(meta_buffer)));
-	if (!mih_seal(index, meta_buffer))
+	meta = *mih_meta_of(BufferGetPage(meta_buffer));
+	/* merges reserve a retired entry for each set they claim */
+	if (meta.nretired + meta.nclaimed + 1 > MIH_MAX_RETIRED || meta.nsets + 1 > MIH_MAX_SETS ||
+		!mih_seal(index, meta_buffer))
 	{
 		UnlockReleaseBuffer(meta_buffer);
 		UnlockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
@@ -190,37 +94,19 @@ mih_flush(Relation index)
 	meta = *mih_meta_of(BufferGetPage(meta_buffer));
 	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
 
-	nchosen = mih_pick_merge(&meta, meta.sealed_count, chosen);
-	if (meta.nretired + 1 + nchosen > MIH_MAX_RETIRED)
-	{
-		memset(chosen, 0, sizeof(chosen));
-		nchosen = 0;
-	}
-	if (meta.nretired + 1 > MIH_MAX_RETIRED || meta.nsets - nchosen + 1 > MIH_MAX_SETS)
-	{
-		ReleaseBuffer(meta_buffer);
-		UnlockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
-		return;
-	}
-	rows = meta.sealed_count;
-	for (int s = 0; s < meta.nsets; s++)
-		if (chosen[s])
-			rows += meta.sets[s].nentries;
 	simhash_blocks_init(&blocks, meta.ntables);
 	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert (spilling past it). */
-	collect.sorter = mih_sorter_begin(meta.ntables, (Size) work_mem * 1024, NULL, -1, (double) rows);
+	collect.sorter = mih_sorter_begin(meta.ntables, (Size) work_mem * 1024, NULL, -1, (double) meta.sealed_count);
 	collect.mask = blocks.mask[0];
 	mih_visit_chain(index, meta.sealed_head, meta.sealed_count, mih_collect_pending, &collect);
-	for (int s = 0; s < meta.nsets; s++)
-		if (chosen[s])
-			mih_visit_run(index, &meta.sets[s], 0, false, mih_collect_run, &collect);
 	set = mih_sorter_write_set(collect.sorter, index, true, (Size) work_mem * 1024);
 	mih_sorter_end(collect.sorter, NULL);
 
 	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
-	mih_publish(index, meta_buffer, meta.generation, chosen, &set);
+	mih_publish_flush(index, meta_buffer, &set);
 	UnlockReleaseBuffer(meta_buffer);
 	UnlockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
+	mih_after_flush(index);
 }
 
 /*

@@ -665,9 +665,13 @@ mih_check_meta(Relation index, const MihMeta *meta)
 												   RelationGetRelationName(index))));
 	if (meta->ntables < 1 || meta->ntables > MIH_MAX_TABLES || meta->nsets < 0 ||
 		meta->nsets > MIH_MAX_SETS || meta->nretired < 0 || meta->nretired > MIH_MAX_RETIRED ||
-		meta->pending_count < 0 || meta->sealed_count < 0)
+		meta->pending_count < 0 || meta->sealed_count < 0 || meta->nclaimed < 0 ||
+		meta->nclaimed > MIH_MAX_SETS)
 		mih_corrupt(index, 0, "the metapage's counts are out of range (%d runs, %d run sets, %d retired, " INT64_FORMAT " pending)",
 					meta->ntables, meta->nsets, meta->nretired, meta->pending_count);
+	for (int c = 0; c < meta->nclaimed; c++)
+		if (meta->claimed_slot[c] < 0 || meta->claimed_slot[c] >= MIH_MERGE_SLOTS)
+			mih_corrupt(index, 0, "claim %d names merge slot %d", c, meta->claimed_slot[c]);
 	for (int s = 0; s < meta->nsets; s++)
 		if (meta->sets[s].nentries < 0)
 			mih_corrupt(index, 0, "run set %d has a negative entry count", s);

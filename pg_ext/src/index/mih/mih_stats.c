@@ -3,9 +3,9 @@
  * simhash_mih index holds now, read from its metapage alone (no other page):
  * the pending rows every query reads whole (and the sealed ones a flush is
  * sorting), the run sets every query probes and their rows, the retired
- * entries waiting to be recycled and the recyclings done, and the
- * flushes and merges done with the rows merges rewrote (write amplification:
- * merged_rows over the rows inserted).
+ * entries waiting to be recycled and the recyclings done, the flushes and
+ * merges done with the rows merges rewrote (write amplification: merged_rows
+ * over the rows inserted), and the run sets merges are rewriting now.
  */
 #include "index/mih/mih.h"
 
@@ -26,6 +26,7 @@ enum
 	STATS_FLUSHES,
 	STATS_MERGES,
 	STATS_MERGED_ROWS,
+	STATS_MERGING_SETS,
 	STATS_COLUMNS
 };
 
@@ -60,5 +61,6 @@ simhash_mih_stats(PG_FUNCTION_ARGS)
 	values[STATS_FLUSHES] = Int64GetDatum(meta.nflushes);
 	values[STATS_MERGES] = Int64GetDatum(meta.nmerges);
 	values[STATS_MERGED_ROWS] = Int64GetDatum(meta.merged_rows);
+	values[STATS_MERGING_SETS] = Int32GetDatum(meta.nclaimed);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
