@@ -454,6 +454,7 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
             lambda a: Sql("INSERT INTO pg_temp.hostile_mih_scoped VALUES (") + join(a) + Sql(")")),
     ),
     "function simhash_mih_check(regclass,boolean)": function("simhash_mih_check", index_relations, bools),
+    "function simhash_mih_stats(regclass)": function("simhash_mih_stats", index_relations),
     # concurrent dedupe: advisory locks (texts include NULL, the scope-less case)
     "function simhash_lock_near(simhash64,integer,text)": function("simhash_lock_near", fingerprints, int4s, texts),
     "function simhash_lock_near_batch(simhash64[],integer,text)":

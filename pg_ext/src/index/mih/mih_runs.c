@@ -8,6 +8,7 @@
 #include "index/mih/mih_page.h"
 
 #include "access/generic_xlog.h"
+#include "access/transam.h"
 #include "access/xloginsert.h"
 #include "storage/buffile.h"
 #include "storage/indexfsm.h"
@@ -17,8 +18,28 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
-/* The one form of every corruption report: SQLSTATE XX002, the index, the block. */
+/*
+ * The index a scan of this backend is reading, with the recycling count it
+ * started from (mih_scan.c): a page that looks corrupted to that scan may
+ * have been recycled under it (on a hot standby), which is not corruption.
+ */
+static Oid	scan_guard_index = InvalidOid;
+static uint64 scan_guard_recycles;
+
+void
+mih_scan_guard(Relation index, uint64 nrecycles)
+{
+	scan_guard_index = index ? RelationGetRelid(index) : InvalidOid;
+	scan_guard_recycles = nrecycles;
+}
+
+/*
+ * The one form of every corruption report: SQLSTATE XX002, the index, the
+ * block; or, for a scan whose pages were recycled meanwhile, a retryable
+ * serialization failure.
+ */
 void
 mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...)
 {
@@ -28,6 +49,16 @@ mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...)
 	va_start(args, fmt);
 	vsnprintf(what, sizeof(what), fmt, args);
 	va_end(args);
+	if (OidIsValid(scan_guard_index) && scan_guard_index == RelationGetRelid(index))
+	{
+		scan_guard_index = InvalidOid;	/* once: the read below may fail too */
+		if (mih_recycles_now(index) != scan_guard_recycles)
+			ereport(ERROR,
+					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					errmsg("could not finish a scan of simhash_mih index \"%s\": block %u was recycled meanwhile",
+						   RelationGetRelationName(index), blkno),
+					errhint("Retry the query.  On a hot standby, recycling follows the primary's flushes."));
+	}
 	ereport(ERROR,
 			errcode(ERRCODE_INDEX_CORRUPTED),
 			errmsg("simhash_mih index \"%s\" is corrupted: block %u: %s",
@@ -503,7 +534,7 @@ mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 	meta->version = MIH_VERSION;
 	meta->ntables = ntables;
 	meta->nscope = nscope;
-	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
+	meta->pending_head = meta->pending_tail = meta->sealed_head = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihMeta);
 	MarkBufferDirty(buffer);
 	if (fork == INIT_FORKNUM || RelationNeedsWAL(index))
@@ -512,22 +543,105 @@ mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 	UnlockReleaseBuffer(buffer);
 }
 
-/* Adds a run set to the metapage, which the caller holds exclusively. */
+/* Adds a run set to the metapage, which the caller holds exclusively, under a new id. */
 void
 mih_meta_add_set(MihMeta *meta, const MihRunSet *set)
 {
 	Assert(meta->nsets < MIH_MAX_SETS);
+	meta->set_id[meta->nsets] = ++meta->last_set_id;
 	meta->sets[meta->nsets++] = *set;
 	meta->generation++;
 }
 
+/*
+ * Lists what a flush took out of use, with the next transaction id of now:
+ * a snapshot that may have read the old layout is older than it.
+ */
 bool
 mih_meta_retire(MihMeta *meta, const MihRetired *what)
 {
 	if (meta->nretired >= MIH_MAX_RETIRED)
 		return false;			/* leaked until the next REINDEX; never unsafe */
+	meta->retired_xid[meta->nretired] = U64FromFullTransactionId(ReadNextFullTransactionId());
 	meta->retired[meta->nretired++] = *what;
 	return true;
+}
+
+/*
+ * Takes retired entries out of the metapage (WAL-logged, with the recycling
+ * count bumped: a scan that no horizon protects sees it change), for the
+ * caller to free once done with the metapage, which it holds exclusively.
+ * `by_horizon`: only the entries no running snapshot can have read (mih.h;
+ * the caller holds MIH_VACUUM_LOCK); otherwise all, and the caller waits
+ * until no other backend pins the metapage before freeing (VACUUM).
+ * Returns how many entries `retired` (room for MIH_MAX_RETIRED) received.
+ */
+int
+mih_take_retired(Relation index, Buffer meta_buffer, bool by_horizon, MihRetired *retired)
+{
+	MihMeta    *meta = mih_meta_of(BufferGetPage(meta_buffer));
+	bool		take[MIH_MAX_RETIRED];
+	int			ntaken = 0;
+	int			kept = 0;
+	GenericXLogState *state;
+
+	for (int i = 0; i < meta->nretired; i++)
+	{
+		take[i] = !by_horizon ||
+			GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid[i]));
+		if (take[i])
+			retired[ntaken++] = meta->retired[i];
+	}
+	if (ntaken == 0)
+		return 0;
+	state = GenericXLogStart(index);
+	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	for (int i = 0; i < meta->nretired; i++)
+		if (!take[i])
+		{
+			meta->retired[kept] = meta->retired[i];
+			meta->retired_xid[kept] = meta->retired_xid[i];
+			kept++;
+		}
+	meta->nretired = kept;
+	meta->nrecycles++;
+	GenericXLogFinish(state);
+	return ntaken;
+}
+
+/* Marks a page deleted (WAL-logged) and gives it to the free space map. */
+static void
+mih_free_page(Relation index, BlockNumber blkno, void *arg)
+{
+	Buffer		buffer = ReadBuffer(index, blkno);
+	GenericXLogState *state;
+
+	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	mih_head_of(GenericXLogRegisterBuffer(state, buffer, 0))->kind = MIH_PAGE_DELETED;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buffer);
+	RecordFreeIndexPage(index, blkno);
+}
+
+/*
+ * Frees the pages of retired entries taken out of the metapage
+ * (mih_take_retired) once no reader can reach them.  A crash before the end
+ * leaks the rest until REINDEX: never unsafe.
+ */
+void
+mih_free_retired(Relation index, const MihRetired *retired, int nretired, int ntables)
+{
+	for (int i = 0; i < nretired; i++)
+	{
+		if (retired[i].is_set)
+			for (int t = 0; t < ntables; t++)
+				mih_visit_run(index, &retired[i].set, t, true, mih_free_page, NULL);
+		else
+			mih_visit_chain(index, retired[i].chain_head, RelationGetNumberOfBlocks(index), mih_free_page, NULL);
+	}
+	if (nretired > 0)
+		IndexFreeSpaceMapVacuum(index);
 }
 
 /*
@@ -551,9 +665,13 @@ mih_check_meta(Relation index, const MihMeta *meta)
 												   RelationGetRelationName(index))));
 	if (meta->ntables < 1 || meta->ntables > MIH_MAX_TABLES || meta->nsets < 0 ||
 		meta->nsets > MIH_MAX_SETS || meta->nretired < 0 || meta->nretired > MIH_MAX_RETIRED ||
-		meta->pending_count < 0)
+		meta->pending_count < 0 || meta->sealed_count < 0 || meta->nclaimed < 0 ||
+		meta->nclaimed > MIH_MAX_SETS)
 		mih_corrupt(index, 0, "the metapage's counts are out of range (%d runs, %d run sets, %d retired, " INT64_FORMAT " pending)",
 					meta->ntables, meta->nsets, meta->nretired, meta->pending_count);
+	for (int c = 0; c < meta->nclaimed; c++)
+		if (meta->claimed_slot[c] < 0 || meta->claimed_slot[c] >= MIH_MERGE_SLOTS)
+			mih_corrupt(index, 0, "claim %d names merge slot %d", c, meta->claimed_slot[c]);
 	for (int s = 0; s < meta->nsets; s++)
 		if (meta->sets[s].nentries < 0)
 			mih_corrupt(index, 0, "run set %d has a negative entry count", s);
@@ -563,16 +681,28 @@ mih_check_meta(Relation index, const MihMeta *meta)
 					meta->nscope, IndexRelationGetNumberOfKeyAttributes(index) - 1);
 }
 
+/*
+ * The metapage, pinned, and a copy of it, checked: the pages it names stay
+ * unrecycled until the caller releases the pin (mih.h).
+ */
+Buffer
+mih_pin_meta(Relation index, MihMeta *meta)
+{
+	Buffer		buffer = ReadBuffer(index, 0);
+
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	*meta = *mih_meta_of(BufferGetPage(buffer));
+	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+	mih_check_meta(index, meta);	/* an ERROR's pin goes with the resource owner */
+	return buffer;
+}
+
 /* A copy of the metapage, checked. */
 MihMeta
 mih_read_meta(Relation index)
 {
-	Buffer		buffer = ReadBuffer(index, 0);
 	MihMeta		meta;
 
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	meta = *mih_meta_of(BufferGetPage(buffer));
-	UnlockReleaseBuffer(buffer);
-	mih_check_meta(index, &meta);
+	ReleaseBuffer(mih_pin_meta(index, &meta));
 	return meta;
 }

@@ -28,14 +28,26 @@ typedef struct MihScanRun
 	Buffer	   *recent;			/* each page's buffer when last read: pinned without a lookup */
 } MihScanRun;
 
-/* The directories of every run set, for one generation (rd_amcache). */
+/* One run set's directories, in a context of its own, kept while the set lives. */
+typedef struct MihCachedSet
+{
+	uint64		id;				/* the metapage's set_id (0: unknown, never reused) */
+	MemoryContext context;
+	MihScanRun	runs[MIH_MAX_TABLES];
+} MihCachedSet;
+
+/*
+ * The directories of every run set, for one generation (rd_amcache): a
+ * flush or merge changes the generation, and the next scan loads the new
+ * set's directories only, keeping the others' (by set id).
+ */
 typedef struct MihCache
 {
 	MemoryContext context;
 	uint32		generation;
 	int			nsets;
 	SimhashBlocks blocks;
-	MihScanRun	runs[MIH_MAX_SETS][MIH_MAX_TABLES];
+	MihCachedSet *sets[MIH_MAX_SETS];
 } MihCache;
 
 static inline uint32
@@ -62,34 +74,57 @@ mih_load_run(Relation index, const MihRunSet *set, int t, MemoryContext context,
 	}
 }
 
-/* The directories for the layout `meta` describes (the caller pins the metapage). */
+/*
+ * The directories for the layout `meta` describes (the caller pins the
+ * metapage): the cached ones of the sets it still lists, loaded for the new
+ * ones.  Until complete, the old cache and the new one hang under the
+ * query's context, so a corrupted directory frees them both.
+ */
 static MihCache *
 mih_cache(Relation index, const MihMeta *meta)
 {
-	MihCache   *cache = (MihCache *) index->rd_amcache;
+	MihCache   *old = (MihCache *) index->rd_amcache;
+	MihCache   *cache;
+	MemoryContext context;
 
-	if (cache && cache->generation == meta->generation)
-		return cache;
-	if (cache)
-	{
-		MemoryContextDelete(cache->context);
-		index->rd_amcache = NULL;
-	}
-	{
-		/* Under the query's context until complete: a corrupted directory frees it. */
-		MemoryContext context = AllocSetContextCreate(CurrentMemoryContext, "simhash_mih directories",
-													  ALLOCSET_DEFAULT_SIZES);
-
-		cache = MemoryContextAllocZero(context, sizeof(MihCache));
-		cache->context = context;
-	}
+	if (old && old->generation == meta->generation)
+		return old;
+	index->rd_amcache = NULL;
+	if (old)
+		MemoryContextSetParent(old->context, CurrentMemoryContext);
+	context = AllocSetContextCreate(CurrentMemoryContext, "simhash_mih directories", ALLOCSET_SMALL_SIZES);
+	cache = MemoryContextAllocZero(context, sizeof(MihCache));
+	cache->context = context;
 	cache->generation = meta->generation;
 	cache->nsets = meta->nsets;
 	simhash_blocks_init(&cache->blocks, meta->ntables);
 	for (int s = 0; s < meta->nsets; s++)
-		for (int t = 0; t < meta->ntables; t++)
-			mih_load_run(index, &meta->sets[s], t, cache->context, &cache->runs[s][t]);
-	MemoryContextSetParent(cache->context, index->rd_indexcxt);
+	{
+		MihCachedSet *set = NULL;
+
+		for (int o = 0; old && meta->set_id[s] != 0 && o < old->nsets && set == NULL; o++)
+			if (old->sets[o] && old->sets[o]->id == meta->set_id[s])
+			{
+				set = old->sets[o];
+				old->sets[o] = NULL;
+				MemoryContextSetParent(set->context, context);
+			}
+		if (set == NULL)
+		{
+			MemoryContext set_context = AllocSetContextCreate(context, "simhash_mih run set directories",
+															  ALLOCSET_DEFAULT_SIZES);
+
+			set = MemoryContextAllocZero(set_context, sizeof(MihCachedSet));
+			set->id = meta->set_id[s];
+			set->context = set_context;
+			for (int t = 0; t < meta->ntables; t++)
+				mih_load_run(index, &meta->sets[s], t, set_context, &set->runs[t]);
+		}
+		cache->sets[s] = set;
+	}
+	if (old)
+		MemoryContextDelete(old->context);
+	MemoryContextSetParent(context, index->rd_indexcxt);
 	index->rd_amcache = cache;
 	return cache;
 }
@@ -262,7 +297,7 @@ mih_release_held(MihProbe *s)
 static const MihRunView *
 mih_hold_page(MihProbe *s, int t, BlockNumber p)
 {
-	MihScanRun *run = &s->cache->runs[s->set][t];
+	MihScanRun *run = &s->cache->sets[s->set]->runs[t];
 	BlockNumber blkno = run->dir.blkno[p];
 	Buffer		buffer = run->recent[p];
 
@@ -314,7 +349,7 @@ mih_prefetch_page(Relation index, MihScanRun *run, BlockNumber p)
 static void
 mih_probe_range(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uint64 query, int k)
 {
-	MihScanRun *run = &s->cache->runs[s->set][t];
+	MihScanRun *run = &s->cache->sets[s->set]->runs[t];
 	uint64		mask = s->cache->blocks.mask[t];
 
 	for (BlockNumber p = first; p < run->dir.npages; p++)
@@ -424,7 +459,7 @@ static void
 mih_walk_run(MihProbe *s, int t, const uint64 *los, int n, uint64 span, bool exact,
 			 uint64 query, int k)
 {
-	MihScanRun *run = &s->cache->runs[s->set][t];
+	MihScanRun *run = &s->cache->sets[s->set]->runs[t];
 	BlockNumber *first = palloc(sizeof(BlockNumber) * Max(n, 1));
 
 	for (int i = 0; i < n; i++)
@@ -600,6 +635,49 @@ mih_read_keys(IndexScanDesc scan, MihQuery *q)
 	return true;
 }
 
+/* Passes of a scan whose pages were recycled under it before it gives up (a hot standby's). */
+#define MIH_SCAN_PASSES 3
+
+/*
+ * One pass over the layout `meta` names: every run set probed, the sealed
+ * chain and the pending list compared.
+ */
+static void
+mih_scan_layout(MihProbe *s, const MihMeta *meta)
+{
+	for (s->set = 0; s->set < s->cache->nsets; s->set++)
+	{
+		if (s->plan)
+			mih_probe_set(s);
+		else					/* no plan: every entry of the first run, compared */
+		{
+			uint64		everything = 0;
+
+			mih_walk_run(s, 0, &everything, 1, ~UINT64CONST(0), false,
+						 lead_with(s->center, s->cache->blocks.mask[0]), s->k);
+		}
+	}
+	if (meta->sealed_count > 0)	/* an older index has 0, not InvalidBlockNumber, as its head */
+		mih_scan_pending(s, meta->sealed_head, meta->sealed_count);
+	mih_scan_pending(s, meta->pending_head, meta->pending_count);
+}
+
+/*
+ * The metapage's recycling count now.  Read without the content lock: the
+ * caller may hold a lock on another page of the index, and inserts take the
+ * metapage's before a pending page's; an aligned 8-byte read is whole, and a
+ * count read late only makes the caller scan once more.
+ */
+uint64
+mih_recycles_now(Relation index)
+{
+	Buffer		buffer = ReadBuffer(index, 0);
+	uint64		n = ((volatile MihMeta *) mih_meta_of(BufferGetPage(buffer)))->nrecycles;
+
+	ReleaseBuffer(buffer);
+	return n;
+}
+
 int64
 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
@@ -613,39 +691,45 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 
 	if (!mih_read_keys(scan, &query))
 		return 0;
-	/* The pin stays until the scan is done: VACUUM waits for it to recycle. */
-	meta_buffer = ReadBuffer(index, 0);
-	LockBuffer(meta_buffer, BUFFER_LOCK_SHARE);
-	meta = *mih_meta_of(BufferGetPage(meta_buffer));
-	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
-	mih_check_meta(index, &meta);
-
 	memset(&s, 0, sizeof(s));
 	s.index = index;
-	s.cache = mih_cache(index, &meta);
 	s.tbm = tbm;
 	s.query = &query;
 	s.center = query.probe.center;
 	s.k = query.probe.radius;
-	planned = mih_plan(&s.cache->blocks, s.k, &plan);
-	s.plan = planned ? &plan : NULL;
 	s.held.run = -1;
-	if (planned)
-		for (int t = 0; t < s.cache->blocks.nblocks; t++)
-			s.probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
-	for (s.set = 0; s.set < s.cache->nsets; s.set++)
+	/*
+	 * The pin stays until the pass is done, and the query's snapshot holds
+	 * recycling back (mih.h); where neither protects the pass (a hot
+	 * standby), a change of the recycling count means a page it read may
+	 * have been reused: it scans again (the bitmap keeps what it found, a
+	 * superset rechecked at the heap).
+	 */
+	for (int pass = 1;; pass++)
 	{
-		if (planned)
-			mih_probe_set(&s);
-		else					/* no plan: every entry of the first run, compared */
+		meta_buffer = mih_pin_meta(index, &meta);
+		mih_scan_guard(index, meta.nrecycles);
+		s.cache = mih_cache(index, &meta);
+		if (pass == 1)
 		{
-			uint64		everything = 0;
-
-			mih_walk_run(&s, 0, &everything, 1, ~UINT64CONST(0), false,
-						 lead_with(s.center, s.cache->blocks.mask[0]), s.k);
+			planned = mih_plan(&s.cache->blocks, s.k, &plan);
+			s.plan = planned ? &plan : NULL;
+			if (planned)
+				for (int t = 0; t < s.cache->blocks.nblocks; t++)
+					s.probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
 		}
+		s.found = 0;
+		mih_scan_layout(&s, &meta);
+		mih_scan_guard(NULL, 0);
+		ReleaseBuffer(meta_buffer);
+		if (mih_recycles_now(index) == meta.nrecycles)
+			break;
+		if (pass == MIH_SCAN_PASSES)
+			ereport(ERROR,
+					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					errmsg("could not finish a scan of simhash_mih index \"%s\": its pages were recycled %d times meanwhile",
+						   RelationGetRelationName(index), pass),
+					errhint("Retry the query.  On a hot standby, recycling follows the primary's flushes."));
 	}
-	mih_scan_pending(&s, meta.pending_head, meta.pending_count);
-	ReleaseBuffer(meta_buffer);
 	return s.found;
 }

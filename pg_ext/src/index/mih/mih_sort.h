@@ -1,7 +1,7 @@
 /*
  * mih_sort.h — rows sorted into a simhash_mih run set within a memory budget
  * (mih_sort.c): what a build sorts (in each of its processes), and a flush of
- * the pending list, and VACUUM's merge of run sets.
+ * the pending list (with the run sets it merges).
  *
  * Rows are kept in memory, in a chunk of at most budget / 32 bytes rows.  A
  * full chunk is radix-sorted by each run's key in turn, and each order is

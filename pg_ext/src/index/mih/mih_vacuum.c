@@ -1,8 +1,8 @@
 /*
  * mih_vacuum.c — VACUUM of simhash_mih: dead TIDs compacted out of every
  * first-run and pending page (and their fingerprints out of the later runs),
- * run sets merged into one, retired pages recycled once no scan can still
- * read them.
+ * the retired pages inserts left recycled once no scan can still read them.  Run sets are
+ * merged by the flushes (mih_insert.c), not here.
  */
 #include "index/mih/mih_page.h"
 #include "index/mih/mih_sort.h"
@@ -10,6 +10,7 @@
 #include "access/generic_xlog.h"
 #include "commands/vacuum.h"
 #include "storage/indexfsm.h"
+#include "storage/lmgr.h"
 #include "utils/memutils.h"
 
 #include "blocks/radix_sort.h"
@@ -197,8 +198,16 @@ IndexBulkDeleteResult *
 mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			   IndexBulkDeleteCallback callback, void *callback_state)
 {
-	MihMeta		meta = mih_read_meta(info->index);
+	MihMeta		meta;
 	MihVacuum	v;
+	Buffer		meta_buffer;
+
+	/*
+	 * VACUUM reads the run sets without a snapshot to hold recycling back:
+	 * inserts recycle nothing while it holds this lock (mih.h).
+	 */
+	LockPage(info->index, MIH_VACUUM_LOCK, ShareLock);
+	meta_buffer = mih_pin_meta(info->index, &meta);
 
 	memset(&v, 0, sizeof(v));
 	v.callback = callback;
@@ -216,117 +225,39 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		mih_visit_run(info->index, v.set, 0, false, mih_vacuum_run_page, &v);
 		mih_remove_from_later_runs(info->index, &v);
 	}
+	if (meta.sealed_count > 0)
+		mih_visit_chain(info->index, meta.sealed_head, meta.sealed_count, mih_vacuum_pending_page, &v);
 	mih_visit_chain(info->index, meta.pending_head, meta.pending_count, mih_vacuum_pending_page, &v);
 	pfree(v.removed);
+	ReleaseBuffer(meta_buffer);
+	UnlockPage(info->index, MIH_VACUUM_LOCK, ShareLock);
 	return v.stats;
 }
 
 /*
- * Merges every run set into one: the first runs' rows sorted again, within
- * the memory of VACUUM (spilling past it, so a merge is never put off for
- * want of memory).
- */
-static void
-mih_merge_sets(Relation index)
-{
-	MihMeta		meta = mih_read_meta(index);
-	SimhashBlocks blocks;
-	MihRunSet	merged;
-	Buffer		buffer;
-	GenericXLogState *state;
-	MihMeta    *live;
-	int			nmerged = meta.nsets;
-	int64		total = 0;
-	Size		budget = (Size) maintenance_work_mem * 1024;	/* as the removal batches (above) */
-	MihCollect	collect;
-
-	if (meta.nsets < 2 || meta.nretired + meta.nsets > MIH_MAX_RETIRED)
-		return;
-	simhash_blocks_init(&blocks, meta.ntables);
-	for (int s = 0; s < nmerged; s++)
-		total += meta.sets[s].nentries;
-	collect.sorter = mih_sorter_begin(meta.ntables, budget, NULL, -1, (double) total);
-	collect.mask = blocks.mask[0];
-	for (int s = 0; s < nmerged; s++)
-		mih_visit_run(index, &meta.sets[s], 0, false, mih_collect_run, &collect);
-	merged = mih_sorter_write_set(collect.sorter, index, true, budget);
-	mih_sorter_end(collect.sorter, NULL);
-
-	/* Swap: the merged sets were the first nmerged; flushes only append. */
-	buffer = ReadBuffer(index, 0);
-	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(index);
-	live = mih_meta_of(GenericXLogRegisterBuffer(state, buffer, 0));
-	for (int s = 0; s < nmerged; s++)
-	{
-		MihRetired	old = {true, live->sets[s], InvalidBlockNumber};
-
-		mih_meta_retire(live, &old);
-	}
-	memmove(&live->sets[1], &live->sets[nmerged], (live->nsets - nmerged) * sizeof(MihRunSet));
-	live->sets[0] = merged;
-	live->nsets -= nmerged - 1;
-	live->generation++;
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(buffer);
-}
-
-static void
-mih_free_page(Relation index, BlockNumber blkno, void *arg)
-{
-	Buffer		buffer = ReadBuffer(index, blkno);
-	GenericXLogState *state;
-
-	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(index);
-	mih_head_of(GenericXLogRegisterBuffer(state, buffer, 0))->kind = MIH_PAGE_DELETED;
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(buffer);
-	RecordFreeIndexPage(index, blkno);
-}
-
-/*
  * Recycles the retired pages: takes the list out of the metapage, then waits
- * until no scan pins the metapage (any scan that could still read a retired
- * page pinned it before the pages were retired), then frees them.
+ * until no other backend pins the metapage (any scan that could still read a
+ * retired page pinned it before the pages were retired), then frees them.
  */
 static void
 mih_recycle(Relation index)
 {
 	Buffer		buffer = ReadBuffer(index, 0);
-	GenericXLogState *state;
-	MihMeta    *meta;
-	MihRetired *retired;
+	MihRetired	retired[MIH_MAX_RETIRED];
 	int			nretired;
 	int			ntables;
 
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-	meta = mih_meta_of(BufferGetPage(buffer));
-	ntables = meta->ntables;
-	nretired = meta->nretired;
-	if (nretired == 0)
-	{
-		UnlockReleaseBuffer(buffer);
-		return;
-	}
-	retired = palloc(nretired * sizeof(MihRetired));
-	memcpy(retired, meta->retired, nretired * sizeof(MihRetired));
-	state = GenericXLogStart(index);
-	mih_meta_of(GenericXLogRegisterBuffer(state, buffer, 0))->nretired = 0;
-	GenericXLogFinish(state);
+	ntables = mih_meta_of(BufferGetPage(buffer))->ntables;
+	nretired = mih_take_retired(index, buffer, false, retired);
 	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
-	LockBufferForCleanup(buffer);
-	UnlockReleaseBuffer(buffer);
-	for (int i = 0; i < nretired; i++)
+	if (nretired > 0)
 	{
-		if (retired[i].is_set)
-			for (int t = 0; t < ntables; t++)
-				mih_visit_run(index, &retired[i].set, t, true, mih_free_page, NULL);
-		else
-			mih_visit_chain(index, retired[i].chain_head, RelationGetNumberOfBlocks(index), mih_free_page, NULL);
+		LockBufferForCleanup(buffer);
+		LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
 	}
-	IndexFreeSpaceMapVacuum(index);
-	pfree(retired);
+	ReleaseBuffer(buffer);
+	mih_free_retired(index, retired, nretired, ntables);
 }
 
 IndexBulkDeleteResult *
@@ -338,10 +269,9 @@ mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		return stats;
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-	mih_merge_sets(info->index);
 	mih_recycle(info->index);
 	meta = mih_read_meta(info->index);
-	stats->num_index_tuples = meta.pending_count;
+	stats->num_index_tuples = meta.pending_count + meta.sealed_count;
 	for (int s = 0; s < meta.nsets; s++)
 		stats->num_index_tuples += meta.sets[s].nentries;
 	stats->num_pages = RelationGetNumberOfBlocks(info->index);
