@@ -16,7 +16,7 @@ import pytest
 from toolbox import MIH, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
 from toolbox.mih_merges import mih_stats, wait_for_merges
-from toolbox.mih_pages import MAX_SETS
+from toolbox.mih_pages import MAX_SETS, SET_CAP
 from toolbox.workers import run_together
 
 PENDING_LIMIT = 128
@@ -288,3 +288,22 @@ def test_a_failed_merge_leaves_claims_the_next_merge_drops(db: psycopg.Connectio
     db.execute("SELECT simhash_mih_check('docs_fp', true)")
     for centre in centres:
         assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
+
+
+def test_a_temporary_tables_index_merges_in_the_inserting_backend(db: psycopg.Connection) -> None:
+    """No worker can read a temporary table's buffers: its merges run in the
+    backend that inserts, and answers stay exact."""
+    db.execute("CREATE TEMPORARY TABLE docs (id bigint PRIMARY KEY, fp simhash64)")
+    db.execute("INSERT INTO docs SELECT g, hashint8extended(g, 3)::simhash64 FROM generate_series(1, 1000) g")
+    db.execute("CREATE INDEX docs_fp ON docs USING simhash_mih (fp)")
+    db.execute("SET simhash.mih_pending_limit = 50")
+    for start in range(1000, 3000, 100):
+        db.execute("INSERT INTO docs SELECT g, hashint8extended(g, 3)::simhash64 FROM generate_series(%s::bigint, %s) g",
+                   (start + 1, start + 100))
+    now = stats(db)
+    assert now["merges"] > 0 and now["merging_sets"] == 0 and now["run_sets"] <= SET_CAP
+    rng = random.Random(4)
+    for _ in range(10):
+        centre = flip_random(int(db.execute("SELECT fp::text FROM docs ORDER BY random() LIMIT 1").fetchone()[0]),
+                             rng.randint(0, 3), rng)
+        assert ids_of_plan(db, centre, 5, index=True) == ids_of_plan(db, centre, 5, index=False)

@@ -382,7 +382,8 @@ mih_unclaimed_sets(const MihMeta *meta)
 /*
  * After a flush published its set: when a merge is due and a merge slot is
  * free, a worker merges in the background; where none can start (or
- * simhash.mih_background_merges is off), or the sets no merge claims reach
+ * simhash.mih_background_merges is off, or the table is temporary), or the
+ * sets no merge claims reach
  * twice MIH_SET_CAP (merges lag behind flushes), this backend runs one merge
  * itself: the one wait a writer may have.
  */
@@ -390,15 +391,18 @@ void
 mih_after_flush(Relation index)
 {
 	MihMeta		meta = mih_read_meta(index);
+	bool		background;
 
 	if (!(mih_merge_due(&meta) || mih_stale_claims(index, &meta)) || !mih_slot_free(index))
 		return;
-	if (mih_background_merges && mih_unclaimed_sets(&meta) < 2 * MIH_SET_CAP && mih_start_worker(index))
+	/* a temporary table's index lives in this backend's buffers: no worker can read it */
+	background = mih_background_merges && !RelationUsesLocalBuffers(index);
+	if (background && mih_unclaimed_sets(&meta) < 2 * MIH_SET_CAP && mih_start_worker(index))
 		return;
 	mih_merge(index, 1);
 	/* what remains due, to a worker if one can start now */
 	meta = mih_read_meta(index);
-	if (mih_background_merges && mih_merge_due(&meta) && mih_slot_free(index))
+	if (background && mih_merge_due(&meta) && mih_slot_free(index))
 		mih_start_worker(index);
 }
 
