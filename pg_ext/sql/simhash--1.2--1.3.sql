@@ -31,14 +31,15 @@ COMMENT ON FUNCTION simhash_v2_features(text) IS
 -- their rows (each probed by every query), retired entries awaiting
 -- recycling and recyclings done, flushes, merges and the rows merges rewrote,
 -- the run sets merges are rewriting now (each merge in a background worker,
--- pg_stat_activity's backend_type 'simhash_mih merge').  Granted as
+-- pg_stat_activity's backend_type 'simhash_mih merge'), whether a failed
+-- flush or merge left pages for the next VACUUM to free.  Granted as
 -- pgstattuple's functions are.
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION simhash_mih_stats(index regclass,
     OUT pending_rows bigint, OUT sealed_rows bigint, OUT run_sets integer, OUT set_rows bigint[],
     OUT retired integer, OUT recycled bigint, OUT flushes bigint, OUT merges bigint,
-    OUT merged_rows bigint, OUT merging_sets integer)
+    OUT merged_rows bigint, OUT merging_sets integer, OUT lost_pages boolean)
     AS 'MODULE_PATHNAME', 'simhash_mih_stats'
     LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 REVOKE ALL ON FUNCTION simhash_mih_stats(regclass) FROM PUBLIC;

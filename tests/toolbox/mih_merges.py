@@ -11,7 +11,7 @@ import psycopg
 from toolbox.mih_pages import SET_CAP
 
 STATS_COLUMNS = ("pending_rows", "sealed_rows", "run_sets", "set_rows", "retired", "recycled", "flushes", "merges",
-                 "merged_rows", "merging_sets")
+                 "merged_rows", "merging_sets", "lost_pages")
 
 
 def mih_stats(conn: psycopg.Connection, index: str) -> dict:

@@ -26,6 +26,7 @@ from pysimhash_sql.throwaway import ThrowawayServer
 
 BLCKSZ = 8192
 CONTENTS = 24                      # MAXALIGN(SizeOfPageHeaderData)
+PD_LOWER = 12                      # the page header's pd_lower (uint16), after pd_lsn, pd_checksum, pd_flags
 DIR_CAP = (BLCKSZ - CONTENTS - 8) // 12
 PENDING_CAP = (BLCKSZ - CONTENTS - 8) // 14
 RUN_MAX_ENTRIES = 4096

@@ -176,6 +176,12 @@ typedef struct MihMeta
 	int32		nclaimed;
 	int32		claimed_slot[MIH_MAX_SETS];
 	uint64		claimed_id[MIH_MAX_SETS];
+	/*
+	 * A flush or merge failed since the last VACUUM (a sealed list taken
+	 * over, a merge's claims dropped): pages it wrote may be reachable from
+	 * nowhere, for VACUUM to find and free (mih_vacuum.c).
+	 */
+	int32		lost_pages;
 } MihMeta;
 
 StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
@@ -214,6 +220,7 @@ StaticAssertDecl(MIH_PENDING_CAP <= PG_UINT16_MAX && MIH_DIR_CAP <= PG_UINT16_MA
 /* Called with each page of a run or chain. */
 typedef void (*MihPageVisitor) (Relation index, BlockNumber blkno, void *arg);
 
+struct GenericXLogState;
 struct MihSorter;
 struct BufFile;
 
@@ -355,6 +362,7 @@ extern void mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPa
 extern void mih_collect_pending(Relation index, BlockNumber blkno, void *arg);
 extern void mih_collect_run(Relation index, BlockNumber blkno, void *arg);
 extern void mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope);
+extern MihMeta *mih_meta_for_update(struct GenericXLogState *state, Buffer meta_buffer);
 extern void mih_meta_add_set(MihMeta *meta, const MihRunSet *set);
 extern bool mih_meta_retire(MihMeta *meta, const MihRetired *what);
 extern void mih_free_retired(Relation index, const MihRetired *retired, int nretired, int ntables);

@@ -129,7 +129,7 @@ mih_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	buffer = ReadBuffer(index, 0);
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 	xlog = GenericXLogStart(index);
-	mih_meta_add_set(mih_meta_of(GenericXLogRegisterBuffer(xlog, buffer, 0)), &set);
+	mih_meta_add_set(mih_meta_for_update(xlog, buffer), &set);
 	GenericXLogFinish(xlog);
 	UnlockReleaseBuffer(buffer);
 	INSTR_TIME_SET_CURRENT(written);

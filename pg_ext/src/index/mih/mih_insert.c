@@ -26,11 +26,20 @@ mih_seal(Relation index, Buffer meta_buffer)
 	GenericXLogState *state;
 
 	if (meta->sealed_count > 0)
+	{
+		/* its flusher failed, maybe after writing pages of its set */
+		if (!meta->lost_pages)
+		{
+			state = GenericXLogStart(index);
+			mih_meta_for_update(state, meta_buffer)->lost_pages = 1;
+			GenericXLogFinish(state);
+		}
 		return true;
+	}
 	if (meta->pending_count < mih_pending_limit || meta->pending_head == InvalidBlockNumber)
 		return false;
 	state = GenericXLogStart(index);
-	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	meta = mih_meta_for_update(state, meta_buffer);
 	meta->sealed_head = meta->pending_head;
 	meta->sealed_count = meta->pending_count;
 	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
@@ -47,7 +56,7 @@ static void
 mih_publish_flush(Relation index, Buffer meta_buffer, const MihRunSet *set)
 {
 	GenericXLogState *state = GenericXLogStart(index);
-	MihMeta    *meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	MihMeta    *meta = mih_meta_for_update(state, meta_buffer);
 	MihRetired	chain = {false};
 
 	mih_meta_add_set(meta, set);
@@ -187,7 +196,7 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		new_buffer = mih_new_buffer(index);
 
 	state = GenericXLogStart(index);
-	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	meta = mih_meta_for_update(state, meta_buffer);
 	if (BufferIsValid(tail_buffer))
 		tail = mih_pending_of(GenericXLogRegisterBuffer(state, tail_buffer, 0));
 	if (BufferIsValid(new_buffer))

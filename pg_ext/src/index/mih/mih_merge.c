@@ -158,7 +158,7 @@ static int
 mih_claim(Relation index, Buffer meta_buffer, int slot, MihRunSet *sets)
 {
 	GenericXLogState *state = GenericXLogStart(index);
-	MihMeta    *meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	MihMeta    *meta = mih_meta_for_update(state, meta_buffer);
 	bool		chosen[MIH_MAX_SETS];
 	int			n = mih_pick_merge(meta, chosen);
 
@@ -192,7 +192,7 @@ static void
 mih_publish_merge(Relation index, Buffer meta_buffer, int slot, const MihRunSet *set, int64 rows)
 {
 	GenericXLogState *state = GenericXLogStart(index);
-	MihMeta    *meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	MihMeta    *meta = mih_meta_for_update(state, meta_buffer);
 	bool		mine[MIH_MERGE_SLOTS] = {false};
 	int			kept = 0;
 
@@ -281,9 +281,15 @@ mih_drop_stale_claims(Relation index, const bool *stale)
 	mih_check_meta(index, mih_meta_of(BufferGetPage(meta_buffer)));
 	if (mih_meta_of(BufferGetPage(meta_buffer))->nclaimed > 0)
 	{
+		MihMeta    *meta;
+
 		state = GenericXLogStart(index);
-		if (mih_drop_claims(mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0)), stale))
+		meta = mih_meta_for_update(state, meta_buffer);
+		if (mih_drop_claims(meta, stale))
+		{
+			meta->lost_pages = 1;	/* the failed merges may have written pages of their sets */
 			GenericXLogFinish(state);
+		}
 		else
 			GenericXLogAbort(state);
 	}

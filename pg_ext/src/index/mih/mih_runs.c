@@ -543,6 +543,24 @@ mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 	UnlockReleaseBuffer(buffer);
 }
 
+/*
+ * The metapage registered in a generic WAL record, for the caller to change.
+ * Its pd_lower is made to cover today's MihMeta: an index built by an older
+ * version has a shorter one, and generic WAL zeroes the hole past pd_lower,
+ * which would drop every field added since (they read 0 there until then).
+ */
+MihMeta *
+mih_meta_for_update(GenericXLogState *state, Buffer meta_buffer)
+{
+	Page		page = GenericXLogRegisterBuffer(state, meta_buffer, 0);
+	PageHeader	header = (PageHeader) page;
+	LocationIndex lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihMeta);
+
+	if (header->pd_lower < lower)
+		header->pd_lower = lower;
+	return mih_meta_of(page);
+}
+
 /* Adds a run set to the metapage, which the caller holds exclusively, under a new id. */
 void
 mih_meta_add_set(MihMeta *meta, const MihRunSet *set)
@@ -595,7 +613,7 @@ mih_take_retired(Relation index, Buffer meta_buffer, bool by_horizon, MihRetired
 	if (ntaken == 0)
 		return 0;
 	state = GenericXLogStart(index);
-	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	meta = mih_meta_for_update(state, meta_buffer);
 	for (int i = 0; i < meta->nretired; i++)
 		if (!take[i])
 		{

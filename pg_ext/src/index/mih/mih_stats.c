@@ -5,7 +5,8 @@
  * sorting), the run sets every query probes and their rows, the retired
  * entries waiting to be recycled and the recyclings done, the flushes and
  * merges done with the rows merges rewrote (write amplification: merged_rows
- * over the rows inserted), and the run sets merges are rewriting now.
+ * over the rows inserted), the run sets merges are rewriting now, and
+ * whether a failed flush or merge left pages for the next VACUUM to free.
  */
 #include "index/mih/mih.h"
 
@@ -27,6 +28,7 @@ enum
 	STATS_MERGES,
 	STATS_MERGED_ROWS,
 	STATS_MERGING_SETS,
+	STATS_LOST_PAGES,
 	STATS_COLUMNS
 };
 
@@ -62,5 +64,6 @@ simhash_mih_stats(PG_FUNCTION_ARGS)
 	values[STATS_MERGES] = Int64GetDatum(meta.nmerges);
 	values[STATS_MERGED_ROWS] = Int64GetDatum(meta.merged_rows);
 	values[STATS_MERGING_SETS] = Int32GetDatum(meta.nclaimed);
+	values[STATS_LOST_PAGES] = BoolGetDatum(meta.lost_pages != 0);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

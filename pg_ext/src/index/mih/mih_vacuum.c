@@ -260,16 +260,141 @@ mih_recycle(Relation index)
 	mih_free_retired(index, retired, nretired, ntables);
 }
 
+/* The pages mih_reclaim_lost's walk reached. */
+typedef struct MihReached
+{
+	bool	   *reached;
+	BlockNumber nblocks;
+} MihReached;
+
+static void
+mih_mark_reached(Relation index, BlockNumber blkno, void *arg)
+{
+	MihReached *r = (MihReached *) arg;
+
+	if (blkno >= r->nblocks)	/* the walks check block numbers already; never written past the end */
+		mih_corrupt(index, blkno, "reached past the index's %u blocks", r->nblocks);
+	r->reached[blkno] = true;
+}
+
+/* Marks every page the metapage reaches: run sets, lists, retired entries. */
+static void
+mih_mark_layout(Relation index, const MihMeta *meta, MihReached *reached)
+{
+	BlockNumber nblocks = reached->nblocks;
+
+	reached->reached[0] = true;
+	for (int s = 0; s < meta->nsets; s++)
+		for (int t = 0; t < meta->ntables; t++)
+			mih_visit_run(index, &meta->sets[s], t, true, mih_mark_reached, reached);
+	for (int r = 0; r < meta->nretired; r++)
+	{
+		if (meta->retired[r].is_set)
+			for (int t = 0; t < meta->ntables; t++)
+				mih_visit_run(index, &meta->retired[r].set, t, true, mih_mark_reached, reached);
+		else
+			mih_visit_chain(index, meta->retired[r].chain_head, nblocks, mih_mark_reached, reached);
+	}
+	mih_visit_chain(index, meta->pending_head, nblocks, mih_mark_reached, reached);
+	if (meta->sealed_count > 0)
+		mih_visit_chain(index, meta->sealed_head, nblocks, mih_mark_reached, reached);
+}
+
+/*
+ * Frees the pages a failed flush or merge wrote, which nothing reaches, once
+ * the metapage says one failed: with no flush, merge or recycling running
+ * (their locks taken, without waiting: else the next VACUUM does it), every
+ * page the metapage reaches is marked under its exclusive lock (inserts wait
+ * for that walk: directories and lists, not run pages), then every other
+ * page not free already is freed.  An insert takes new pages only from the
+ * free space map (pages marked deleted) or past the end, so none of those
+ * is in use meanwhile.  Returns the pages freed, or -1 when it did not look.
+ */
+static int64
+mih_reclaim_lost(Relation index)
+{
+	bool		merge_locked[MIH_MERGE_SLOTS] = {false};
+	int64		freed = -1;
+	BlockNumber nblocks;
+	Buffer		meta_buffer;
+	MihMeta		meta = mih_read_meta(index);
+	bool	   *reached;
+	bool		all = true;
+	BufferAccessStrategy strategy;
+
+	if (!meta.lost_pages || !ConditionalLockPage(index, MIH_FLUSH_LOCK, ExclusiveLock))
+		return -1;
+	for (int i = 0; i < MIH_MERGE_SLOTS; i++)
+		all &= merge_locked[i] = ConditionalLockPage(index, MIH_MERGE_LOCK + i, ExclusiveLock);
+	if (all && ConditionalLockPage(index, MIH_VACUUM_LOCK, ExclusiveLock))
+	{
+		meta_buffer = ReadBuffer(index, 0);
+		LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
+		meta = *mih_meta_of(BufferGetPage(meta_buffer));
+		mih_check_meta(index, &meta);
+		nblocks = RelationGetNumberOfBlocks(index);
+		reached = palloc_extended(nblocks * sizeof(bool), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		mih_mark_layout(index, &meta, &(MihReached) {reached, nblocks});
+		{
+			GenericXLogState *state = GenericXLogStart(index);
+
+			mih_meta_for_update(state, meta_buffer)->lost_pages = 0;
+			GenericXLogFinish(state);
+		}
+		UnlockReleaseBuffer(meta_buffer);
+
+		strategy = GetAccessStrategy(BAS_BULKREAD);
+		freed = 0;
+		for (BlockNumber blkno = 1; blkno < nblocks; blkno++)
+		{
+			Buffer		buffer;
+			Page		page;
+
+			if (reached[blkno])
+				continue;
+			buffer = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
+			LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+			page = BufferGetPage(buffer);
+			if (!PageIsNew(page) && mih_head_of(page)->kind != MIH_PAGE_DELETED)
+			{
+				GenericXLogState *state = GenericXLogStart(index);
+
+				mih_head_of(GenericXLogRegisterBuffer(state, buffer, 0))->kind = MIH_PAGE_DELETED;
+				GenericXLogFinish(state);
+				freed++;
+			}
+			UnlockReleaseBuffer(buffer);
+			RecordFreeIndexPage(index, blkno);
+			simhash_vacuum_delay_point();
+		}
+		FreeAccessStrategy(strategy);
+		pfree(reached);
+		IndexFreeSpaceMapVacuum(index);
+		UnlockPage(index, MIH_VACUUM_LOCK, ExclusiveLock);
+	}
+	for (int i = 0; i < MIH_MERGE_SLOTS; i++)
+		if (merge_locked[i])
+			UnlockPage(index, MIH_MERGE_LOCK + i, ExclusiveLock);
+	UnlockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
+	return freed;
+}
+
 IndexBulkDeleteResult *
 mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	MihMeta		meta;
+	int64		lost;
 
 	if (info->analyze_only)
 		return stats;
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 	mih_recycle(info->index);
+	lost = mih_reclaim_lost(info->index);
+	if (lost > 0)
+		ereport(LOG,
+				errmsg("simhash_mih index \"%s\": freed " INT64_FORMAT " pages a failed flush or merge had written",
+					   RelationGetRelationName(info->index), lost));
 	meta = mih_read_meta(info->index);
 	stats->num_index_tuples = meta.pending_count + meta.sealed_count;
 	for (int s = 0; s < meta.nsets; s++)
