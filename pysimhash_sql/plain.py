@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ._find_all import blocks_exceed_distance, extension_block_masks
+from ._find_all import blocks_exceed_distance, check_unique_ids, extension_block_masks
 
 _U64 = (1 << 64) - 1
 _U32 = (1 << 32) - 1
@@ -259,24 +259,35 @@ other writer committed)."""
 
 # ------------------------------------------------ rows to the client (find_all)
 
-STREAM_CHUNK = 100_000
-"""Rows a chunk holds when the plain back end streams rows to the client."""
+STREAM_CHUNK = 1_000_000
+"""Rows a chunk holds when the plain back end sends rows to the client (8 MB
+of ids and 8 MB of fingerprints): fewer, larger chunks cost the server less,
+and no chunk comes near PostgreSQL's 1 GB limit on a value."""
 
 
-def rows_in_chunks_sql(rows_sql: str) -> str:
-    """The rows (id, fingerprint: two non-NULL bigints) of ``rows_sql``,
-    STREAM_CHUNK at a time, each chunk one bytea of big-endian bigints: one
-    value a chunk to the client instead of two a row."""
-    return ("SELECT string_agg(int8send(id) || int8send(fp), ''::bytea) FROM "
-            f"(SELECT id, fp, (row_number() OVER ()) / {STREAM_CHUNK} AS chunk FROM ({rows_sql}) AS r (id, fp)) "
+def rows_in_chunks_sql(rows_sql: str, columns: int = 2) -> str:
+    """The rows of ``rows_sql`` (id, fingerprint, and up to ``columns`` non-NULL
+    bigints in all), STREAM_CHUNK at a time, each chunk one bytea of
+    big-endian bigints per column: a few values a chunk to the client instead
+    of a few a row.  One aggregate per column, not one of
+    ``int8send(id) || int8send(fp)``: at 1M rows 0.37 s against 0.66 s (the
+    concatenation costs).  The server aggregates every chunk before sending
+    the first (8 bytes a row and column)."""
+    names = [f"c{n}" for n in range(columns)]
+    return ("SELECT " + ", ".join(f"string_agg(int8send({name}), ''::bytea)" for name in names) + " FROM "
+            f"(SELECT *, (row_number() OVER ()) / {STREAM_CHUNK} AS chunk FROM ({rows_sql}) AS r ({', '.join(names)})) "
             "AS c GROUP BY chunk")
 
 
-def rows_of_chunks(chunks: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The chunks of rows_in_chunks_sql as int64 ids and uint64 fingerprints
-    (16 bytes a row); ValueError if an id comes twice."""
-    parts = [np.frombuffer(chunk, ">i8").astype(np.int64).reshape(-1, 2) for chunk in chunks]
-    both = np.concatenate(parts) if parts else np.empty((0, 2), np.int64)
-    if np.unique(both[:, 0]).size != both.shape[0]:
-        raise ValueError("find_all/clusters need unique ids: the query returned an id twice")
-    return both[:, 0].copy(), both[:, 1].view(np.uint64)
+def rows_of_chunks(chunks: Any, columns: int = 2) -> tuple[np.ndarray, ...]:
+    """The chunks of rows_in_chunks_sql (a bytea per column each) as int64 ids,
+    uint64 fingerprints and int64 others (8 bytes a row and column);
+    ValueError if an id comes twice."""
+    parts: list[list[np.ndarray]] = [[] for _ in range(columns)]
+    for chunk in chunks:
+        for part, data in zip(parts, chunk, strict=True):
+            part.append(np.frombuffer(data, ">i8").astype(np.int64))
+    arrays = [np.concatenate(part) if part else np.empty(0, np.int64) for part in parts]
+    check_unique_ids(arrays[0])
+    arrays[1] = arrays[1].view(np.uint64)
+    return tuple(arrays)

@@ -460,11 +460,15 @@ def test_find_all_matches_brute_force(n, blocks, k):
     assert find_all(hashes, blocks, k) == brute_force_pairs(hashes, k)
 
 
-def test_find_all_with_every_bucket_shared():
-    # Forcing all hashes into few buckets must not change the result.
-    hashes = clustered_hashes(random.Random(5), 400)
-    with mock.patch.object(_find_all, "_MAX_BUCKET_BITS", 1):
-        assert find_all(hashes, 6, 3) == brute_force_pairs(hashes, 3)
+@pytest.mark.parametrize("blocks, k", [(6, 3), (2, 1), (1, 0), (3, 0), (12, 10)])
+def test_find_all_with_long_runs_of_equal_keys(blocks, k):
+    # Hashes differing only in their lowest 10 bits share most tables' keys:
+    # runs of hundreds of rows side by side; 1-3 blocks are 21-64 bits wide
+    # (not the radix sort of 16-bit blocks).
+    rng = random.Random(5)
+    high = rng.getrandbits(64) & ~1023
+    hashes = [high | rng.getrandbits(10) for _ in range(300)] + clustered_hashes(rng, 100)
+    assert find_all(hashes, blocks, k) == brute_force_pairs(hashes, k)
 
 
 @settings(max_examples=200, deadline=None)
