@@ -31,6 +31,8 @@ from pysimhash_sql.hashing import (
     vote,
 )
 from toolbox import ROOT, brute_force_hash_pairs
+from toolbox import brute_force_pairs as brute_force_id_pairs
+from toolbox.data import clustered_rows
 
 # -- reference implementation: the spec, one step at a time -----------------------
 
@@ -482,6 +484,25 @@ def test_find_all_matches_brute_force_property(hashes, data):
     blocks = data.draw(st.integers(1, 10))
     k = data.draw(st.integers(0, min(blocks - 1, 4)))
     assert find_all(hashes + near, blocks, k) == brute_force_pairs(hashes + near, k)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=clustered_rows(max_k=8))
+def test_id_pairs_match_brute_force(data):
+    # The plain back end's find_all: rows (ids in any order, exact duplicates),
+    # every blocks the caller may give, and the default.
+    rows, k, blocks = data
+    rows = [(i, fp) for i, fp in rows if fp is not None]
+    ids = np.array([i for i, _ in rows], np.int64)
+    fps = np.array([fp for _, fp in rows], np.uint64)
+    assert sorted(_find_all.id_pairs(ids, fps, k, blocks)) == brute_force_id_pairs(rows, k)
+
+
+def test_id_pairs_refuse_an_id_twice():
+    fps = np.array([1, 2, 3], np.uint64)
+    assert sorted(_find_all.id_pairs(np.array([3, 1, 2], np.int64), fps, 3)) == [(1, 2, 1), (1, 3, 2), (2, 3, 1)]
+    with pytest.raises(ValueError, match="unique ids"):
+        _find_all.id_pairs(np.array([5, 1, 5], np.int64), fps, 3)
 
 
 def test_find_all_input_forms():
