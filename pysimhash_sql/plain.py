@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,13 @@ rows a radius query reads about 4 * 1M / 2**16 = 61 candidate rows
 
 MAX_KEYS = 64
 """At most this many keys (tables) per row: each is a GIN entry of every row."""
+
+SCOPE_EXTENSION = "btree_gin"
+"""What a plain index with scope columns needs: GIN operator classes for
+scalar columns (text, integers, uuid...).  It is a contrib extension every
+managed service listed in docs/managed.md allows, and trusted (PostgreSQL
+13+: a database owner creates it without superuser); the extension's own
+scoped GIN indexes need it too.  A plain index without scope needs nothing."""
 
 
 def to_signed(value: int) -> int:
@@ -118,11 +126,15 @@ class PlainLayout:
         return "ARRAY[" + ", ".join(f"({fingerprint} & {_bigint(mask)}) # {_bigint(_table_tag(table))}"
                                     for table, mask in enumerate(self.table_masks)) + "]"
 
-    def index_sql(self, index: str, table: str, column: str, *, if_not_exists: bool = False,
-                  concurrently: bool = False) -> str:
-        """CREATE INDEX of the plain index (names already quoted)."""
+    def index_sql(self, index: str, table: str, column: str, *, scope: Sequence[str] = (),
+                  if_not_exists: bool = False, concurrently: bool = False) -> str:
+        """CREATE INDEX of the plain index (names already quoted); ``scope``
+        columns come first, each GIN entries of its own through btree_gin's
+        operator classes (SCOPE_EXTENSION), so that ``scope = value AND`` the
+        key overlap is one index scan reading only the scope's rows."""
+        columns = ", ".join([*scope, f"({self.keys_sql(column)})"])
         return (f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}{'IF NOT EXISTS ' if if_not_exists else ''}"
-                f"{index} ON {table} USING gin (({self.keys_sql(column)})) WITH (fastupdate = off)")
+                f"{index} ON {table} USING gin ({columns}) WITH (fastupdate = off)")
 
     def within_sql(self, fingerprint: str, other: str, max_distance: str, radius: int | None) -> str:
         """``hamming_within(fingerprint, other, max_distance)`` on the plain back
