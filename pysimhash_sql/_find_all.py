@@ -81,47 +81,44 @@ def row_pairs(h: np.ndarray, masks: list[int], k: int) -> tuple[np.ndarray, np.n
     grouped by their last block, so each block's first pass is sorted once."""
     values = _block_values(h, masks)
     per_table = len(masks) - k
-    tables = ((*rest, last) for last in range(per_table - 1, len(masks))
-              for rest in combinations(range(last), per_table - 1))
     found_a, found_b = [], []
-    first = (None, None, None)
-    for chosen in tables:
-        if first[0] != chosen[-1]:
-            order = np.argsort(values[chosen[-1]], kind="stable")
-            first = (chosen[-1], order, values[chosen[-1]][order])
-        _, order, last_sorted = first
-        keys, outer = [last_sorted], np.arange(h.size)  # rows in key order: order[outer]
-        for n, block in enumerate(reversed(chosen[:-1])):
-            if n:
-                order = order[outer]
-            block_sorted = values[block][order]
-            outer = np.argsort(block_sorted, kind="stable")
-            keys = [block_sorted[outer], *(key[outer] for key in keys)]
-        same = keys[0][1:] == keys[0][:-1]
-        for key in keys[1:]:
-            same &= key[1:] == key[:-1]
-        a, b = _runs_within(h, same, lambda positions: order[outer[positions]], k)
-        # the first table the pair agrees on: every block before chosen[-1] not chosen differs
-        x = h[a] ^ h[b]
-        keep = np.ones(x.size, bool)
-        for j in set(range(chosen[-1])) - set(chosen):
-            keep &= (x & np.uint64(masks[j])) != 0
-        found_a.append(np.minimum(a, b)[keep])
-        found_b.append(np.maximum(a, b)[keep])
+    for last in range(per_table - 1, len(masks)):
+        first_order = np.argsort(values[last], kind="stable")
+        last_sorted = values[last][first_order]
+        for rest in combinations(range(last), per_table - 1):
+            order, outer, keys = first_order, np.arange(h.size), [last_sorted]  # rows in key order: order[outer]
+            for n, block in enumerate(reversed(rest)):
+                if n:
+                    order = order[outer]
+                block_sorted = values[block][order]
+                outer = np.argsort(block_sorted, kind="stable")
+                keys = [block_sorted[outer], *(key[outer] for key in keys)]
+            same = keys[0][1:] == keys[0][:-1]
+            for key in keys[1:]:
+                same &= key[1:] == key[:-1]
+            a, b = _runs_within(h, same, order, outer, k)
+            # the first table the pair agrees on: every block before `last` the table does not hold differs
+            x = h[a] ^ h[b]
+            keep = np.ones(x.size, bool)
+            for j in set(range(last)) - set(rest):
+                keep &= (x & np.uint64(masks[j])) != 0
+            found_a.append(np.minimum(a, b)[keep])
+            found_b.append(np.maximum(a, b)[keep])
     return (np.concatenate(found_a), np.concatenate(found_b)) if found_a else (np.empty(0, np.intp),) * 2
 
 
-def _runs_within(h: np.ndarray, same: np.ndarray, rows, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _runs_within(h: np.ndarray, same: np.ndarray, order: np.ndarray, outer: np.ndarray,
+                 k: int) -> tuple[np.ndarray, np.ndarray]:
     """The pairs of rows within k bits among rows sorted by a key, ``same[p]``
-    telling whether positions p and p + 1 share it; ``rows`` maps positions to
-    rows.  Positions p and p + step share the key when same[p .. p + step - 1]
+    telling whether positions p and p + 1 share it; position p holds row
+    order[outer[p]] (two permutations, composed only where needed).  Positions p and p + step share the key when same[p .. p + step - 1]
     all hold: that set only shrinks as step grows, so the work is the number
     of same-key pairs."""
     found_a, found_b = [], []
     positions = np.flatnonzero(same)
     step = 1
     while positions.size:
-        a, b = rows(positions), rows(positions + step)
+        a, b = order[outer[positions]], order[outer[positions + step]]
         near = popcount(h[a] ^ h[b]) <= k
         found_a.append(a[near])
         found_b.append(b[near])

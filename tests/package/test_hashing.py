@@ -486,7 +486,7 @@ def test_find_all_matches_brute_force_property(hashes, data):
     assert find_all(hashes + near, blocks, k) == brute_force_pairs(hashes + near, k)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=clustered_rows(max_k=8))
 def test_id_pairs_match_brute_force(data):
     # The plain back end's find_all: rows (ids in any order, exact duplicates),
