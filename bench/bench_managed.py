@@ -19,7 +19,10 @@ extension's find_all runs in $SIMHASH_DSN's database.  Prints, at --rows
    client, numpy; each stage timed too) and the SQL block self-join, against
    the extension's simhash_find_all on the same rows (best of 3 runs each);
 4. insert_unless_near_duplicate with 8 writers on the plain back end: inserts
-   per second and the near-duplicate pairs stored (must be 0).
+   per second and the near-duplicate pairs stored (must be 0);
+5. scoped queries (site = s AND within k = 3) with few large and many small
+   scopes: simhash_index(..., scope=["site"]) (GIN on the site and the key
+   array, btree_gin) against the unscoped index with the site as a filter.
 
 Options: --rows N, --queries N (per radius for the indexes, default 300),
 --scan-queries N (per radius for the scan, default 30), --quick (100k rows),
@@ -37,7 +40,7 @@ import time
 import numpy as np
 import psycopg
 from bench_index import fingerprints
-from sqlalchemy import BigInteger, Column, MetaData, Table, bindparam, create_engine, select
+from sqlalchemy import BigInteger, Column, MetaData, Table, Text, bindparam, create_engine, select
 from sqlalchemy.orm import Session
 from sqlalchemy.schema import CreateIndex
 
@@ -55,6 +58,7 @@ RADII = range(9)
 WRITERS, WRITES, CLUSTERS = 8, 150, 200
 SELF_JOIN_TIMEOUT = "120s"
 FIND_ALL_RUNS = 3
+SCOPED_SITES = (10, 10_000)  # 100,000 and 100 rows a site at 1M rows
 
 
 def arguments() -> argparse.Namespace:
@@ -63,7 +67,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--scan-queries", type=int, default=30)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--tables", default="1,2,3,4", help="which tables to print, e.g. 3 for find_all alone")
+    parser.add_argument("--tables", default="1,2,3,4,5", help="which tables to print, e.g. 3 for find_all alone")
     args, _ = parser.parse_known_args()
     args.rows = 100_000 if args.quick else int(args.rows.split(",")[0])
     args.tables = {int(table) for table in args.tables.split(",")}
@@ -290,6 +294,50 @@ def dedupe(engine, fps) -> None:
     assert pairs == 0 and len(inserted) <= CLUSTERS
 
 
+def scoped(conn, engine, fps, queries) -> None:
+    """Table 5: scoped radius queries, the scoped plain index against the
+    unscoped one with the site as a filter, each checked against brute force."""
+    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {plain.SCOPE_EXTENSION}")
+    conn.execute("DROP INDEX IF EXISTS docs_fp_idx")
+    rows = []
+    for sites in SCOPED_SITES:
+        conn.execute("ALTER TABLE docs DROP COLUMN IF EXISTS site, ADD COLUMN site text")
+        conn.execute(f"UPDATE docs SET site = 's' || (hashint8(id) & 2147483647) % {sites}")
+        conn.execute("VACUUM FULL docs")
+        site_of = np.array([int(h) % sites for (h,) in conn.execute(
+            "SELECT hashint8(id) & 2147483647 FROM docs ORDER BY id")], np.int64)
+        cells = [f"{sites:,} sites"]
+        for scope in ([], ["site"]):
+            table = Table("docs", MetaData(), Column("id", BigInteger), Column("site", Text), Column("fp", SimHash64),
+                          simhash_index("docs_fp_idx", "fp", scope=scope))
+            ddl = str(CreateIndex(list(table.indexes)[0]).compile(engine))
+            build = timed(conn, ddl)
+            conn.execute("VACUUM ANALYZE docs")
+            size = conn.execute("SELECT pg_relation_size('docs_fp_idx')").fetchone()[0]
+            query = select(table.c.id).where(table.c.site == bindparam("site"),
+                                             table.c.fp.within(bindparam("q", type_=SimHash64()), 3)).compile(engine)
+            sql = str(query).replace("%(site)s", "%(site)s::text")
+            extra = {name: value for name, value in query.params.items() if name not in ("q", "site")}
+            times = []
+            for n, q in enumerate(queries):
+                site = n % sites
+                start = time.perf_counter()
+                ids = sorted(r[0] for r in conn.execute(sql, {**extra, "q": plain.to_signed(q), "site": f"s{site}"}))
+                times.append((time.perf_counter() - start) * 1000)
+                expected = np.flatnonzero((popcount(fps ^ np.uint64(q)) <= 3) & (site_of == site)).tolist()
+                assert ids == expected, (sites, scope, len(ids), len(expected))
+            cells.append(f"{build:.1f}s, {size / 2**20:.0f} MB, {p(times, 50):.3f}/{p(times, 99):.3f} ms")
+            conn.execute("DROP INDEX docs_fp_idx")
+        rows.append(cells)
+    conn.execute("ALTER TABLE docs DROP COLUMN site")
+    print(f"Table 5: scoped radius queries (site = s AND within k = 3), {len(fps):,} rows, {len(queries)} queries; "
+          "build, index size, p50/p99")
+    print("scopes | unscoped index, site as a filter | simhash_index(..., scope=['site']): GIN (site, keys)")
+    for cells in rows:
+        print(" | ".join(cells))
+    print()
+
+
 def main() -> None:
     args = arguments()
     dsn = os.environ["SIMHASH_DSN"]
@@ -310,6 +358,8 @@ def main() -> None:
             against_scan(conn, engine, fps, queries, args.scan_queries)
         if 3 in args.tables:
             find_all_side_by_side(conn, engine, dsn, fps)
+        if 5 in args.tables:
+            scoped(conn, engine, fps, queries)
     if 4 in args.tables:
         dedupe(engine, fps)
     engine.dispose()
