@@ -172,6 +172,13 @@ def test_plain_backend_reports_what_the_extension_reports(db, plain_url, tmp_pat
     assert METHOD.sub("", on_plain) == METHOD.sub("", files) and "<ins>" in files
 
 
+def test_plain_backend_report_of_an_empty_table(plain_url, tmp_path: Path) -> None:
+    with psycopg.connect(plain_dsn(plain_url), autocommit=True) as conn:
+        conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, body text, fingerprint bigint)")
+    page = report_on(plain_dsn(plain_url), tmp_path, "--table", "docs")
+    assert "customary 3 bits" in page and "No two documents are within 3 bits: no clusters." in page
+
+
 def report_on(dsn: str, tmp_path: Path, *args: str) -> str:
     out = tmp_path / "plain-report.html"
     run("report", "--dsn", dsn, "-o", str(out), *args)
