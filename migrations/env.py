@@ -42,14 +42,20 @@ def database_url() -> str:
     return os.environ.get("SIMHASH_DATABASE_URL") or config.get_main_option("sqlalchemy.url")
 
 
-if context.is_offline_mode():
+def simhash_backend() -> str | None:
+    """(3) on a server without the extension (docs/managed.md): "plain"."""
+    return os.environ.get("SIMHASH_BACKEND") or config.get_main_option("simhash_backend")
+
+
+if context.is_offline_mode():  # alembic upgrade --sql: the SQL of the named back end
     context.configure(url=database_url(), literal_binds=True, **CONFIGURE)
+    if backend := simhash_backend():
+        set_backend(context.get_context().dialect, backend)
     with context.begin_transaction():
         context.run_migrations()
 else:
     engine = create_engine(database_url())
-    # (3) on a server without the extension (docs/managed.md): the plain back end
-    if backend := os.environ.get("SIMHASH_BACKEND") or config.get_main_option("simhash_backend"):
+    if backend := simhash_backend():
         set_backend(engine, backend)
     with engine.connect() as connection:
         context.configure(connection=connection, **CONFIGURE)

@@ -13,10 +13,6 @@ from itertools import combinations
 
 import numpy as np
 
-# Odd multiplier for Fibonacci hashing of table keys into buckets.
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-# At most 2**23 buckets: the bucket counts stay at 64 MiB whatever the input size.
-_MAX_BUCKET_BITS = 23
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], np.uint8)
 
 
@@ -59,22 +55,77 @@ def extension_block_masks(blocks: int) -> list[int]:
     return masks
 
 
-def _equal_key_pairs(keys: np.ndarray, values: np.ndarray, k: int):
-    """Pairs of values that share a key and differ in at most k bits; keys sorted."""
+def _block_values(h: np.ndarray, masks: list[int]) -> list[np.ndarray]:
+    """Each block's bits of every hash, shifted down, in the narrowest unsigned
+    type that holds them (8 or 16 bits: numpy's stable argsort is a radix sort)."""
+    values = []
+    for mask in masks:
+        shift = (mask & -mask).bit_length() - 1
+        width = mask.bit_length() - shift
+        dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if np.iinfo(t).bits >= width)
+        values.append(((h >> np.uint64(shift)) & np.uint64(mask >> shift)).astype(dtype))
+    return values
+
+
+def row_pairs(h: np.ndarray, masks: list[int], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of rows (a < b, indices into the uint64 array ``h``) within k
+    bits, each once, in no order; ``masks``: the blocks (0 <= k < len(masks)).
+
+    Each table is a choice of len(masks) - k blocks; its rows are sorted by
+    those blocks' values, least significant first, each pass numpy's stable
+    argsort (a radix sort for blocks of up to 16 bits), so rows with equal
+    keys end up side by side and only they are compared.  A pair agreeing on
+    more blocks than a table needs is kept only in the first table of
+    combinations() order it agrees on (it differs in every block before the
+    table's last one that the table does not hold).  The tables are visited
+    grouped by their last block, so each block's first pass is sorted once."""
+    values = _block_values(h, masks)
+    per_table = len(masks) - k
     found_a, found_b = [], []
-    idx = np.flatnonzero(keys[1:] == keys[:-1])
+    for last in range(per_table - 1, len(masks)):
+        first_order = np.argsort(values[last], kind="stable")
+        last_sorted = values[last][first_order]
+        for rest in combinations(range(last), per_table - 1):
+            order, outer, keys = first_order, np.arange(h.size), [last_sorted]  # rows in key order: order[outer]
+            for n, block in enumerate(reversed(rest)):
+                if n:
+                    order = order[outer]
+                block_sorted = values[block][order]
+                outer = np.argsort(block_sorted, kind="stable")
+                keys = [block_sorted[outer], *(key[outer] for key in keys)]
+            same = keys[0][1:] == keys[0][:-1]
+            for key in keys[1:]:
+                same &= key[1:] == key[:-1]
+            a, b = _runs_within(h, same, order, outer, k)
+            # the first table the pair agrees on: every block before `last` the table does not hold differs
+            x = h[a] ^ h[b]
+            keep = np.ones(x.size, bool)
+            for j in set(range(last)) - set(rest):
+                keep &= (x & np.uint64(masks[j])) != 0
+            found_a.append(np.minimum(a, b)[keep])
+            found_b.append(np.maximum(a, b)[keep])
+    return (np.concatenate(found_a), np.concatenate(found_b)) if found_a else (np.empty(0, np.intp),) * 2
+
+
+def _runs_within(h: np.ndarray, same: np.ndarray, order: np.ndarray, outer: np.ndarray,
+                 k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of rows within k bits among rows sorted by a key, ``same[p]``
+    telling whether positions p and p + 1 share it; position p holds row
+    order[outer[p]] (two permutations, composed only where needed).  Positions p and p + step share the key when same[p .. p + step - 1]
+    all hold: that set only shrinks as step grows, so the work is the number
+    of same-key pairs."""
+    found_a, found_b = [], []
+    positions = np.flatnonzero(same)
     step = 1
-    # idx holds the i with keys[i] == keys[i + step]; as keys are sorted, that set
-    # only shrinks as step grows, so the work is the number of same-key pairs.
-    while idx.size:
-        a, b = values[idx], values[idx + step]
-        near = popcount(a ^ b) <= k
+    while positions.size:
+        a, b = order[outer[positions]], order[outer[positions + step]]
+        near = popcount(h[a] ^ h[b]) <= k
         found_a.append(a[near])
         found_b.append(b[near])
         step += 1
-        idx = idx[idx + step < keys.size]
-        idx = idx[keys[idx + step] == keys[idx]]
-    return found_a, found_b
+        positions = positions[positions + step - 1 < same.size]
+        positions = positions[same[positions + step - 1]]
+    return (np.concatenate(found_a), np.concatenate(found_b)) if found_a else (np.empty(0, np.intp),) * 2
 
 
 def near_pairs(hashes: np.ndarray, blocks: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,68 +139,42 @@ def near_pairs(hashes: np.ndarray, blocks: int, k: int) -> tuple[np.ndarray, np.
     distinct = np.ones(h.size, bool)
     distinct[1:] = h[1:] != h[:-1]
     h = h[distinct]
-    masks = block_masks(blocks)
-    bits = min(_MAX_BUCKET_BITS, max(1, (4 * h.size).bit_length()))
-    found_a, found_b = [], []
-    for chosen in combinations(range(blocks), blocks - k):
-        keys = h & np.uint64(sum(masks[j] for j in chosen))
-        # Sorting is the cost; with about 4 buckets per hash, few hashes share a
-        # bucket, and only those can share a key, so only those are sorted.
-        bucket = ((keys * _GOLDEN) >> np.uint64(64 - bits)).astype(np.intp)
-        shared = np.bincount(bucket, minlength=1 << bits)[bucket] > 1
-        keys, values = keys[shared], h[shared]
-        order = np.argsort(keys)
-        a, b = _equal_key_pairs(keys[order], values[order], k)
-        if not a:
-            continue
-        a, b = np.concatenate(a), np.concatenate(b)
-        # A pair agreeing on more than blocks - k blocks turns up in several tables:
-        # keep it only from the first in combinations() order, the one keyed on the
-        # first blocks - k blocks it agrees on, i.e. it differs in every block before
-        # chosen[-1] that is not chosen.
-        x = a ^ b
-        first = np.ones(x.size, bool)
-        for j in set(range(chosen[-1])) - set(chosen):
-            first &= (x & np.uint64(masks[j])) != 0
-        found_a.append(np.minimum(a, b)[first])
-        found_b.append(np.maximum(a, b)[first])
-    a = np.concatenate(found_a) if found_a else np.empty(0, np.uint64)
-    b = np.concatenate(found_b) if found_b else np.empty(0, np.uint64)
+    a, b = row_pairs(h, block_masks(blocks), k)
+    # h is sorted and distinct: rows a < b are values h[a] < h[b]
     order = np.lexsort((b, a))
-    return a[order], b[order]
+    return h[a[order]], h[b[order]]
+
+
+def check_unique_ids(ids: np.ndarray) -> None:
+    """ValueError if an id comes twice (as the extension's find_all refuses);
+    ids already increasing (a table read in its key's order) cost no sort."""
+    if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
+        ordered = np.sort(ids)
+        if (ordered[1:] == ordered[:-1]).any():
+            raise ValueError("find_all/clusters need unique ids: the query returned an id twice")
+
+
+def default_blocks(max_distance: int) -> int:
+    """id_pairs's blocks for a radius: max_distance + 2 (measured fastest at
+    k = 3), and at least 4, so that every block fits 16 bits (radix sorts)."""
+    return min(max(max_distance + 2, 4), MAX_BLOCKS)
 
 
 def id_pairs(ids: np.ndarray, fps: np.ndarray, max_distance: int,
              blocks: int | None = None) -> list[tuple[int, int, int]]:
-    """Every pair of rows (int64 ids, uint64 fingerprints) within max_distance
-    bits, as (id1 < id2, distance): pairs of distinct values from near_pairs,
-    every id of one value with every id of the other, and the ids sharing a
-    value among themselves (distance 0).  blocks: near_pairs's (default
-    max_distance + 2, measured fastest at k = 3).  The plain back end's
-    find_all (pysimhash_sql/queries.py, the CLI)."""
+    """Every pair of rows (unique int64 ids, uint64 fingerprints) within
+    max_distance bits, as (id1 < id2, distance), in no order; rows sharing a
+    fingerprint pair at distance 0.  blocks: row_pairs's (default_blocks).
+    The plain back end's find_all (pysimhash_sql/queries.py, the CLI)."""
     if blocks is None:
-        blocks = min(max_distance + 2, MAX_BLOCKS)
-    if not 0 <= max_distance < blocks <= MAX_BLOCKS:
+        blocks = default_blocks(max_distance)
+    if not blocks_exceed_distance(blocks, max_distance):
         raise ValueError(f"blocks must be greater than max_distance and at most {MAX_BLOCKS}, "
                          f"got blocks {blocks} and max_distance {max_distance}")
-    order = np.argsort(fps, kind="stable")
-    fps, ids = fps[order], ids[order]
-    values, starts, counts = np.unique(fps, return_index=True, return_counts=True)
-    a, b = near_pairs(values, blocks, max_distance)
-    ga, gb = np.searchsorted(values, a), np.searchsorted(values, b)
-    distances = popcount(a ^ b).astype(np.int64)
-    pairs = []
-    single = (counts[ga] == 1) & (counts[gb] == 1)
-    x, y = ids[starts[ga[single]]], ids[starts[gb[single]]]
-    pairs += zip(np.minimum(x, y).tolist(), np.maximum(x, y).tolist(), distances[single].tolist())
-    for i, j, d in zip(ga[~single].tolist(), gb[~single].tolist(), distances[~single].tolist()):
-        for x in ids[starts[i]:starts[i] + counts[i]].tolist():
-            for y in ids[starts[j]:starts[j] + counts[j]].tolist():
-                pairs.append((min(x, y), max(x, y), d))
-    for group in np.flatnonzero(counts > 1).tolist():
-        same = sorted(ids[starts[group]:starts[group] + counts[group]].tolist())
-        pairs += [(x, y, 0) for n, x in enumerate(same) for y in same[n + 1:]]
-    return pairs
+    check_unique_ids(ids)
+    a, b = row_pairs(fps, block_masks(blocks), max_distance)
+    x, y = ids[a], ids[b]
+    return list(zip(np.minimum(x, y).tolist(), np.maximum(x, y).tolist(), popcount(fps[a] ^ fps[b]).tolist()))
 
 
 def id_clusters(pairs: list[tuple[int, int, int]], singletons: np.ndarray | None = None) -> list[tuple[int, int]]:

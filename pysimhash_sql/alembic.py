@@ -229,8 +229,10 @@ def _drop_extension(operations: Operations, operation: DropSimhashExtensionOp) -
 
 @Operations.implementation_for(CreateSimhashIndexOp)
 def _create_index(operations: Operations, operation: CreateSimhashIndexOp) -> None:
-    if operation.scope and operation.method == GIN:  # btree_gin's operator classes (a trusted extension)
-        operations.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
+    # btree_gin's operator classes (a trusted extension): a scoped GIN index,
+    # and any scoped index on the plain back end (GIN on the key array)
+    if operation.scope and (operation.method == GIN or backend_of(operations.impl.dialect) == PLAIN):
+        operations.execute(f"CREATE EXTENSION IF NOT EXISTS {plain.SCOPE_EXTENSION}")
     operations.impl.create_index(operation.to_index())
 
 
@@ -352,28 +354,33 @@ def _database_indexes(autogen_context, schema: str | None, table: str) -> dict[s
 
 _REFLECT_PLAIN_INDEXES = text(
     """
-    SELECT i.relname AS index_name, pg_get_expr(x.indexprs, x.indrelid) AS expression
+    SELECT i.relname AS index_name, pg_get_expr(x.indexprs, x.indrelid) AS expression,
+           array(SELECT a.attname FROM unnest(x.indkey[0:x.indnatts - 2]) WITH ORDINALITY AS k (attnum, n)
+                 JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum ORDER BY k.n) AS scope
     FROM pg_index x
     JOIN pg_class i ON i.oid = x.indexrelid
     JOIN pg_am am ON am.oid = i.relam
     JOIN pg_class t ON t.oid = x.indrelid
     JOIN pg_namespace n ON n.oid = t.relnamespace
     WHERE t.relname = :table AND n.nspname = coalesce(:schema, current_schema())
-      AND am.amname = 'gin' AND x.indnatts = 1 AND x.indexprs IS NOT NULL
+      AND am.amname = 'gin' AND x.indexprs IS NOT NULL AND x.indkey[x.indnatts - 1] = 0
+      AND 0 <> ALL (x.indkey[0:x.indnatts - 2])
     """
 )
 
 
 def _plain_database_indexes(autogen_context, schema: str | None, table: str, columns: list[str]) -> dict:
-    """name -> ([column], layout parameters, GIN) of the table's plain indexes:
-    single-expression GIN indexes whose expression is a layout's key array."""
+    """name -> ([*scope, column], layout parameters, GIN) of the table's plain
+    indexes: GIN indexes whose last (only expression) column is a layout's
+    key array, after their scope columns."""
     rows = autogen_context.connection.execute(_REFLECT_PLAIN_INDEXES, {"table": table, "schema": schema})
     found = {}
     for row in rows:
         for name in columns:
             layout = plain.layout_of_expression(row.expression, autogen_context.dialect.identifier_preparer.quote(name))
             if layout is not None:
-                found[row.index_name] = ([name], {"blocks": layout.blocks, "max_distance": layout.max_distance}, GIN)
+                found[row.index_name] = ([*row.scope, name],
+                                         {"blocks": layout.blocks, "max_distance": layout.max_distance}, GIN)
     return found
 
 
@@ -421,8 +428,9 @@ def compare_indexes(
 
     def changed(name: str) -> bool:
         columns, params, method = existing[name]
-        if on_plain:  # the layout is all a plain index has
-            return plain_layout(list(wanted[name].columns)[-1]).table_masks != plain.PlainLayout(**params).table_masks
+        if on_plain:  # the layout and the scope are all a plain index has
+            return (plain_layout(list(wanted[name].columns)[-1]).table_masks != plain.PlainLayout(**params).table_masks
+                    or index_scope(wanted[name]) != columns[:-1])
         return (index_parameters(wanted[name]) != params or index_scope(wanted[name]) != columns[:-1]
                 or index_method(wanted[name]) != method)
 
@@ -471,12 +479,15 @@ class MoveSimhashOp(MigrateOperation):
     dropped, the column altered from bigint to simhash64 (the same bits) and
     a simhash_mih index made under the same name; to plain, the reverse (the
     extension stays).  ``blocks``/``max_distance``: the plain index's layout
-    (default: plain's default)."""
+    (default: plain's default); ``scope``: the index's scope columns, on both
+    sides (the plain one needs btree_gin, created if missing)."""
 
     def __init__(self, table_name: str, column_name: str, index_name: str, *, to: str,
-                 blocks: int | None = None, max_distance: int | None = None, schema: str | None = None) -> None:
+                 blocks: int | None = None, max_distance: int | None = None, schema: str | None = None,
+                 scope: list[str] | None = None) -> None:
         self.table_name, self.column_name, self.index_name = table_name, column_name, index_name
         self.to, self.blocks, self.max_distance, self.schema = to, blocks, max_distance, schema
+        self.scope = list(scope) if scope else None
         plain.PlainLayout.from_parameters(blocks, max_distance)  # checked now
 
     @classmethod
@@ -495,21 +506,26 @@ class MoveSimhashOp(MigrateOperation):
     def statements(self, dialect) -> list[str]:
         """The SQL of the move, the plain index as the plain back end makes it."""
         preparer = dialect.identifier_preparer
-        table = Table(self.table_name, MetaData(), Column(self.column_name, SimHash64()), schema=self.schema)
+        scope = self.scope or []
+        table = Table(self.table_name, MetaData(), *(Column(name) for name in scope),
+                      Column(self.column_name, SimHash64()), schema=self.schema)
         column = preparer.quote(self.column_name)
         index = preparer.quote(self.index_name)
         qualified = preparer.format_table(table)
         plain_dialect = postgresql.dialect()
         set_backend(plain_dialect, PLAIN)
         plain_index = simhash_index(self.index_name, table.c[self.column_name], self.blocks, self.max_distance,
-                                    method=GIN)
+                                    method=GIN, scope=[table.c[name] for name in scope])
         plain_ddl = str(CreateIndex(plain_index).compile(dialect=plain_dialect))
         drop = f"DROP INDEX IF EXISTS {preparer.quote_schema(self.schema) + '.' if self.schema else ''}{index}"
         if self.to == "extension":
+            columns = ", ".join([*map(preparer.quote, scope), column])
             return ["CREATE EXTENSION IF NOT EXISTS simhash", drop,
                     f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE simhash64 USING {column}::bigint",
-                    f"CREATE INDEX {index} ON {qualified} USING simhash_mih ({column})"]
-        return [drop, f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE bigint USING {column}::bigint", plain_ddl]
+                    f"CREATE INDEX {index} ON {qualified} USING simhash_mih ({columns})"]
+        needs = [f"CREATE EXTENSION IF NOT EXISTS {plain.SCOPE_EXTENSION}"] if scope else []
+        return [*needs, drop, f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE bigint USING {column}::bigint",
+                plain_ddl]
 
 
 @Operations.implementation_for(MoveSimhashOp)

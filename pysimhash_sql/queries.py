@@ -13,10 +13,11 @@ then sent as a bound parameter.
 ``run_find_all`` and ``run_clusters`` run them on a connection of either back
 end (pysimhash_sql/backends.py): with the extension, the SQL functions; on
 the plain back end (docs/managed.md), the rows (id, fingerprint) are streamed
-to the client in chunks (one bytea of plain.STREAM_CHUNK rows each) into two numpy
+to the client in chunks (two bytea of plain.STREAM_CHUNK rows each) into two numpy
 arrays (16 bytes a row) and searched by
-the package's numpy find_all (pysimhash_sql/_find_all.py), which was faster
-than block self-joins in SQL (docs/managed.md has the figures).
+the package's numpy find_all (pysimhash_sql/_find_all.py: radix-sorted
+block tables), which was faster than block self-joins in SQL (docs/managed.md
+has the figures).
 """
 
 from __future__ import annotations
@@ -224,4 +225,4 @@ def _stream_rows(connection: Any, query: Select) -> tuple:
     id_column, fp_column = query.subquery().c
     rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
     sql = plain.rows_in_chunks_sql(str(rows.compile(dialect=_INLINE_PLAIN, compile_kwargs={"literal_binds": True})))
-    return plain.rows_of_chunks(chunk for (chunk,) in connection.execute(text(sql), execution_options={"yield_per": 1}))
+    return plain.rows_of_chunks(connection.execute(text(sql), execution_options={"yield_per": 1}))

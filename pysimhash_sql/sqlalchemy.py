@@ -256,7 +256,9 @@ def simhash_index(
     ``scope``: columns the queries also compare with ``=`` (a crawler's
     ``domain``), put before the fingerprint: simhash_mih folds them into its
     keys and reads only the scope's rows (text, integer and uuid columns); a
-    GIN index with scope needs ``CREATE EXTENSION btree_gin``.
+    GIN index with scope needs ``CREATE EXTENSION btree_gin``, and so does
+    a scoped index on the plain back end (docs/managed.md: GIN on the scope
+    columns and the key array).
     docs/crawling.md measures the scoped shapes against a plain index.
     """
     key = column if isinstance(column, str) else column.key
@@ -291,13 +293,11 @@ def _create_index(create, compiler, **kw) -> str:
     index = create.element
     if _INDEX_METHOD_KEY not in index.info or backend_of(compiler.dialect) != PLAIN:
         return compiler.visit_create_index(create, **kw)
-    if index_scope(index):
-        raise ValueError(f"index {index.name}: scope columns are not supported on the plain back end "
-                         "(docs/managed.md); index the fingerprint alone, the queries still compare the scope")
     preparer = compiler.preparer
     return _index_layout(index).index_sql(
         preparer.format_index(index), preparer.format_table(index.table), preparer.quote(list(index.columns)[-1].name),
-        if_not_exists=bool(create.if_not_exists), concurrently=bool(index.dialect_options["postgresql"]["concurrently"]))
+        scope=[preparer.quote(name) for name in index_scope(index)], if_not_exists=bool(create.if_not_exists),
+        concurrently=bool(index.dialect_options["postgresql"]["concurrently"]))
 
 
 def index_method(index: Index) -> str:

@@ -129,13 +129,14 @@ FINGERPRINT_TYPE = """SELECT format_type(atttypid, atttypmod) FROM pg_attribute
 AVAILABLE = "SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'simhash')"
 
 
-def choose_backend(conn: psycopg.Connection, args, column: str, creating: bool = False) -> str:
+def choose_backend(conn: psycopg.Connection, args, column: str | None, creating: bool = False) -> str:
     """--backend, or auto: the type of the table's fingerprint column if it
-    has one (bigint: plain, for ingest), else the extension if the database
-    has it (or, for a table to create, can create it), else plain."""
+    has one (bigint: plain, for ingest; column None: no table to look at),
+    else the extension if the database has it (or, for a table to create, can
+    create it), else plain."""
     if args.backend != "auto":
         return args.backend
-    if creating:
+    if creating and column is not None:
         existing = conn.execute(FINGERPRINT_TYPE, (table_identifier(args.table).as_string(conn), column)).fetchone()
         if existing is not None:
             return PLAIN if existing[0] == "bigint" else EXTENSION
@@ -311,9 +312,8 @@ def plain_report(conn: psycopg.Connection, args, function: str, id_columns: list
     rows = sql.SQL("SELECT {id}::bigint, {fp}::bigint FROM {table} WHERE {fp} IS NOT NULL").format(
         id=sql.Identifier(args.id_column), fp=sql.Identifier(args.fingerprint_column),
         table=table_identifier(args.table)).as_string(conn)
-    chunks = (chunk for (chunk,) in conn.execute(plain.rows_in_chunks_sql(rows)))
     try:
-        ids, fps = plain.rows_of_chunks(chunks)
+        ids, fps = plain.rows_of_chunks(conn.execute(plain.rows_in_chunks_sql(rows)))
     except ValueError as e:
         raise UserError(f"{args.table}.{args.id_column}: {e}") from None
     pairs = id_pairs(ids, fps, args.distance, args.blocks)

@@ -10,6 +10,9 @@ suggested threshold (the valley of the histogram), labelled as a suggestion.
 
 Files (the sources `fingerprint` reads) are fingerprinted here and loaded into
 a temporary table of the database named by --dsn, with a simhash_mih index.
+Without the extension (the plain back end, docs/managed.md) the same sample's
+nearest rows and the clusters are computed here from the table's rows, read
+once (plain_nearest_distances): the same numbers.
 Everything from the data (texts, names, scope values) is HTML-escaped; the
 charts are plotly's, its JavaScript inlined (no network needed to open the file).
 """
@@ -23,8 +26,12 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .. import hashing
-from .database import connect, require_function, require_table, table_identifier
+import numpy as np
+
+from .. import hashing, plain
+from .._find_all import id_clusters, id_pairs, popcount
+from ..backends import PLAIN
+from .database import choose_backend, connect, require_function, require_table, table_identifier
 from .documents import Reading, read_documents
 from .errors import UserError
 from .output import open_output, progress
@@ -58,6 +65,7 @@ class Nearest:
     max_distance: int
     seconds: float
     indexed: bool
+    plain: bool = False  # computed here (the plain back end), not by simhash_nearest_distances
 
     def histogram(self, scope: object = all) -> list[int]:
         """Sampled rows per nearest distance 0..max_distance, then those with none within it."""
@@ -138,6 +146,68 @@ def nearest_distances(conn, table: str, args) -> Nearest:
                                         args.sample_size, args.max_distance)).fetchall()
     return Nearest(rows, total, args.max_distance, time.perf_counter() - started,
                    has_index(conn, table, args.fingerprint_column))
+
+
+# The plain back end (docs/managed.md): simhash_nearest_distances's sample,
+# the same SQL on a bigint column; every row then comes to the client once
+# (ids, fingerprints and, with --scope, a number per scope value), and the
+# nearest rows and the clusters are computed here with numpy, equal to the
+# extension's (same sample, same ties: the smallest distance, then id).
+PLAIN_SAMPLE = ("SELECT {id}::bigint, {fp}::bigint, {scope} FROM {table} WHERE {id} IS NOT NULL AND {fp} IS NOT NULL "
+                "ORDER BY hashint8({id}::bigint), {id} LIMIT %s")
+PLAIN_ROWS = ("SELECT {id}::bigint, {fp}::bigint, dense_rank() OVER (ORDER BY {scope} COLLATE \"C\")::bigint "
+              "FROM {table} WHERE {id} IS NOT NULL AND {fp} IS NOT NULL")
+
+
+@dataclass
+class PlainRows:
+    """Every row of the table with a fingerprint: ids, fingerprints, scope numbers (one per scope value)."""
+
+    ids: object
+    fps: object
+    scopes: object
+
+
+def plain_nearest_distances(conn, table: str, args) -> tuple[Nearest, PlainRows]:
+    names = dict(id=sql.Identifier(args.id_column), fp=sql.Identifier(args.fingerprint_column),
+                 table=table_identifier(table),
+                 scope=sql.SQL("{}::text").format(sql.Identifier(args.scope)) if args.scope else sql.SQL("NULL::text"))
+    total = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table_identifier(table))).fetchone()[0]
+    started = time.perf_counter()
+    sample = [(row_id, scope) for row_id, _, scope in
+              conn.execute(sql.SQL(PLAIN_SAMPLE).format(**names), (args.sample_size,)).fetchall()]
+    try:
+        ids, fps, scopes = plain.rows_of_chunks(conn.execute(
+            plain.rows_in_chunks_sql(sql.SQL(PLAIN_ROWS).format(**names).as_string(conn), columns=3)), columns=3)
+    except ValueError as e:
+        raise UserError(f"{table}.{args.id_column}: {e}") from None
+    order = np.lexsort((ids, scopes))  # rows by scope, then id: ties go to the smallest id
+    ids, fps, scopes = ids[order], fps[order], scopes[order]
+    by_id = np.argsort(ids)
+    rows = []
+    for row_id, scope in sample:
+        own = int(by_id[np.searchsorted(ids, row_id, sorter=by_id)])
+        lo, hi = np.searchsorted(scopes, scopes[own], "left"), np.searchsorted(scopes, scopes[own], "right")
+        distances = popcount(fps[lo:hi] ^ fps[own]).astype(np.int16)
+        distances[own - lo] = 65  # not itself
+        nearest = int(distances.min())
+        if nearest <= args.max_distance:
+            rows.append((row_id, int(ids[lo + int(np.argmax(distances == nearest))]), nearest, scope))
+        else:
+            rows.append((row_id, None, None, scope))
+    return (Nearest(rows, total, args.max_distance, time.perf_counter() - started,
+                    has_index(conn, table, args.fingerprint_column), plain=True),
+            PlainRows(ids, fps, scopes))
+
+
+def plain_largest_clusters(rows: PlainRows, threshold: int) -> tuple[list[tuple[int, list[int]]], Counter]:
+    """largest_clusters on the rows streamed here: simhash_clusters's components (numpy's find_all)."""
+    members = defaultdict(list)
+    for member, cluster in id_clusters(id_pairs(rows.ids, rows.fps, threshold)):
+        members[cluster].append(member)
+    ranked = sorted(members.items(), key=lambda item: (-len(item[1]), item[0]))[:LARGEST_CLUSTERS]
+    largest = [(len(ids), sorted(ids)[:MEMBERS_SHOWN]) for _, ids in ranked]
+    return largest, Counter(len(ids) for ids in members.values())
 
 
 def texts_of(conn, table: str, args, ids: set[int]) -> dict[int, str]:
@@ -283,6 +353,9 @@ def page(title: str, nearest: Nearest, suggestion: Suggestion, chosen: int, part
     index = ("through the fingerprint column's index" if nearest.indexed else
              "by sequential scans (the fingerprint column has no index: CREATE INDEX ... USING simhash_mih "
              "makes this fast)")
+    search = f"simhash_nearest_distances: radius queries {index}"
+    if nearest.plain:
+        search = "the plain back end, without the extension: every row read once, the distances computed here"
     chosen_note = ("the suggested one" if chosen == suggestion.threshold else "chosen with --distance")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
@@ -294,7 +367,7 @@ def page(title: str, nearest: Nearest, suggestion: Suggestion, chosen: int, part
 <div class="suggestion" id="suggestion"><b>Suggested threshold (a suggestion, not a rule): {suggestion.threshold} bits.</b>
 Reason: {esc(suggestion.reason)}.  Look at the pairs below at and around it before you choose.</div>
 <p class="method" id="method">Method: for {how}, the nearest other document within {nearest.max_distance} bits
-(simhash_nearest_distances: radius queries {index}, {nearest.seconds:.2f} s); "&gt;{nearest.max_distance}" counts the
+({search}, {nearest.seconds:.2f} s); "&gt;{nearest.max_distance}" counts the
 documents with none that near.  Clusters are computed at {chosen} bits ({chosen_note}).</p>
 <h2>Distance to the nearest document</h2>
 {parts['histogram']}
@@ -310,15 +383,18 @@ documents with none that near.  Clusters are computed at {chosen} bits ({chosen_
 
 # -- the command ----------------------------------------------------------------------
 
-def load_files(conn, args) -> str:
-    """The sources' documents, fingerprinted here, in a temporary table with a simhash_mih index."""
+def load_files(conn, args, backend: str) -> str:
+    """The sources' documents, fingerprinted here, in a temporary table with a
+    simhash_mih index (on the plain back end: a bigint column, no index)."""
     documents, total = read_documents(args.sources, args.id_field, args.text_field, Reading(args.hidden, args.encoding))
+    fingerprint_type, signed = ("bigint", plain.to_signed) if backend == PLAIN else ("simhash64", int)
     conn.execute(f"CREATE TEMP TABLE {FILES_TABLE} (id bigint GENERATED ALWAYS AS IDENTITY, name text, "
-                 "body text, fingerprint simhash64)")
+                 f"body text, fingerprint {fingerprint_type})")
     with conn.cursor().copy(f"COPY {FILES_TABLE} (name, body, fingerprint) FROM STDIN") as copy:
         for doc in progress(documents, "doc", total):
-            copy.write_row((doc.name, doc.text.replace("\x00", ""), hashing.simhash(doc.text, args.shingle_size)))
-    conn.execute(f"CREATE INDEX ON {FILES_TABLE} USING simhash_mih (fingerprint)")
+            copy.write_row((doc.name, doc.text.replace("\x00", ""), signed(hashing.simhash(doc.text, args.shingle_size))))
+    if backend != PLAIN:
+        conn.execute(f"CREATE INDEX ON {FILES_TABLE} USING simhash_mih (fingerprint)")
     conn.execute(f"ANALYZE {FILES_TABLE}")
     args.id_column, args.fingerprint_column, args.text_column, args.label = "id", "fingerprint", "body", "name"
     if args.scope:
@@ -343,15 +419,15 @@ def report_command(args) -> None:
         import plotly  # noqa: F401
     except ImportError:
         raise UserError("report needs plotly: pip install 'pysimhash-sql[report]'") from None
-    if args.backend == "plain":
-        raise UserError("report needs the simhash extension: it is not available on the plain back end yet "
-                        "(docs/managed.md); dupes and clusters are")
     with connect(args.dsn) as conn:
+        backend = choose_backend(conn, args, None if args.sources else args.fingerprint_column,
+                                 creating=bool(args.sources))
+        if backend != PLAIN:
+            if args.sources:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
+            require_function(conn, "simhash_nearest_distances(regclass,name,name,name,integer,integer)", "1.2")
         if args.sources:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
-        require_function(conn, "simhash_nearest_distances(regclass,name,name,name,integer,integer)", "1.2")
-        if args.sources:
-            table = load_files(conn, args)
+            table = load_files(conn, args, backend)
         else:
             table = args.table
             require_table(conn, table)
@@ -362,10 +438,16 @@ def report_command(args) -> None:
                                    ("--fingerprint-column", args.fingerprint_column)):
                 if column and not column_exists(conn, table, column):
                     raise UserError(f"{option} {column}: table {table} has no such column")
-        nearest = nearest_distances(conn, table, args)
+        if backend == PLAIN:
+            nearest, rows = plain_nearest_distances(conn, table, args)
+        else:
+            nearest = nearest_distances(conn, table, args)
         suggestion = suggest(nearest.histogram())
         chosen = suggestion.threshold if args.distance is None else args.distance
-        largest, sizes = largest_clusters(conn, table, args, chosen)
+        if backend == PLAIN:
+            largest, sizes = plain_largest_clusters(rows, chosen)
+        else:
+            largest, sizes = largest_clusters(conn, table, args, chosen)
         pair_ids = {i for pairs in nearest.pairs().values() for pair in pairs for i in pair}
         shown = pair_ids | {m for _, members in largest for m in members}
         texts = texts_of(conn, table, args, shown)

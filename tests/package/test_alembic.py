@@ -369,6 +369,40 @@ def test_plain_backend_autogenerate_round_trip_and_layout_change(tmp_path, plain
     assert index_definition(plain_engine, "pages_fp_idx").count("#") == 4
 
 
+def test_plain_scoped_index_offline_sql_and_round_trip(tmp_path, plain_engine, plain_url, capsys) -> None:
+    """A scoped simhash_index on the plain back end: `alembic upgrade --sql`
+    writes the plain DDL (no simhash extension, bigint, btree_gin, GIN on the
+    scope and the key array, the move to the extension with its scope);
+    upgraded, autogenerate reads the index back with its scope (nothing to do)."""
+    cfg = plain_project(tmp_path, plain_url, with_index('simhash_index("pages_fp_idx", "fp", scope=["url"])'))
+    upgrade, _ = autogenerate(cfg, "pages").split("def downgrade")
+    assert "op.create_simhash_index('pages_fp_idx', 'pages', 'fp', method='simhash_mih', scope=['url'])" in upgrade
+    command.upgrade(cfg, "head", sql=True)
+    sql = capsys.readouterr().out
+    assert "simhash64" not in sql and "CREATE EXTENSION IF NOT EXISTS simhash" not in sql
+    assert "fp bigint," in sql
+    needs, index = sql.index("CREATE EXTENSION IF NOT EXISTS btree_gin;"), sql.index(
+        "CREATE INDEX pages_fp_idx ON pages USING gin (url, (ARRAY[(fp & '65535'::bigint) # '0'::bigint, ")
+    assert needs < index and sql.count("#") == 4
+    assert "WITH (fastupdate = off);" in sql[index:]
+
+    upgrade_downgrade_upgrade(cfg, plain_engine, {"pages"})
+    assert "USING gin (url, (ARRAY[" in index_definition(plain_engine, "pages_fp_idx")
+    models = Path(cfg.get_main_option("script_location")) / "models.py"
+    models.write_text(with_index('simhash_index("pages_fp_idx", "fp")'))
+    upgrade, _ = autogenerate(cfg, "unscoped").split("def downgrade")
+    assert upgrade.index("op.drop_simhash_index('pages_fp_idx', 'pages', 'fp', method='gin', blocks=4, "
+                         "max_distance=3, scope=['url'])") < upgrade.index("op.create_simhash_index('pages_fp_idx'")
+
+    move = Path(command.revision(cfg, message="to the extension").path)
+    move.write_text(move.read_text().replace("    pass", "    op.move_simhash_to_extension('pages', 'fp', "
+                                             "'pages_fp_idx', scope=['url'])", 1))
+    command.upgrade(cfg, "head", sql=True)
+    sql = capsys.readouterr().out
+    assert "CREATE INDEX pages_fp_idx ON pages USING simhash_mih (url, fp);" in sql
+    assert "ALTER TABLE pages ALTER COLUMN fp TYPE simhash64 USING fp::bigint;" in sql
+
+
 def test_plain_index_layouts_are_read_back(plain_engine) -> None:
     from pysimhash_sql import plain
     from pysimhash_sql.sqlalchemy import simhash_index

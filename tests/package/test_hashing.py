@@ -31,6 +31,8 @@ from pysimhash_sql.hashing import (
     vote,
 )
 from toolbox import ROOT, brute_force_hash_pairs
+from toolbox import brute_force_pairs as brute_force_id_pairs
+from toolbox.data import clustered_rows
 
 # -- reference implementation: the spec, one step at a time -----------------------
 
@@ -460,11 +462,15 @@ def test_find_all_matches_brute_force(n, blocks, k):
     assert find_all(hashes, blocks, k) == brute_force_pairs(hashes, k)
 
 
-def test_find_all_with_every_bucket_shared():
-    # Forcing all hashes into few buckets must not change the result.
-    hashes = clustered_hashes(random.Random(5), 400)
-    with mock.patch.object(_find_all, "_MAX_BUCKET_BITS", 1):
-        assert find_all(hashes, 6, 3) == brute_force_pairs(hashes, 3)
+@pytest.mark.parametrize("blocks, k", [(6, 3), (2, 1), (1, 0), (3, 0), (12, 10)])
+def test_find_all_with_long_runs_of_equal_keys(blocks, k):
+    # Hashes differing only in their lowest 10 bits share most tables' keys:
+    # runs of hundreds of rows side by side; 1-3 blocks are 21-64 bits wide
+    # (not the radix sort of 16-bit blocks).
+    rng = random.Random(5)
+    high = rng.getrandbits(64) & ~1023
+    hashes = [high | rng.getrandbits(10) for _ in range(300)] + clustered_hashes(rng, 100)
+    assert find_all(hashes, blocks, k) == brute_force_pairs(hashes, k)
 
 
 @settings(max_examples=200, deadline=None)
@@ -478,6 +484,25 @@ def test_find_all_matches_brute_force_property(hashes, data):
     blocks = data.draw(st.integers(1, 10))
     k = data.draw(st.integers(0, min(blocks - 1, 4)))
     assert find_all(hashes + near, blocks, k) == brute_force_pairs(hashes + near, k)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=clustered_rows(max_k=8))
+def test_id_pairs_match_brute_force(data):
+    # The plain back end's find_all: rows (ids in any order, exact duplicates),
+    # every blocks the caller may give, and the default.
+    rows, k, blocks = data
+    rows = [(i, fp) for i, fp in rows if fp is not None]
+    ids = np.array([i for i, _ in rows], np.int64)
+    fps = np.array([fp for _, fp in rows], np.uint64)
+    assert sorted(_find_all.id_pairs(ids, fps, k, blocks)) == brute_force_id_pairs(rows, k)
+
+
+def test_id_pairs_refuse_an_id_twice():
+    fps = np.array([1, 2, 3], np.uint64)
+    assert sorted(_find_all.id_pairs(np.array([3, 1, 2], np.int64), fps, 3)) == [(1, 2, 1), (1, 3, 2), (2, 3, 1)]
+    with pytest.raises(ValueError, match="unique ids"):
+        _find_all.id_pairs(np.array([5, 1, 5], np.int64), fps, 3)
 
 
 def test_find_all_input_forms():

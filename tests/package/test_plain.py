@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, func, insert, select, text
+from sqlalchemy import BigInteger, Column, MetaData, Table, Text, create_engine, func, insert, select, text
 from sqlalchemy.orm import aliased
 
 from pysimhash_sql import plain
@@ -181,13 +181,44 @@ def test_layouts_and_their_errors() -> None:
         plain.PlainLayout(3, 3)
     with pytest.raises(ValueError, match="more than 64"):
         plain.PlainLayout(10, 5)
-    with pytest.raises(ValueError, match="scope columns"):
-        metadata = MetaData()
-        table = Table("t", metadata, Column("d", BigInteger), Column("fp", SimHash64))
-        dialect = create_engine("postgresql+psycopg://").dialect
-        set_backend(dialect, PLAIN)
-        from sqlalchemy.schema import CreateIndex
-        str(CreateIndex(simhash_index("t_idx", table.c.fp, scope=[table.c.d])).compile(dialect=dialect))
+
+
+@pytest.mark.parametrize("index_options", [{}, {"blocks": 6, "max_distance": 3}], ids=["default", "manku"])
+def test_scoped_index_exact_and_used(plain_engine, index_options) -> None:
+    """simhash_index(..., scope=[site, tenant]) on the plain back end: GIN on
+    the scope columns and the key array (btree_gin); a scoped radius query
+    reads it with both conditions and returns brute force's rows of that
+    scope, NULL scopes matching nothing (as =); past the layout, the scan."""
+    metadata = MetaData()
+    table = Table("scoped", metadata, Column("id", BigInteger, primary_key=True), Column("site", Text),
+                  Column("tenant", BigInteger), Column("fp", SimHash64))
+    simhash_index("scoped_fp_idx", table.c.fp, scope=[table.c.site, table.c.tenant], **index_options)
+    rng = random.Random(33)
+    values = near_copies(33, groups=30, per_group=6, max_flip=4)
+    sites = ["a.example", "b.example", "é.example", None]
+    rows = [{"id": i, "fp": fp, "site": rng.choice(sites), "tenant": rng.randrange(2)} for i, fp in enumerate(values)]
+    with plain_engine.begin() as conn:
+        conn.execute(text(f"CREATE EXTENSION IF NOT EXISTS {plain.SCOPE_EXTENSION}"))
+        metadata.create_all(conn)
+        conn.execute(insert(table), rows)
+        conn.execute(text("ANALYZE scoped"))
+        assert "USING gin (site, tenant, (ARRAY[" in conn.scalar(text(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'scoped_fp_idx'"))
+    layout = plain_layout(table.c.fp)
+    with plain_engine.connect() as conn:
+        for centre in [fp ^ (1 << rng.randrange(64)) for fp in rng.sample(values, 10)]:
+            for site in sites[:3]:
+                for k in (0, 2, layout.max_distance, layout.max_distance + 1):
+                    query = (select(table.c.id).where(table.c.site == site, table.c.tenant == 1,
+                                                      table.c.fp.within(centre, k)))
+                    expected = sorted(row["id"] for row in rows if row["site"] == site and row["tenant"] == 1
+                                      and distance(row["fp"], centre) <= k)
+                    assert sorted(conn.scalars(query)) == expected, (site, k)
+        conn.execute(text("SET enable_seqscan = off"))
+        query = select(table.c.id).where(table.c.site == "a.example", table.c.tenant == 1, table.c.fp.within(5, 3))
+        plan = "\n".join(conn.scalars(text("EXPLAIN " + str(query.compile(plain_engine,
+                                                                      compile_kwargs={"literal_binds": True})))))
+        assert "Bitmap Index Scan on scoped_fp_idx" in plan and "site = " in plan and "&&" in plan, plan
 
 
 @pytest.fixture(scope="module")

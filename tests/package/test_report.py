@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from test_cli import assert_user_error, fingerprints_of, run
+import psycopg
+from test_cli import assert_user_error, fingerprints_of, plain_dsn, run
 
-from pysimhash_sql import hashing
+from pysimhash_sql import hashing, plain
 
 HOSTILE = ['<script>document.title="pwned"</script>', "\"'><img src=x onerror=alert(1)>", "O'Brien & \"Sons\""]
 WORDS = ("the quick brown fox jumps over the lazy dog while the cat watches from the garden wall and the birds "
@@ -134,6 +135,54 @@ def test_a_report_of_compressed_files(db, tmp_path: Path) -> None:
     page = report(db, tmp_path, str(tmp_path / "docs"), skips=True)
     assert "doc1.txt.bz2" in page and "doc3.txt.zst" in page and "<ins>" in page
     assert "Near-duplicates in " + str(tmp_path / "docs") in page
+
+
+# ------------------------------------------------ the plain back end (docs/managed.md)
+
+METHOD = re.compile(r'<p class="method" id="method">.*?</p>', re.DOTALL)
+
+
+def test_plain_backend_reports_what_the_extension_reports(db, plain_url, tmp_path: Path) -> None:
+    """The same table (near copies at 0..12 bits, scopes with NULL among them,
+    exact copies for the ties) on both back ends: the same page but for how
+    the numbers were computed; the same for files with --backend plain."""
+    texts = []
+    for group in range(8):
+        base = [f"{w}{group}" for w in WORDS]
+        for changes in range(0, 8, 1 + group % 3):
+            texts.append((variant(base, changes, group), None if group % 4 == 0 else f"site{group % 3}.example"))
+    texts += texts[:3]  # exact copies: ties broken by the smallest id
+    make_table(db, texts)
+    with psycopg.connect(plain_dsn(plain_url), autocommit=True) as conn:
+        conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, body text, domain text, fingerprint bigint)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO docs VALUES (%s, %s, %s, %s)",
+                            [(i, text, domain, plain.to_signed(hashing.simhash(text)))
+                             for i, (text, domain) in enumerate(texts, 1)])
+    for args in (["--scope", "domain"], ["--sample-size", "7", "--max-distance", "12"], ["--distance", "9"]):
+        extension = report(db, tmp_path, "--table", "docs", *args)
+        on_plain = report_on(plain_dsn(plain_url), tmp_path, "--table", "docs", *args)
+        assert "the plain back end, without the extension" in on_plain
+        assert METHOD.sub("", on_plain) == METHOD.sub("", extension), args
+    (tmp_path / "files").mkdir()
+    for n, (text, _) in enumerate(texts[:12]):
+        (tmp_path / "files" / f"doc{n}.txt").write_text(text)
+    files = report(db, tmp_path, str(tmp_path / "files"))
+    on_plain = report_on(plain_dsn(plain_url), tmp_path, str(tmp_path / "files"))
+    assert METHOD.sub("", on_plain) == METHOD.sub("", files) and "<ins>" in files
+
+
+def test_plain_backend_report_of_an_empty_table(plain_url, tmp_path: Path) -> None:
+    with psycopg.connect(plain_dsn(plain_url), autocommit=True) as conn:
+        conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, body text, fingerprint bigint)")
+    page = report_on(plain_dsn(plain_url), tmp_path, "--table", "docs")
+    assert "customary 3 bits" in page and "No two documents are within 3 bits: no clusters." in page
+
+
+def report_on(dsn: str, tmp_path: Path, *args: str) -> str:
+    out = tmp_path / "plain-report.html"
+    run("report", "--dsn", dsn, "-o", str(out), *args)
+    return out.read_text(encoding="utf-8")
 
 
 def test_a_report_needs_a_database() -> None:
