@@ -468,7 +468,7 @@ def print_summary(run: Run, window_seconds: float) -> None:
 def print_side_by_side(runs: list[Run], window_seconds: float) -> None:
     """Every run's summary in a column; the older design over this one per
     writer count, and rows/s of the most writers over one writer's."""
-    columns = {f"{run.design.split(' ')[0]}, {run.writers}w": summary(run, window_seconds) for run in runs}
+    columns = {f"{run.design.split(' ')[0][:12]}, {run.writers}w": summary(run, window_seconds) for run in runs}
     ratios: dict[str, list] = {}
     designs = sorted({run.design for run in runs}, key=[run.design for run in runs].index)
     if len(designs) == 2:
@@ -513,16 +513,16 @@ def baseline_server(ref: str, server_options: str) -> tuple[ThrowawayServer, str
     print(f"building {ref} ({commit[:12]})'s extension for {environment['PG_CONFIG']} in {tree}", flush=True)
     bindir = subprocess.run([str(tree / "scripts" / "temp-install.sh")], env=environment, check=True,
                             capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    described = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %s", commit],
-                               capture_output=True, text=True).stdout.strip()
     server = ThrowawayServer(bindir, tree / "build" / "bench-server", postgres_options=server_options)
-    return server, f"{ref} ({described[:60]})"
+    return server, f"{ref} {commit[:9]}"
 
 
 def this_design() -> str:
-    described = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %s"],
-                               capture_output=True, text=True).stdout.strip()
-    return f"this checkout ({described[:60]})"
+    """This checkout's branch and commit (with a + when files differ from it)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
+    changed = "+" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"{git('rev-parse', '--abbrev-ref', 'HEAD')} {git('rev-parse', '--short=9', 'HEAD')}{changed}"
 
 
 # ---------------------------------------------------------------- main
