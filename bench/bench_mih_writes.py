@@ -468,7 +468,7 @@ def print_summary(run: Run, window_seconds: float) -> None:
 def print_side_by_side(runs: list[Run], window_seconds: float) -> None:
     """Every run's summary in a column; the older design over this one per
     writer count, and rows/s of the most writers over one writer's."""
-    columns = {f"{run.design.split(" ")[0]}, {run.writers}w": summary(run, window_seconds) for run in runs}
+    columns = {f"{run.design.split()[0]}, {run.writers}w": summary(run, window_seconds) for run in runs}
     ratios: dict[str, list] = {}
     designs = sorted({run.design for run in runs}, key=[run.design for run in runs].index)
     if len(designs) == 2:
