@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from bench_index import INDEXED, build_index, fingerprints, flips, latencies_ms, load, p, prewarm, signed
+from bench_index import INDEXED, build_index, fingerprints, flips, latencies_ms, load, p, signed
 
 from pysimhash_sql.throwaway import ThrowawayServer
 
@@ -143,6 +143,27 @@ class Reporter:
         self.out.put((self.worker, None, None))
 
 
+@dataclass
+class Start:
+    """The moment the workers start together: each waits at `ready` once
+    connected, then for `go`; the main process then sets `at` (perf_counter,
+    the same clock in every process on one machine) and `go`."""
+    ready: object
+    go: object
+    at: object
+
+    def wait(self) -> float:
+        self.ready.wait()
+        self.go.wait()
+        return self.at.value
+
+    def release(self, timeout: float = 120) -> float:
+        self.ready.wait(timeout)
+        self.at.value = time.perf_counter() + 0.01
+        self.go.set()
+        return self.at.value
+
+
 def timed(run) -> tuple[float, float]:
     """(end time, milliseconds) of run()."""
     begin = time.perf_counter()
@@ -151,16 +172,15 @@ def timed(run) -> tuple[float, float]:
     return end, (end - begin) * 1000
 
 
-def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out, start: float) -> None:
+def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out, starting: Start) -> None:
     """Inserts rows until plan['inserts'] rows are claimed by all writers together."""
     rng = np.random.default_rng([SEED, worker])
-    report = Reporter(out, worker, start, plan["window"])
     with psycopg.connect(dsn) as conn:
         if plan["pending_limit"]:
             conn.execute(f"SET simhash.mih_pending_limit = {int(plan['pending_limit'])}")
         conn.commit()
-        while time.perf_counter() < start:
-            time.sleep(0.01)
+        start = starting.wait()
+        report = Reporter(out, worker, start, plan["window"])
         while True:
             copy = rng.random() < plan["copy_share"]
             with claimed.get_lock():
@@ -188,15 +208,14 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
     report.close()
 
 
-def querier(dsn: str, worker: int, plan: dict, centres: list[int], stop, out, start: float) -> None:
+def querier(dsn: str, worker: int, plan: dict, centres: list[int], stop, out, starting: Start) -> None:
     """Runs the queries at k = 3, 5, 8 in turn until stop is set."""
-    report = Reporter(out, worker, start, plan["window"])
     statements = {k: f"/* k = {k} */ " + INDEXED.format(k=k) for k in RADII}
     with psycopg.connect(dsn, autocommit=True) as conn:
         for k in RADII:  # the plans, before the clock starts
             conn.execute(statements[k], (centres[0],), prepare=True).fetchall()
-        while time.perf_counter() < start:
-            time.sleep(0.01)
+        start = starting.wait()
+        report = Reporter(out, worker, start, plan["window"])
         i = 0
         while not stop.is_set():
             k = RADII[i % len(RADII)]
@@ -248,6 +267,7 @@ class Run:
     design: str
     writers: int
     fresh: dict[int, tuple[float, float]]
+    after: dict[int, tuple[float, float]] = field(default_factory=dict)  # the same queries once the writers are done
     # per window: what the workers did, the sample at its end, WAL (all, index), seconds, end (s from the start)
     windows: list[tuple[Window, dict, tuple[int, int | None], float, float]] = field(default_factory=list)
     inserted: int = 0
@@ -267,10 +287,11 @@ def build(conn: psycopg.Connection, fps: np.ndarray, options) -> str:
     return f"built in {seconds:.1f} s, {per_row:.1f} bytes/row"
 
 
-def fresh_latencies(conn: psycopg.Connection, centres: list[int]) -> dict[int, tuple[float, float]]:
+def fresh_latencies(conn: psycopg.Connection, centres: list[int], tag: str = "fresh") -> dict[int, tuple[float, float]]:
+    """p50 and p99 of the queries at each k, with nothing else running."""
     fresh = {}
     for k in RADII:
-        times = latencies_ms(conn, f"/* fresh k = {k} */ " + INDEXED.format(k=k), centres)
+        times = latencies_ms(conn, f"/* {tag} k = {k} */ " + INDEXED.format(k=k), centres)
         fresh[k] = (p(times, 50), p(times, 99))
     return fresh
 
@@ -279,14 +300,13 @@ def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.nda
     """The writers and the query process, the windows printed as they complete."""
     spawn = multiprocessing.get_context("spawn")
     out, stop, claimed = spawn.Queue(), spawn.Event(), spawn.Value("q", 0)
-    start = time.perf_counter() + 3 + 0.5 * run.writers  # time for the processes to start and connect
-    writers = [spawn.Process(target=writer, args=(dsn, w, plan, claimed, sources, out, start))
+    starting = Start(spawn.Barrier(run.writers + 2), spawn.Event(), spawn.Value("d", 0.0))
+    writers = [spawn.Process(target=writer, args=(dsn, w, plan, claimed, sources, out, starting))
                for w in range(run.writers)]
-    query = spawn.Process(target=querier, args=(dsn, run.writers, plan, centres, stop, out, start))
+    query = spawn.Process(target=querier, args=(dsn, run.writers, plan, centres, stop, out, starting))
     for process in [*writers, query]:
         process.start()
-    while time.perf_counter() < start:
-        time.sleep(0.001)
+    start = starting.release()
     samples = [sampler.sample()]
     windows: dict[int, Window] = {}
     reached = dict.fromkeys(range(run.writers + 1), -1)   # each worker's latest window reported
@@ -388,8 +408,10 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
         print(f"\n{design}, {writers} writer{'s' if writers > 1 else ''}, PostgreSQL {version}: {options.rows:,} rows"
               f" {built}; {options.inserts:,} to insert ({mix}), autovacuum {options.autovacuum}"
               + (f", simhash.mih_pending_limit {options.pending_limit}" if options.pending_limit else ""))
-        print("fresh: " + "; ".join(f"k = {k} p50 {run.fresh[k][0]:.3f} ms, p99 {run.fresh[k][1]:.3f} ms" for k in RADII))
+        print_latencies("fresh", run.fresh)
         workload(dsn, run, plan, centres, sources, Sampler(conn))
+        run.after = fresh_latencies(conn, centres, "after")
+        print_latencies("after the writes, nothing else running", run.after)
         exactness(conn, run, centres, options.rows, rng, options.exact_queries)
         conn.execute("DROP TABLE docs")
     print_summary(run, plan["window"])
@@ -446,6 +468,7 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
             figures.append(figure(f"k = {k} p{q} fresh (ms)", run.fresh[k][column]))
             figures.append(figure(f"k = {k} p{q} worst window (ms)", worst))
             figures.append(figure(f"k = {k} p{q} worst window / fresh", worst and worst / run.fresh[k][column], ".1f"))
+        figures.append(figure(f"k = {k} p50 after the writes / fresh", run.after[k][0] / run.fresh[k][0], ".1f"))
     figures += [figure("INSERT/COMMIT p99 (ms)", p(waits, 99) if waits else None),
                 figure("INSERT/COMMIT max (ms)", max(waits, default=None), ".1f"),
                 figure("COPY batch max (ms)", max(copies, default=None), ".1f"),
@@ -457,6 +480,10 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
     return figures + [figure("index MB at the end", run.final["index_bytes"] / 1e6, ",.1f"),
                       ("exactness mismatches", run.mismatches, f"{run.mismatches} of {run.checked:,}"),
                       ("simhash_mih_check", None, run.check_error or "clean")]
+
+
+def print_latencies(name: str, latencies: dict[int, tuple[float, float]]) -> None:
+    print(f"{name}: " + "; ".join(f"k = {k} p50 {latencies[k][0]:.3f} ms, p99 {latencies[k][1]:.3f} ms" for k in RADII))
 
 
 def print_summary(run: Run, window_seconds: float) -> None:
