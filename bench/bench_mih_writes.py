@@ -9,8 +9,8 @@ second server of the same PostgreSQL):
 1. builds --rows rows (random fingerprints, 1% in clusters of near copies, as
    bench_index.py), CREATE INDEX ... USING simhash_mih, autovacuum off for the
    table (--autovacuum on: left on), prewarms table and index (pg_prewarm), and
-   measures the fresh index: p50/p99 at k = 3, 5, 8 of --queries queries drawn
-   from stored rows 0 to 4 bits away;
+   measures the fresh index: p50/p99 at k = 3, 5, 8 of --queries queries
+   (1,000) drawn from stored rows 0 to 4 bits away;
 2. W writer processes, each with its own connection, insert --inserts rows
    between them: transactions of 100 single-row INSERTs or, for --copy-share
    of the transactions, a COPY of --copy-rows rows (a tenth of the rows are
@@ -23,7 +23,8 @@ second server of the same PostgreSQL):
    WAL written per inserted row (pg_current_wal_flush_lsn) and of it the
    index's own (the Generic WAL records simhash_mih writes, through
    pg_walinspect, PostgreSQL 15 on);
-4. a summary (per k the worst window's p50 and p99 over the fresh ones, rows/s
+4. the same queries once the writers are done, nothing else running;
+5. a summary (per k the worst window's p50 and p99 over the fresh ones, rows/s
    in the last whole window over the first, the longest wait, WAL per row)
    and exactness: for --exact-queries queries (half the query set, half
    stored rows that were inserted, 0 to 2 bits away) at k = 0..8 the index's
@@ -276,6 +277,7 @@ class Run:
     mismatches: int = 0
     checked: int = 0
     check_error: str = ""
+    exact_seconds: float = 0.0
     final: dict = field(default_factory=dict)
 
 
@@ -352,14 +354,14 @@ def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.nda
     # Records after the last sample (queries finishing as the run stops) fall in a window never printed.
     run.seconds = ended - start
     run.inserted = sum(w.rows for w, *_ in run.windows)
-    totals = sampler.wal_bytes(samples[0], samples[-1])
-    run.wal = totals
+    run.wal = sampler.wal_bytes(samples[0], samples[-1])
     run.final = samples[-1]
 
 
 def exactness(conn: psycopg.Connection, run: Run, centres: list[int], built: int, rng: np.random.Generator,
               count: int) -> None:
     """count queries at k = 0..8, the index's answers against a sequential scan's."""
+    began = time.perf_counter()
     stored = np.array([r[0] for r in conn.execute(
         "SELECT fp::bigint FROM docs WHERE id > %s ORDER BY random() LIMIT %s", (built, count - count // 2))],
         dtype=np.int64).view(np.uint64)
@@ -385,6 +387,7 @@ def exactness(conn: psycopg.Connection, run: Run, centres: list[int], built: int
         conn.execute("SELECT simhash_mih_check('docs_fp')")
     except psycopg.Error as error:
         run.check_error = str(error).strip()
+    run.exact_seconds = time.perf_counter() - began
 
 
 def mismatch(found: list[int], truth: dict[int, int], k: int) -> bool:
@@ -478,7 +481,7 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
     for name in ("pending_rows", "run_sets", "merges", "merged_rows"):
         figures.append(figure(f"{name} at the end", run.final.get("stats", {}).get(name), ",d"))
     return figures + [figure("index MB at the end", run.final["index_bytes"] / 1e6, ",.1f"),
-                      ("exactness mismatches", run.mismatches, f"{run.mismatches} of {run.checked:,}"),
+                      ("exactness mismatches", run.mismatches, f"{run.mismatches} of {run.checked:,} ({run.exact_seconds:.0f} s)"),
                       ("simhash_mih_check", None, run.check_error or "clean")]
 
 
@@ -566,7 +569,7 @@ def parse_options(argv: list[str] | None = None):
     parser.add_argument("--autovacuum", choices=["off", "on"], default="off", help="for the table (default off)")
     parser.add_argument("--window", type=float, default=10.0, help="seconds a window (default 10)")
     parser.add_argument("--seconds", type=float, default=math.inf, help="stop inserting after this long")
-    parser.add_argument("--queries", type=int, default=300, help="query centres (fresh: each once a radius)")
+    parser.add_argument("--queries", type=int, default=1000, help="query centres (fresh: each once a radius; default 1000)")
     parser.add_argument("--exact-queries", type=int, default=200, help="queries checked at k = 0..8 (default 200)")
     parser.add_argument("--pending-limit", type=int, help="simhash.mih_pending_limit for the writers")
     parser.add_argument("--baseline-ref", help="git commit whose extension runs the same workload beside this one")
