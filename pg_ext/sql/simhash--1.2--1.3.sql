@@ -27,14 +27,18 @@ COMMENT ON FUNCTION simhash_v2_features(text) IS
 ---------------------------------------------------------------------------
 -- simhash_mih_stats (issue 29; src/index/mih/mih_stats.c, docs/index.md):
 -- a simhash_mih index's write path from its metapage: pending rows (read
--- whole by every query), run sets and their rows (each probed by every
--- query), retired entries awaiting recycling, flushes, merges and the rows
--- merges rewrote.  Granted as pgstattuple's functions are.
+-- whole by every query) and the sealed ones a flush is sorting, run sets and
+-- their rows (each probed by every query), retired entries awaiting
+-- recycling and recyclings done, flushes, merges and the rows merges rewrote,
+-- the run sets merges are rewriting now (each merge in a background worker,
+-- pg_stat_activity's backend_type 'simhash_mih merge').  Granted as
+-- pgstattuple's functions are.
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION simhash_mih_stats(index regclass,
-    OUT pending_rows bigint, OUT run_sets integer, OUT set_rows bigint[],
-    OUT retired integer, OUT flushes bigint, OUT merges bigint, OUT merged_rows bigint)
+    OUT pending_rows bigint, OUT sealed_rows bigint, OUT run_sets integer, OUT set_rows bigint[],
+    OUT retired integer, OUT recycled bigint, OUT flushes bigint, OUT merges bigint,
+    OUT merged_rows bigint, OUT merging_sets integer)
     AS 'MODULE_PATHNAME', 'simhash_mih_stats'
     LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 REVOKE ALL ON FUNCTION simhash_mih_stats(regclass) FROM PUBLIC;

@@ -36,8 +36,9 @@ SET0 = 24                          # sets[0]: nentries (int64), dir_head[8], npa
 SET0_NPAGES = SET0 + 8 + 32
 META_PENDING_HEAD = SET0 + 16 * 72
 META_NSCOPE = 4016                 # after retired[32] (88 bytes each, from 1200): the scope column count
-# The merge policy's cap: run sets after any flush (MIH_SET_CAP).
+# The merge policy's cap: run sets once merges catch up (MIH_SET_CAP); the metapage's room (MIH_MAX_SETS).
 SET_CAP = 4
+MAX_SETS = 16
 KIND_RUN, KIND_DIRECTORY, KIND_PENDING, KIND_DELETED = 0x5201, 0x5202, 0x5203, 0x52FF
 # A run page's header fields: (offset in the contents, struct format)
 RUN_FIELDS = {"kind": (0, "<H"), "n": (2, "<H"), "key_bits": (4, "B"), "bucket_bits": (5, "B"),

@@ -15,10 +15,10 @@ import pytest
 
 from toolbox import MIH, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
-from toolbox.mih_pages import SET_CAP
+from toolbox.mih_merges import mih_stats, wait_for_merges
+from toolbox.mih_pages import MAX_SETS
 from toolbox.workers import run_together
 
-STATS = "SELECT pending_rows, run_sets, set_rows, retired, flushes, merges, merged_rows FROM simhash_mih_stats('docs_fp')"
 PENDING_LIMIT = 128
 WRITERS = 4
 ROWS_PER_WRITER = 10_000
@@ -32,30 +32,84 @@ def load(db: psycopg.Connection, fps: list[int | None]) -> None:
 
 
 def stats(conn: psycopg.Connection) -> dict:
-    names = ("pending_rows", "run_sets", "set_rows", "retired", "flushes", "merges", "merged_rows")
-    return dict(zip(names, conn.execute(STATS).fetchone()))
+    return mih_stats(conn, "docs_fp")
 
 
 def test_stats_follow_flushes_and_merges(db: psycopg.Connection) -> None:
     load(db, [random.Random(1).getrandbits(64) for _ in range(1000)])
-    assert stats(db) == {"pending_rows": 0, "run_sets": 1, "set_rows": [1000], "retired": 0,
-                         "flushes": 0, "merges": 0, "merged_rows": 0}
+    assert stats(db) == {"pending_rows": 0, "sealed_rows": 0, "run_sets": 1, "set_rows": [1000], "retired": 0,
+                         "recycled": 0, "flushes": 0, "merges": 0, "merged_rows": 0, "merging_sets": 0}
+    # merges in the inserting backend, one after each flush that makes one due (no worker: a
+    # deterministic order)
+    db.execute("SET simhash.mih_background_merges = off")
     db.execute("SET simhash.mih_pending_limit = 100")
     db.execute("INSERT INTO docs SELECT 1000 + g, hashint8extended(g, 7)::simhash64 FROM generate_series(1, 150) g")
     # the base holds 1000 rows, the rest 100: too few to fold, no other set to merge;
-    # the next insert, alone to pin the metapage, recycled the flushed pending pages
-    assert stats(db) == {"pending_rows": 50, "run_sets": 2, "set_rows": [1000, 100], "retired": 0,
-                         "flushes": 1, "merges": 0, "merged_rows": 0}
+    # the flushed pending chain is retired, kept while the inserting transaction could read it
+    assert stats(db) == {"pending_rows": 50, "sealed_rows": 0, "run_sets": 2, "set_rows": [1000, 100],
+                         "retired": 1, "recycled": 0, "flushes": 1, "merges": 0, "merged_rows": 0,
+                         "merging_sets": 0}
     db.execute("INSERT INTO docs SELECT 2000 + g, hashint8extended(g, 8)::simhash64 FROM generate_series(1, 50) g")
-    # 100 pending rows merged with the set of 100 (no larger than them): one set of 200
+    # the new set of 100 merged with the other one of 100 (no larger): one set of 200, both
+    # rewritten; the two merged sets and the second chain retired beside the first chain, which a
+    # transaction that began before the first flush's transaction ended (this one) may still read
     now = stats(db)
-    assert (now["run_sets"], now["set_rows"], now["merges"], now["merged_rows"]) == (2, [1000, 200], 1, 100)
+    assert (now["run_sets"], now["set_rows"], now["merges"], now["merged_rows"]) == (2, [1000, 200], 1, 200)
+    assert (now["retired"], now["recycled"]) == (4, 0)
     db.execute("INSERT INTO docs SELECT 3000 + g, hashint8extended(g, 9)::simhash64 FROM generate_series(1, 300) g")
-    # flushes: [1000, 200, 100] (200 > 100 pending rows), [1000, 400] (100 and 200 merged),
-    # then 500 rows beside the base's 1000, half of it: folded into one set
+    # flushes: [1000, 200, 100] (200 > 100: no merge), [1000, 200, 100, 100] merged to [1000, 400]
+    # (100, 100, then 200: each no larger than what is taken), then [1000, 400, 100]: 500 rows
+    # beside the base's 1000, half of it, folded into one set
     now = stats(db)
     assert (now["run_sets"], now["set_rows"], now["pending_rows"], now["merges"]) == (1, [1500], 0, 3)
+    assert now["merged_rows"] == 200 + 400 + 1500
+    # the first insert of this transaction recycled what no snapshot could read any more
+    assert now["recycled"] >= 1 and now["retired"] < 4 + 1 + 4 + 4
     db.execute("SELECT simhash_mih_check('docs_fp')")
+
+
+def test_recycling_waits_for_older_snapshots_then_an_insert_recycles(db: psycopg.Connection) -> None:
+    """Retired pages outlive every snapshot older than their retirement (a
+    REPEATABLE READ reader's answer does not change meanwhile); once it ends,
+    inserts recycle them and new pages reuse them (the index hardly grows);
+    VACUUM recycles whatever is left."""
+    rng = random.Random(3)
+    fps = [rng.getrandbits(64) for _ in range(1000)]
+    load(db, fps)
+    info = db.info
+    reader = psycopg.connect(f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}")
+    reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    reader.execute("SET LOCAL enable_seqscan = off")
+    centre = fps[7]
+    before = ids(reader, centre, 8)
+    db.execute("SET simhash.mih_background_merges = off")  # every retirement made by these inserts
+    db.execute("SET simhash.mih_pending_limit = 64")
+    # five flushes retire fewer entries than half the list holds (past that, an insert that
+    # finds no other pin on the metapage recycles whatever the horizon says)
+    for batch in range(5):
+        db.execute("INSERT INTO docs SELECT 10000 * %s + g, hashint8extended(g, %s)::simhash64"
+                   " FROM generate_series(1, 64) g", (batch + 1, batch))
+    held = stats(db)
+    assert held["flushes"] == 5 and held["recycled"] == 0 and held["retired"] >= 5
+    # the reader's snapshot predates every retirement: its answer has not changed
+    assert ids(reader, centre, 8) == before
+    reader.rollback()
+    reader.close()
+    size = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
+    for batch in range(5, 35):
+        db.execute("INSERT INTO docs SELECT 10000 * %s + g, hashint8extended(g, %s)::simhash64"
+                   " FROM generate_series(1, 64) g", (batch + 1, batch))
+    now = stats(db)
+    assert now["recycled"] > 0 and now["retired"] < held["retired"]
+    # 30 more flushes wrote into recycled pages: the index grew by less than what they wrote
+    grown = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0] - size
+    # each flush writes 3 run pages and 3 directory pages at least: 180 pages without recycling
+    assert grown <= 16 * 8192
+    db.execute("VACUUM docs")
+    assert stats(db)["retired"] == 0
+    db.execute("SELECT simhash_mih_check('docs_fp')")
+    for k in (0, 3, 8):
+        assert ids_of_plan(db, centre, k, index=True) == ids_of_plan(db, centre, k, index=False)
 
 
 def test_stats_refuse_what_is_not_a_simhash_mih_index(db: psycopg.Connection) -> None:
@@ -87,6 +141,15 @@ def write_rows(conninfo: str, seed: int, stored: list[int], written: list[tuple[
 def ids(conn: psycopg.Connection, centre: int, k: int) -> list[int]:
     return [r[0] for r in conn.execute("SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s)"
                                        " ORDER BY id", (str(centre), k))]
+
+
+def ids_of_plan(conn: psycopg.Connection, centre: int, k: int, index: bool) -> list[int]:
+    """ids() by a bitmap scan of the index, or by a sequential scan (brute force)."""
+    settings = ("enable_seqscan = off",) if index else ("enable_bitmapscan = off", "enable_indexscan = off")
+    with conn.transaction():
+        for setting in settings:
+            conn.execute(f"SET LOCAL {setting}")
+        return ids(conn, centre, k)
 
 
 def compare_in_snapshots(conninfo: str, stored: list[int], stop: threading.Event, compared: list[int]) -> None:
@@ -132,13 +195,19 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
          lambda stop: sample_stats(conninfo, stop, samples)])
     assert not errors
     assert compared and samples
-    assert max(s["run_sets"] for s in samples) <= SET_CAP
-    assert max(s["pending_rows"] for s in samples) < PENDING_LIMIT
+    # merges run beside the flushes (a worker, or a writer once the sets no merge claims reach
+    # twice the cap): more sets while they catch up (a flush never goes past the metapage's
+    # room: the pending bound below says flushes went on), the cap once they have
+    assert max(s["run_sets"] for s in samples) <= MAX_SETS
+    wait_for_merges(db, "docs_fp")
+    # a flush off the lock: rows go on arriving while one runs, the next flush takes them
+    assert max(s["pending_rows"] + s["sealed_rows"] for s in samples) < 20 * PENDING_LIMIT
     final = stats(db)
     inserted = WRITERS * ROWS_PER_WRITER
-    assert final["flushes"] >= inserted // PENDING_LIMIT - 1 and final["merges"] > 0
+    # flushes never stopped: none took more than the bound above
+    assert final["flushes"] >= inserted // (20 * PENDING_LIMIT) and final["merges"] > 0
     # every row with a fingerprint in one run set or the pending list, once (no VACUUM, no delete)
-    assert sum(final["set_rows"]) + final["pending_rows"] == len(stored) + inserted
+    assert sum(final["set_rows"]) + final["pending_rows"] + final["sealed_rows"] == len(stored) + inserted
     # recycled by inserts, not left for a VACUUM: the index stays near a rebuilt one's size
     size = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
     db.execute("SELECT simhash_mih_check('docs_fp')")
@@ -155,3 +224,67 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
             assert ids(db, centre, k) == expected, (centre, k)
     db.execute("REINDEX INDEX docs_fp")
     assert size <= 3 * db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
+
+
+def fail_for_temp_file_limit(db: psycopg.Connection, sql: str) -> None:
+    """Runs sql, whose flush or merge spills, under a temp_file_limit it exceeds: the ERROR."""
+    db.execute("SET temp_file_limit = '64kB'")
+    error = error_of(db, sql)
+    assert error.sqlstate == "53400" and "temp_file_limit" in str(error)
+    db.execute("RESET temp_file_limit")
+
+
+def test_a_failed_flush_leaves_a_sealed_list_scans_read_and_the_next_flush_takes_over(db: psycopg.Connection) -> None:
+    """A flush that fails midway (here: its sort's spill exceeds
+    temp_file_limit) rolls back its transaction, not the sealed pending list:
+    scans read it, the checker accepts it, and the next flush sorts it."""
+    rng = random.Random(5)
+    fps = [rng.getrandbits(64) for _ in range(1000)]
+    load(db, fps)
+    db.execute("SET simhash.mih_pending_limit = 20000")
+    db.execute("INSERT INTO docs SELECT 1000 + g, hashint8extended(g, 11)::simhash64 FROM generate_series(1, 19999) g")
+    assert (stats(db)["pending_rows"], stats(db)["flushes"]) == (19999, 0)
+    db.execute("SET work_mem = '64kB'")
+    fail_for_temp_file_limit(db, "INSERT INTO docs VALUES (30000, '5'::simhash64)")
+    sealed = stats(db)
+    assert (sealed["sealed_rows"], sealed["pending_rows"], sealed["flushes"]) == (20000, 0, 0)
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    centres = [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(10)] + \
+        [int(r[0]) for r in db.execute("SELECT fp::text FROM docs WHERE id IN (1500, 17000)")]
+    for centre in centres:
+        for k in (0, 4, 8):
+            assert ids_of_plan(db, centre, k, index=True) == ids_of_plan(db, centre, k, index=False)
+    # the next flush, whoever makes it, takes the sealed list over first
+    db.execute("SET simhash.mih_pending_limit = 1")
+    db.execute("INSERT INTO docs VALUES (30001, '6'::simhash64)")
+    now = stats(db)
+    assert (now["sealed_rows"], now["flushes"]) == (0, 1) and sum(now["set_rows"]) + now["pending_rows"] == 1000 + 20001
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in centres:
+        assert ids_of_plan(db, centre, 8, index=True) == ids_of_plan(db, centre, 8, index=False)
+
+
+def test_a_failed_merge_leaves_claims_the_next_merge_drops(db: psycopg.Connection) -> None:
+    """A merge that fails midway (its sort's spill exceeds temp_file_limit)
+    leaves its claims in the metapage and its sets in place: answers stay
+    exact, and the next flush's merge drops the claims and merges."""
+    rng = random.Random(8)
+    fps = [rng.getrandbits(64) for _ in range(40_000)]
+    load(db, fps)
+    db.execute("SET simhash.mih_background_merges = off")
+    db.execute("SET simhash.mih_pending_limit = 20000")
+    db.execute("SET maintenance_work_mem = '1MB'")  # the fold of 60,000 rows spills; the flush does not
+    db.execute("INSERT INTO docs SELECT 100000 + g, hashint8extended(g, 12)::simhash64 FROM generate_series(1, 19999) g")
+    fail_for_temp_file_limit(db, "INSERT INTO docs VALUES (200000, '9'::simhash64)")
+    failed = stats(db)
+    assert (failed["run_sets"], failed["set_rows"], failed["merging_sets"], failed["merges"]) == (2, [40000, 20000], 2, 0)
+    centres = [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(8)]
+    for centre in centres:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
+    db.execute("SET simhash.mih_pending_limit = 1")
+    db.execute("INSERT INTO docs VALUES (200001, '10'::simhash64)")
+    now = stats(db)
+    assert (now["run_sets"], now["set_rows"], now["merging_sets"], now["merges"]) == (1, [60001], 0, 1)
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in centres:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)

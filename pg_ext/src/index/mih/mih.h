@@ -15,16 +15,25 @@
  *   first run of its set (one more page read per match);
  * - the pending list: new rows, unsorted (fingerprint, TID), in a chain of
  *   pages that every scan reads whole.  When it reaches
- *   simhash.mih_pending_limit rows, the inserting backend sorts it into a new
- *   run set, merging into it, in the same sort, the run sets the merge policy
- *   picks (mih_insert.c: size-tiered, at most MIH_SET_CAP sets after any
- *   flush); VACUUM only takes dead entries out.
- * Pages a flush or merge retires are listed in the metapage and recycled once
- * no other backend pins the metapage: by an insert that finds it so
- * (ConditionalLockBufferForCleanup), or by VACUUM, which waits for it.  Every
- * reader of the run sets pins the metapage from reading the layout until it
- * is done (scans, VACUUM's bulk delete), and the layout it then reads no
- * longer names the retired pages.
+ *   simhash.mih_pending_limit rows, an inserting backend seals it (the
+ *   metapage names it as the sealed chain, a new pending list starts) and
+ *   sorts it into a new run set with the metapage unlocked; scans read the
+ *   sealed chain meanwhile, and the new set replaces it under a brief lock.
+ *   Merges of run sets run apart (mih_merge.c: size-tiered, claimed sets
+ *   sorted unlocked, in a background worker), so a query probes about
+ *   MIH_SET_CAP sets.  One flush at a time: the flusher holds the
+ *   heavyweight lock MIH_FLUSH_LOCK (inserts only try for it), which an
+ *   ERROR or crash releases; the next flusher takes over a sealed chain it
+ *   finds.  VACUUM only takes dead entries out.
+ * Pages a flush retires are listed in the metapage with the next transaction
+ * id of that moment, and recycled once no snapshot that old remains (as
+ * nbtree recycles deleted pages): by an insert, unless VACUUM's bulk delete,
+ * which reads the run sets without a snapshot, holds MIH_VACUUM_LOCK; VACUUM
+ * itself recycles the rest once no other backend pins the metapage.  A
+ * reader that no horizon protects (a hot standby's scan) is protected by the
+ * recycling count: each recycling bumps it (WAL-logged before any page is
+ * reused), and a scan that finds it changed at its end scans again
+ * (mih_scan.c).
  *
  * Scope columns (mih_scope.c): an index USING simhash_mih (domain, fp) keeps
  * fp XOR a 64-bit hash of the scope values in place of fp, everywhere
@@ -72,14 +81,24 @@
 #define MIH_MAX_SETS 16
 #define MIH_MAX_RETIRED 32
 /*
- * The merge policy (mih_insert.c).  At most MIH_SET_CAP run sets after a
- * flush: a query probes each set with the whole plan, so its probes are at
- * most MIH_SET_CAP times one set's.  The largest set (the base) is folded
- * into a flush once the other sets and the pending rows hold 1 /
- * MIH_FOLD_SHARE of its rows.
+ * The merge policy (mih_merge.c).  About MIH_SET_CAP run sets once merges
+ * catch up (more while a merge runs, up to MIH_MAX_SETS): a query probes
+ * each set with the whole plan, so its probes are about MIH_SET_CAP times
+ * one set's.  The largest set (the base) is folded once the others hold
+ * 1 / MIH_FOLD_SHARE of its rows.
  */
 #define MIH_SET_CAP 4
 #define MIH_FOLD_SHARE 2
+/*
+ * Heavyweight page locks (LockPage) on the index, on block numbers used for
+ * nothing else there: one flush at a time; VACUUM's bulk delete against
+ * recycling by inserts.
+ */
+#define MIH_FLUSH_LOCK ((BlockNumber) 0)
+#define MIH_VACUUM_LOCK ((BlockNumber) 1)
+#define MIH_MERGE_LOCK ((BlockNumber) 2)	/* + the merge slot */
+/* Merges at once (mih_merge.c): a long fold of the base, and the small sets' merges beside it. */
+#define MIH_MERGE_SLOTS 2
 #define MIH_PAGE_DATA (BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
 #define MIH_PENDING_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(ItemPointerData)))
 #define MIH_DIR_CAP ((MIH_PAGE_DATA - 8) / (sizeof(uint64) + sizeof(BlockNumber)))
@@ -140,6 +159,23 @@ typedef struct MihMeta
 	int64		nmerges;
 	int64		merged_rows;
 	int64		nflushes;
+	/*
+	 * Added with flushes off the lock (zero in an older index: no sealed
+	 * chain, retired entries recyclable at once): the sealed chain a flush
+	 * is sorting (rows 0: none); each retired entry's next transaction id at
+	 * retirement (a FullTransactionId's value); recyclings done.
+	 */
+	BlockNumber sealed_head;
+	int64		sealed_count;
+	uint64		retired_xid[MIH_MAX_RETIRED];
+	uint64		nrecycles;
+	/*
+	 * Added with merges apart from flushes (zero in an older index): the run
+	 * sets merges are rewriting, by id, with each one's merge slot.
+	 */
+	int32		nclaimed;
+	int32		claimed_slot[MIH_MAX_SETS];
+	uint64		claimed_id[MIH_MAX_SETS];
 } MihMeta;
 
 StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
@@ -322,10 +358,17 @@ extern void mih_init_meta(Relation index, ForkNumber fork, int ntables, int nsco
 extern void mih_meta_add_set(MihMeta *meta, const MihRunSet *set);
 extern bool mih_meta_retire(MihMeta *meta, const MihRetired *what);
 extern void mih_free_retired(Relation index, const MihRetired *retired, int nretired, int ntables);
-extern int	mih_take_retired(Relation index, Buffer meta_buffer, MihRetired *retired);
+extern int	mih_take_retired(Relation index, Buffer meta_buffer, bool by_horizon, MihRetired *retired);
 extern void mih_check_meta(Relation index, const MihMeta *meta);
+extern void mih_scan_guard(Relation index, uint64 nrecycles);
 extern Buffer mih_pin_meta(Relation index, MihMeta *meta);
 extern MihMeta mih_read_meta(Relation index);
+
+/* mih_merge.c: merges of run sets, apart from flushes */
+extern bool mih_background_merges;
+extern bool mih_merge_due(const MihMeta *meta);
+extern void mih_merge(Relation index, int steps);
+extern void mih_after_flush(Relation index);
 
 /* mih_check.c */
 extern void mih_require_index(Relation index, const char *caller);
@@ -348,5 +391,6 @@ extern IndexBulkDeleteResult *mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDel
 											 IndexBulkDeleteCallback callback, void *callback_state);
 extern IndexBulkDeleteResult *mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats);
 extern int64 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern uint64 mih_recycles_now(Relation index);
 
 #endif							/* SIMHASH_MIH_H */

@@ -25,7 +25,7 @@ typedef struct MihOptions
 static relopt_kind mih_relopt_kind;
 int			mih_pending_limit = 65536;
 
-/* Called from _PG_init: the index option and the pending-list setting. */
+/* Called from _PG_init: the index option, the pending-list and merge settings. */
 void
 simhash_mih_init(void)
 {
@@ -38,6 +38,11 @@ simhash_mih_init(void)
 							"Every query reads the unsorted rows whole.",
 							&mih_pending_limit, 65536, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("simhash.mih_background_merges",
+							 "Whether simhash_mih merges run sets in a background worker.",
+							 "Off, or where no worker can start, the insert whose flush made a merge due runs one merge itself.",
+							 &mih_background_merges, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 static bytea *

@@ -213,17 +213,21 @@ check_set(MihChecker *c, const MihRunSet *set, int s)
 	}
 }
 
-/* The pending list: a chain ending at the metapage's tail, within its count. */
+/*
+ * A pending chain: the pending list, ending at the metapage's tail, or the
+ * sealed chain a flush is sorting (`tail` NULL: no tail to compare),
+ * within its count.
+ */
 static void
-check_pending(MihChecker *c, const MihMeta *meta)
+check_pending(MihChecker *c, BlockNumber head, const BlockNumber *tail, int64 count, const char *what)
 {
-	BlockNumber blkno = meta->pending_head;
+	BlockNumber blkno = head;
 	BlockNumber last = InvalidBlockNumber;
 	int64		entries = 0;
 
 	while (blkno != InvalidBlockNumber)
 	{
-		MihPendingPage *page = mih_pending_of(read_page(c, blkno, "the pending list"));
+		MihPendingPage *page = mih_pending_of(read_page(c, blkno, what));
 		BlockNumber next = page->next;
 
 		if (page->kind != MIH_PAGE_PENDING)
@@ -241,12 +245,16 @@ check_pending(MihChecker *c, const MihMeta *meta)
 		last = blkno;
 		blkno = next;
 	}
-	if (last != meta->pending_tail || entries > meta->pending_count)
+	if (tail ? last != *tail : head == InvalidBlockNumber)
 		ereport(ERROR,
 				errcode(ERRCODE_INDEX_CORRUPTED),
-				errmsg("simhash_mih index \"%s\" is corrupted: its pending list ends at block %u with " INT64_FORMAT " entries, the metapage says block %u and at most " INT64_FORMAT,
-					   RelationGetRelationName(c->index), last, entries, meta->pending_tail,
-					   meta->pending_count));
+				errmsg("simhash_mih index \"%s\" is corrupted: %s ends at block %u, the metapage says block %u",
+					   RelationGetRelationName(c->index), what, last, tail ? *tail : InvalidBlockNumber));
+	if (entries > count)
+		ereport(ERROR,
+				errcode(ERRCODE_INDEX_CORRUPTED),
+				errmsg("simhash_mih index \"%s\" is corrupted: %s holds " INT64_FORMAT " entries, the metapage says at most " INT64_FORMAT,
+					   RelationGetRelationName(c->index), what, entries, count));
 }
 
 /* table_index_build_scan's callback: a heap row the index must hold. */
@@ -306,7 +314,7 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 
 	if (heapallindexed)
 	{
-		int64		total = meta.pending_count;
+		int64		total = meta.pending_count + meta.sealed_count;
 
 		for (int s = 0; s < meta.nsets; s++)
 			total += meta.sets[s].nentries;
@@ -314,7 +322,9 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 			c->runs[t] = bloom_create(Max(total, 1), Max(maintenance_work_mem / c->ntables, 1024),
 									  RelationGetRelid(c->index));
 	}
-	check_pending(c, &meta);
+	check_pending(c, meta.pending_head, &meta.pending_tail, meta.pending_count, "the pending list");
+	if (meta.sealed_count > 0)
+		check_pending(c, meta.sealed_head, NULL, meta.sealed_count, "the sealed pending list");
 	for (int s = 0; s < meta.nsets; s++)
 		check_set(c, &meta.sets[s], s);
 	if (heapallindexed)
@@ -336,6 +346,7 @@ mih_require_index(Relation index, const char *caller)
 				errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				errmsg("%s: index \"%s\" is not a simhash_mih index",
 					   caller, RelationGetRelationName(index)));
+	mih_scan_guard(NULL, 0);	/* a scan that ended in an ERROR left it set */
 }
 
 Datum

@@ -8,6 +8,7 @@
 #include "index/mih/mih_page.h"
 
 #include "access/generic_xlog.h"
+#include "access/transam.h"
 #include "access/xloginsert.h"
 #include "storage/buffile.h"
 #include "storage/indexfsm.h"
@@ -17,8 +18,28 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
-/* The one form of every corruption report: SQLSTATE XX002, the index, the block. */
+/*
+ * The index a scan of this backend is reading, with the recycling count it
+ * started from (mih_scan.c): a page that looks corrupted to that scan may
+ * have been recycled under it (on a hot standby), which is not corruption.
+ */
+static Oid	scan_guard_index = InvalidOid;
+static uint64 scan_guard_recycles;
+
+void
+mih_scan_guard(Relation index, uint64 nrecycles)
+{
+	scan_guard_index = index ? RelationGetRelid(index) : InvalidOid;
+	scan_guard_recycles = nrecycles;
+}
+
+/*
+ * The one form of every corruption report: SQLSTATE XX002, the index, the
+ * block; or, for a scan whose pages were recycled meanwhile, a retryable
+ * serialization failure.
+ */
 void
 mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...)
 {
@@ -28,6 +49,16 @@ mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...)
 	va_start(args, fmt);
 	vsnprintf(what, sizeof(what), fmt, args);
 	va_end(args);
+	if (OidIsValid(scan_guard_index) && scan_guard_index == RelationGetRelid(index))
+	{
+		scan_guard_index = InvalidOid;	/* once: the read below may fail too */
+		if (mih_recycles_now(index) != scan_guard_recycles)
+			ereport(ERROR,
+					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					errmsg("could not finish a scan of simhash_mih index \"%s\": block %u was recycled meanwhile",
+						   RelationGetRelationName(index), blkno),
+					errhint("Retry the query.  On a hot standby, recycling follows the primary's flushes."));
+	}
 	ereport(ERROR,
 			errcode(ERRCODE_INDEX_CORRUPTED),
 			errmsg("simhash_mih index \"%s\" is corrupted: block %u: %s",
@@ -503,7 +534,7 @@ mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 	meta->version = MIH_VERSION;
 	meta->ntables = ntables;
 	meta->nscope = nscope;
-	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
+	meta->pending_head = meta->pending_tail = meta->sealed_head = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihMeta);
 	MarkBufferDirty(buffer);
 	if (fork == INIT_FORKNUM || RelationNeedsWAL(index))
@@ -522,36 +553,60 @@ mih_meta_add_set(MihMeta *meta, const MihRunSet *set)
 	meta->generation++;
 }
 
+/*
+ * Lists what a flush took out of use, with the next transaction id of now:
+ * a snapshot that may have read the old layout is older than it.
+ */
 bool
 mih_meta_retire(MihMeta *meta, const MihRetired *what)
 {
 	if (meta->nretired >= MIH_MAX_RETIRED)
 		return false;			/* leaked until the next REINDEX; never unsafe */
+	meta->retired_xid[meta->nretired] = U64FromFullTransactionId(ReadNextFullTransactionId());
 	meta->retired[meta->nretired++] = *what;
 	return true;
 }
 
 /*
- * Takes the retired list out of the metapage (WAL-logged), which the caller
- * holds exclusively with no other backend pinning it (a cleanup lock), or
- * holds exclusively and waits for that before freeing (VACUUM): no reader
- * can then reach the retired pages.  Returns how many entries `retired`
- * (room for MIH_MAX_RETIRED) received.
+ * Takes retired entries out of the metapage (WAL-logged, with the recycling
+ * count bumped: a scan that no horizon protects sees it change), for the
+ * caller to free once done with the metapage, which it holds exclusively.
+ * `by_horizon`: only the entries no running snapshot can have read (mih.h;
+ * the caller holds MIH_VACUUM_LOCK); otherwise all, and the caller waits
+ * until no other backend pins the metapage before freeing (VACUUM).
+ * Returns how many entries `retired` (room for MIH_MAX_RETIRED) received.
  */
 int
-mih_take_retired(Relation index, Buffer meta_buffer, MihRetired *retired)
+mih_take_retired(Relation index, Buffer meta_buffer, bool by_horizon, MihRetired *retired)
 {
 	MihMeta    *meta = mih_meta_of(BufferGetPage(meta_buffer));
-	int			nretired = meta->nretired;
+	bool		take[MIH_MAX_RETIRED];
+	int			ntaken = 0;
+	int			kept = 0;
 	GenericXLogState *state;
 
-	if (nretired == 0)
+	for (int i = 0; i < meta->nretired; i++)
+	{
+		take[i] = !by_horizon ||
+			GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid[i]));
+		if (take[i])
+			retired[ntaken++] = meta->retired[i];
+	}
+	if (ntaken == 0)
 		return 0;
-	memcpy(retired, meta->retired, nretired * sizeof(MihRetired));
 	state = GenericXLogStart(index);
-	mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0))->nretired = 0;
+	meta = mih_meta_of(GenericXLogRegisterBuffer(state, meta_buffer, 0));
+	for (int i = 0; i < meta->nretired; i++)
+		if (!take[i])
+		{
+			meta->retired[kept] = meta->retired[i];
+			meta->retired_xid[kept] = meta->retired_xid[i];
+			kept++;
+		}
+	meta->nretired = kept;
+	meta->nrecycles++;
 	GenericXLogFinish(state);
-	return nretired;
+	return ntaken;
 }
 
 /* Marks a page deleted (WAL-logged) and gives it to the free space map. */
@@ -610,9 +665,13 @@ mih_check_meta(Relation index, const MihMeta *meta)
 												   RelationGetRelationName(index))));
 	if (meta->ntables < 1 || meta->ntables > MIH_MAX_TABLES || meta->nsets < 0 ||
 		meta->nsets > MIH_MAX_SETS || meta->nretired < 0 || meta->nretired > MIH_MAX_RETIRED ||
-		meta->pending_count < 0)
+		meta->pending_count < 0 || meta->sealed_count < 0 || meta->nclaimed < 0 ||
+		meta->nclaimed > MIH_MAX_SETS)
 		mih_corrupt(index, 0, "the metapage's counts are out of range (%d runs, %d run sets, %d retired, " INT64_FORMAT " pending)",
 					meta->ntables, meta->nsets, meta->nretired, meta->pending_count);
+	for (int c = 0; c < meta->nclaimed; c++)
+		if (meta->claimed_slot[c] < 0 || meta->claimed_slot[c] >= MIH_MERGE_SLOTS)
+			mih_corrupt(index, 0, "claim %d names merge slot %d", c, meta->claimed_slot[c]);
 	for (int s = 0; s < meta->nsets; s++)
 		if (meta->sets[s].nentries < 0)
 			mih_corrupt(index, 0, "run set %d has a negative entry count", s);

@@ -635,6 +635,49 @@ mih_read_keys(IndexScanDesc scan, MihQuery *q)
 	return true;
 }
 
+/* Passes of a scan whose pages were recycled under it before it gives up (a hot standby's). */
+#define MIH_SCAN_PASSES 3
+
+/*
+ * One pass over the layout `meta` names: every run set probed, the sealed
+ * chain and the pending list compared.
+ */
+static void
+mih_scan_layout(MihProbe *s, const MihMeta *meta)
+{
+	for (s->set = 0; s->set < s->cache->nsets; s->set++)
+	{
+		if (s->plan)
+			mih_probe_set(s);
+		else					/* no plan: every entry of the first run, compared */
+		{
+			uint64		everything = 0;
+
+			mih_walk_run(s, 0, &everything, 1, ~UINT64CONST(0), false,
+						 lead_with(s->center, s->cache->blocks.mask[0]), s->k);
+		}
+	}
+	if (meta->sealed_count > 0)	/* an older index has 0, not InvalidBlockNumber, as its head */
+		mih_scan_pending(s, meta->sealed_head, meta->sealed_count);
+	mih_scan_pending(s, meta->pending_head, meta->pending_count);
+}
+
+/*
+ * The metapage's recycling count now.  Read without the content lock: the
+ * caller may hold a lock on another page of the index, and inserts take the
+ * metapage's before a pending page's; an aligned 8-byte read is whole, and a
+ * count read late only makes the caller scan once more.
+ */
+uint64
+mih_recycles_now(Relation index)
+{
+	Buffer		buffer = ReadBuffer(index, 0);
+	uint64		n = ((volatile MihMeta *) mih_meta_of(BufferGetPage(buffer)))->nrecycles;
+
+	ReleaseBuffer(buffer);
+	return n;
+}
+
 int64
 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
@@ -648,35 +691,45 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 
 	if (!mih_read_keys(scan, &query))
 		return 0;
-	/* The pin stays until the scan is done: nothing it reads is recycled meanwhile. */
-	meta_buffer = mih_pin_meta(index, &meta);
-
 	memset(&s, 0, sizeof(s));
 	s.index = index;
-	s.cache = mih_cache(index, &meta);
 	s.tbm = tbm;
 	s.query = &query;
 	s.center = query.probe.center;
 	s.k = query.probe.radius;
-	planned = mih_plan(&s.cache->blocks, s.k, &plan);
-	s.plan = planned ? &plan : NULL;
 	s.held.run = -1;
-	if (planned)
-		for (int t = 0; t < s.cache->blocks.nblocks; t++)
-			s.probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
-	for (s.set = 0; s.set < s.cache->nsets; s.set++)
+	/*
+	 * The pin stays until the pass is done, and the query's snapshot holds
+	 * recycling back (mih.h); where neither protects the pass (a hot
+	 * standby), a change of the recycling count means a page it read may
+	 * have been reused: it scans again (the bitmap keeps what it found, a
+	 * superset rechecked at the heap).
+	 */
+	for (int pass = 1;; pass++)
 	{
-		if (planned)
-			mih_probe_set(&s);
-		else					/* no plan: every entry of the first run, compared */
+		meta_buffer = mih_pin_meta(index, &meta);
+		mih_scan_guard(index, meta.nrecycles);
+		s.cache = mih_cache(index, &meta);
+		if (pass == 1)
 		{
-			uint64		everything = 0;
-
-			mih_walk_run(&s, 0, &everything, 1, ~UINT64CONST(0), false,
-						 lead_with(s.center, s.cache->blocks.mask[0]), s.k);
+			planned = mih_plan(&s.cache->blocks, s.k, &plan);
+			s.plan = planned ? &plan : NULL;
+			if (planned)
+				for (int t = 0; t < s.cache->blocks.nblocks; t++)
+					s.probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
 		}
+		s.found = 0;
+		mih_scan_layout(&s, &meta);
+		mih_scan_guard(NULL, 0);
+		ReleaseBuffer(meta_buffer);
+		if (mih_recycles_now(index) == meta.nrecycles)
+			break;
+		if (pass == MIH_SCAN_PASSES)
+			ereport(ERROR,
+					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					errmsg("could not finish a scan of simhash_mih index \"%s\": its pages were recycled %d times meanwhile",
+						   RelationGetRelationName(index), pass),
+					errhint("Retry the query.  On a hot standby, recycling follows the primary's flushes."));
 	}
-	mih_scan_pending(&s, meta.pending_head, meta.pending_count);
-	ReleaseBuffer(meta_buffer);
 	return s.found;
 }

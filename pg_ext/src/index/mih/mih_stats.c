@@ -1,10 +1,11 @@
 /*
  * mih_stats.c — simhash_mih_stats(index): what the write path of a
  * simhash_mih index holds now, read from its metapage alone (no other page):
- * the pending rows every query reads whole, the run sets every query probes
- * and their rows, the retired entries waiting to be recycled, and the
- * flushes and merges done with the rows merges rewrote (write amplification:
- * merged_rows over the rows inserted).
+ * the pending rows every query reads whole (and the sealed ones a flush is
+ * sorting), the run sets every query probes and their rows, the retired
+ * entries waiting to be recycled and the recyclings done, the flushes and
+ * merges done with the rows merges rewrote (write amplification: merged_rows
+ * over the rows inserted), and the run sets merges are rewriting now.
  */
 #include "index/mih/mih.h"
 
@@ -17,12 +18,15 @@ PG_FUNCTION_INFO_V1(simhash_mih_stats);
 enum
 {
 	STATS_PENDING_ROWS,
+	STATS_SEALED_ROWS,
 	STATS_RUN_SETS,
 	STATS_SET_ROWS,
 	STATS_RETIRED,
+	STATS_RECYCLED,
 	STATS_FLUSHES,
 	STATS_MERGES,
 	STATS_MERGED_ROWS,
+	STATS_MERGING_SETS,
 	STATS_COLUMNS
 };
 
@@ -48,12 +52,15 @@ simhash_mih_stats(PG_FUNCTION_ARGS)
 	for (int s = 0; s < meta.nsets; s++)
 		rows[s] = Int64GetDatum(meta.sets[s].nentries);
 	values[STATS_PENDING_ROWS] = Int64GetDatum(meta.pending_count);
+	values[STATS_SEALED_ROWS] = Int64GetDatum(meta.sealed_count);
 	values[STATS_RUN_SETS] = Int32GetDatum(meta.nsets);
 	values[STATS_SET_ROWS] = PointerGetDatum(construct_array(rows, meta.nsets, INT8OID, sizeof(int64),
 															 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[STATS_RETIRED] = Int32GetDatum(meta.nretired);
+	values[STATS_RECYCLED] = Int64GetDatum((int64) meta.nrecycles);
 	values[STATS_FLUSHES] = Int64GetDatum(meta.nflushes);
 	values[STATS_MERGES] = Int64GetDatum(meta.nmerges);
 	values[STATS_MERGED_ROWS] = Int64GetDatum(meta.merged_rows);
+	values[STATS_MERGING_SETS] = Int32GetDatum(meta.nclaimed);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -1,7 +1,7 @@
 /*
  * mih_vacuum.c — VACUUM of simhash_mih: dead TIDs compacted out of every
  * first-run and pending page (and their fingerprints out of the later runs),
- * retired pages recycled once no scan can still read them.  Run sets are
+ * the retired pages inserts left recycled once no scan can still read them.  Run sets are
  * merged by the flushes (mih_insert.c), not here.
  */
 #include "index/mih/mih_page.h"
@@ -10,6 +10,7 @@
 #include "access/generic_xlog.h"
 #include "commands/vacuum.h"
 #include "storage/indexfsm.h"
+#include "storage/lmgr.h"
 #include "utils/memutils.h"
 
 #include "blocks/radix_sort.h"
@@ -199,8 +200,14 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 {
 	MihMeta		meta;
 	MihVacuum	v;
-	/* Pinned until done, as a scan's: no insert recycles the pages read here meanwhile. */
-	Buffer		meta_buffer = mih_pin_meta(info->index, &meta);
+	Buffer		meta_buffer;
+
+	/*
+	 * VACUUM reads the run sets without a snapshot to hold recycling back:
+	 * inserts recycle nothing while it holds this lock (mih.h).
+	 */
+	LockPage(info->index, MIH_VACUUM_LOCK, ShareLock);
+	meta_buffer = mih_pin_meta(info->index, &meta);
 
 	memset(&v, 0, sizeof(v));
 	v.callback = callback;
@@ -218,9 +225,12 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		mih_visit_run(info->index, v.set, 0, false, mih_vacuum_run_page, &v);
 		mih_remove_from_later_runs(info->index, &v);
 	}
+	if (meta.sealed_count > 0)
+		mih_visit_chain(info->index, meta.sealed_head, meta.sealed_count, mih_vacuum_pending_page, &v);
 	mih_visit_chain(info->index, meta.pending_head, meta.pending_count, mih_vacuum_pending_page, &v);
 	pfree(v.removed);
 	ReleaseBuffer(meta_buffer);
+	UnlockPage(info->index, MIH_VACUUM_LOCK, ShareLock);
 	return v.stats;
 }
 
@@ -239,7 +249,7 @@ mih_recycle(Relation index)
 
 	LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 	ntables = mih_meta_of(BufferGetPage(buffer))->ntables;
-	nretired = mih_take_retired(index, buffer, retired);
+	nretired = mih_take_retired(index, buffer, false, retired);
 	LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
 	if (nretired > 0)
 	{
@@ -261,7 +271,7 @@ mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 	mih_recycle(info->index);
 	meta = mih_read_meta(info->index);
-	stats->num_index_tuples = meta.pending_count;
+	stats->num_index_tuples = meta.pending_count + meta.sealed_count;
 	for (int s = 0; s < meta.nsets; s++)
 		stats->num_index_tuples += meta.sets[s].nentries;
 	stats->num_pages = RelationGetNumberOfBlocks(info->index);
