@@ -18,7 +18,9 @@ second server of the same PostgreSQL):
    and COPY is timed.  Meanwhile one query process runs the queries at
    k = 3, 5, 8 in turn, without pause;
 3. every --window seconds (10): rows/s, INSERT/COMMIT p99 and max, COPY max,
-   query p50/p99 per k, simhash_mih_stats (pending rows, run sets, merges;
+   query p50/p99 per k, simhash_mih_stats (pending rows with the sealed ones
+   a flush is sorting: what every query reads whole; run sets, those being
+   merged, merges done;
    "—" where the extension has no such function), the index's size, and the
    WAL written per inserted row (pg_current_wal_flush_lsn) and of it the
    index's own (the Generic WAL records simhash_mih writes, through
@@ -40,8 +42,10 @@ a run on 2 cores), --large 100M + 20M (hours; give the server
 BENCH_SERVER_OPTIONS="-c shared_buffers=8GB").  --quick: 100k + 200k.
 
     make bench BENCH=mih_writes
-    make bench BENCH=mih_writes BENCH_ARGS="--writers 1,4 --baseline-ref main"
-    make bench BENCH=mih_writes BENCH_ARGS="--large --baseline-ref main"
+    make bench BENCH=mih_writes BENCH_ARGS="--writers 1,4 --baseline-ref 927033a"
+    make bench BENCH=mih_writes BENCH_ARGS="--large --baseline-ref 927033a"
+
+(927033a: main before issue 29's write path, the design of 1.2.)
 
 --baseline-ref builds REF's extension as the harness builds this checkout's
 (its own scripts/temp-install.sh, warnings as errors) in a private copy of
@@ -246,7 +250,10 @@ class Sampler:
         taken = {"lsn": row[0], "index_bytes": row[1]}
         if self.has_stats:
             cursor = self.conn.execute("SELECT * FROM simhash_mih_stats('docs_fp')")
-            taken["stats"] = dict(zip((c.name for c in cursor.description), cursor.fetchone()))
+            stats = dict(zip((c.name for c in cursor.description), cursor.fetchone()))
+            # The rows every query reads unsorted: pending, and sealed for a flush that is sorting them.
+            stats["pending_rows"] += stats.get("sealed_rows") or 0
+            taken["stats"] = stats
         return taken
 
     def wal_bytes(self, before: dict, after: dict) -> tuple[int, int | None]:
@@ -439,7 +446,7 @@ def per_row(wal: int | None, rows: int) -> str:
 def header() -> str:
     return (f"{'t (s)':>6} {'rows/s':>8} {'ins p99':>8} {'ins max':>8} {'copy max':>8}"
             + "".join(f" {f'k={k} p50':>8} {'p99':>7}" for k in RADII)
-            + f" {'pending':>9} {'sets':>4} {'merges':>6} {'index MB':>8} {'WAL B/row':>9} {'index':>6}")
+            + f" {'pending':>9} {'sets':>4} {'merging':>7} {'merges':>6} {'index MB':>8} {'WAL B/row':>9} {'index':>6}")
 
 
 def percentiles(values: list[float], *qs: float) -> list[str]:
@@ -451,7 +458,8 @@ def row(window: Window, sample: dict, wal: tuple[int, int | None], seconds: floa
     return (f"{end:>6.0f} {window.rows / seconds if seconds else 0:>8,.0f} {percentiles(window.waits, 99)[0]:>8}"
             f" {ms(max(window.waits)) if window.waits else DASH:>8} {ms(max(window.copies)) if window.copies else DASH:>8}"
             + "".join(f" {a:>8} {b:>7}" for k in RADII for a, b in [percentiles(window.queries[k], 50, 99)])
-            + f" {stat(sample, 'pending_rows'):>9} {stat(sample, 'run_sets'):>4} {stat(sample, 'merges'):>6}"
+            + f" {stat(sample, 'pending_rows'):>9} {stat(sample, 'run_sets'):>4} {stat(sample, 'merging_sets'):>7}"
+            f" {stat(sample, 'merges'):>6}"
             f" {sample['index_bytes'] / 1e6:>8.1f} {per_row(wal[0], window.rows):>9} {per_row(wal[1], window.rows):>6}")
 
 
