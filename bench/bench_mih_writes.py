@@ -516,7 +516,8 @@ def print_side_by_side(runs: list[Run], window_seconds: float) -> None:
             if len(pair) == 2:
                 ratios[f"old/new, {writers}w"] = [(a[1] / b[1]) if a[1] and b[1] else None for a, b in zip(*pair)]
     names = [name for name, _, _ in next(iter(columns.values()))]
-    width = max(14, *map(len, columns), *map(len, ratios))
+    width = max(14, *map(len, columns), *map(len, ratios), *(len(text) for figures in columns.values()
+                                                               for _, _, text in figures))
     print("\nside by side: " + "; ".join(f"{name}: {run.design}" for name, run in zip(columns, runs)))
     print(f"  {'':<38}" + "".join(f" {name:>{width}}" for name in [*columns, *ratios]))
     for i, name in enumerate(names):

@@ -25,7 +25,7 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     # Every row built or inserted is in the index, pending (with the sealed rows,
     # which the bench counts as pending) or in a run set (no VACUUM, no deletes).
     assert stats["pending_rows"] + sum(stats["set_rows"]) == ROWS + INSERTS
-    assert stats["pending_rows"] <= PENDING_LIMIT and stats["flushes"] > 0
+    assert stats["flushes"] > 0 and sum(stats["set_rows"]) > ROWS  # the writers' tiny pending limit flushed
     total, generic = run.wal
     assert total > 0 and (generic is None or 0 < generic < total)
     assert (run.checked, run.mismatches, run.check_error) == (EXACT_QUERIES * len(bench.EXACT_RADII), 0, "")
