@@ -1,0 +1,622 @@
+"""simhash_mih under continuous writes (issue 29): queries while several writers
+insert, per 10-second window, this checkout's write path beside an older one's.
+
+Needs a server with the extension available ($SIMHASH_DSN; `make bench` starts
+one).  For each writer count (--writers, default 4) and each design (this
+checkout's, and with --baseline-ref REF the extension of git commit REF on a
+second server of the same PostgreSQL):
+
+1. builds --rows rows (random fingerprints, 1% in clusters of near copies, as
+   bench_index.py), CREATE INDEX ... USING simhash_mih, autovacuum off for the
+   table (--autovacuum on: left on), prewarms table and index (pg_prewarm), and
+   measures the fresh index: p50/p99 at k = 3, 5, 8 of --queries queries
+   (1,000) drawn from stored rows 0 to 4 bits away;
+2. W writer processes, each with its own connection, insert --inserts rows
+   between them: transactions of 100 single-row INSERTs or, for --copy-share
+   of the transactions, a COPY of --copy-rows rows (a tenth of the rows are
+   near copies of stored rows, as a crawler's refetches); every INSERT, COMMIT
+   and COPY is timed.  Meanwhile one query process runs the queries at
+   k = 3, 5, 8 in turn, without pause;
+3. every --window seconds (10): rows/s, INSERT/COMMIT p99 and max, COPY max,
+   query p50/p99 per k, simhash_mih_stats (pending rows with the sealed ones
+   a flush is sorting: what every query reads whole; run sets, those being
+   merged, merges done;
+   "—" where the extension has no such function), the index's size, and the
+   WAL written per inserted row (pg_current_wal_flush_lsn) and of it the
+   index's own (the Generic WAL records simhash_mih writes, through
+   pg_walinspect, PostgreSQL 15 on);
+4. the same queries once the writers are done, nothing else running;
+5. a summary (per k the worst window's p50 and p99 over the fresh ones, rows/s
+   in the last whole window over the first, the longest wait, WAL per row)
+   and exactness: for --exact-queries queries (half the query set, half
+   stored rows that were inserted, 0 to 2 bits away) at k = 0..8 the index's
+   answer against a sequential scan's (brute force with hamming_distance;
+   index scans off), and simhash_mih_check.  Any mismatch or check failure
+   makes the benchmark exit with status 1.
+
+Then, with several runs, the summaries side by side (the older design over
+this one, and rows/s of the most writers over one writer's).
+
+Sizes: default 1M rows built, 2.4M inserted (the issue's table; a few minutes
+a run on 2 cores), --large 100M + 20M (hours; give the server
+BENCH_SERVER_OPTIONS="-c shared_buffers=8GB").  --quick: 100k + 200k.
+
+    make bench BENCH=mih_writes
+    make bench BENCH=mih_writes BENCH_ARGS="--writers 1,4 --baseline-ref 927033a"
+    make bench BENCH=mih_writes BENCH_ARGS="--large --baseline-ref 927033a"
+
+(927033a: main before issue 29's write path, the design of 1.2.)
+
+--baseline-ref builds REF's extension as the harness builds this checkout's
+(its own scripts/temp-install.sh, warnings as errors) in a private copy of
+REF's tree, build/bench-baseline/<commit>/, kept for the next run.
+Latencies are measured at the client over a Unix socket, with prepared
+statements; the client's processes share the machine's cores with the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import os
+import queue
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from bench_index import INDEXED, build_index, fingerprints, flips, latencies_ms, load, p, signed
+
+from pysimhash_sql.throwaway import ThrowawayServer
+
+ROOT = Path(__file__).resolve().parents[1]
+RADII = (3, 5, 8)              # the radii queried while writers insert
+EXACT_RADII = range(9)         # the radii checked against brute force at the end
+SIZES = {"default": (1_000_000, 2_400_000), "quick": (100_000, 200_000), "large": (100_000_000, 20_000_000)}
+INSERTS_PER_TRANSACTION = 100
+NEAR_SHARE = 0.1               # inserted rows that are near copies (1 to 3 bits) of stored rows
+SEED = 20261126
+INSERT = "INSERT INTO docs (fp) VALUES (%s::bigint::simhash64)"
+BRUTE_FORCE = """SELECT q.n, d.id, hamming_distance(d.fp, q.c::simhash64)
+    FROM docs d CROSS JOIN LATERAL unnest(%s::bigint[]) WITH ORDINALITY AS q(c, n)
+    WHERE hamming_distance(d.fp, q.c::simhash64) <= %s"""
+NO_INDEX = ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan")
+DASH = "—"
+
+
+# ---------------------------------------------------------------- the data
+
+def near(rng: np.random.Generator, fps: np.ndarray, count: int, max_bits: int) -> np.ndarray:
+    """count fingerprints drawn from fps, each 0 to max_bits bits away (as many of each)."""
+    picked = fps[rng.integers(0, len(fps), size=count)]
+    bits = rng.integers(0, max_bits + 1, size=count)
+    for b in range(1, max_bits + 1):
+        chosen = bits == b
+        picked[chosen] ^= flips(rng, int(chosen.sum()), b)
+    return picked
+
+
+def new_rows(rng: np.random.Generator, count: int, sources: np.ndarray) -> np.ndarray:
+    """A writer's next rows: random fingerprints, NEAR_SHARE of them near copies of sources."""
+    rows = rng.integers(0, 2**64, size=count, dtype=np.uint64)
+    copies = rng.random(count) < NEAR_SHARE
+    rows[copies] = sources[rng.integers(0, len(sources), size=int(copies.sum()))] ^ flips(
+        rng, int(copies.sum()), int(rng.integers(1, 4)))
+    return rows
+
+
+# ---------------------------------------------------------------- the workers (processes)
+
+@dataclass
+class Window:
+    """What the workers did in one window of the run (merged from their reports)."""
+    rows: int = 0
+    waits: list[float] = field(default_factory=list)   # INSERT and COMMIT statements, ms
+    copies: list[float] = field(default_factory=list)  # COPY batches (with their COMMIT), ms
+    queries: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in RADII})
+
+    def add(self, other: Window) -> None:
+        self.rows += other.rows
+        self.waits += other.waits
+        self.copies += other.copies
+        for k in RADII:
+            self.queries[k] += other.queries[k]
+
+
+class Reporter:
+    """A worker's records, sent to the main process window by window (when a
+    record falls in a later window than the one being filled, and at the end)."""
+
+    def __init__(self, out, worker: int, start: float, window: float) -> None:
+        self.out, self.worker, self.start, self.window = out, worker, start, window
+        self.index, self.current = 0, Window()
+
+    def at(self, end: float) -> Window:
+        index = max(0, int((end - self.start) // self.window))
+        if index != self.index:
+            self.out.put((self.worker, self.index, self.current))
+            self.index, self.current = index, Window()
+        return self.current
+
+    def close(self) -> None:
+        self.out.put((self.worker, self.index, self.current))
+        self.out.put((self.worker, None, None))
+
+
+@dataclass
+class Start:
+    """The moment the workers start together: each waits at `ready` once
+    connected, then for `go`; the main process then sets `at` (perf_counter,
+    the same clock in every process on one machine) and `go`."""
+    ready: object
+    go: object
+    at: object
+
+    def wait(self) -> float:
+        self.ready.wait()
+        self.go.wait()
+        return self.at.value
+
+    def release(self, timeout: float = 120) -> float:
+        self.ready.wait(timeout)
+        self.at.value = time.perf_counter() + 0.01
+        self.go.set()
+        return self.at.value
+
+
+def timed(run) -> tuple[float, float]:
+    """(end time, milliseconds) of run()."""
+    begin = time.perf_counter()
+    run()
+    end = time.perf_counter()
+    return end, (end - begin) * 1000
+
+
+def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out, starting: Start) -> None:
+    """Inserts rows until plan['inserts'] rows are claimed by all writers together."""
+    rng = np.random.default_rng([SEED, worker])
+    with psycopg.connect(dsn) as conn:
+        if plan["pending_limit"]:
+            conn.execute(f"SET simhash.mih_pending_limit = {int(plan['pending_limit'])}")
+        conn.commit()
+        start = starting.wait()
+        report = Reporter(out, worker, start, plan["window"])
+        while True:
+            copy = rng.random() < plan["copy_share"]
+            with claimed.get_lock():
+                take = min(plan["copy_rows"] if copy else INSERTS_PER_TRANSACTION, plan["inserts"] - claimed.value)
+                claimed.value += max(take, 0)
+            if take <= 0 or time.perf_counter() > start + plan["seconds"]:
+                break
+            rows = new_rows(rng, take, sources)
+            if copy:
+                def batch() -> None:
+                    with conn.cursor().copy("COPY docs (fp) FROM STDIN") as stream:
+                        stream.write("".join(f"{fp}\n" for fp in rows.tolist()))  # unsigned, as simhash64's text
+                    conn.commit()
+                end, ms = timed(batch)
+                window = report.at(end)
+                window.copies.append(ms)
+            else:
+                for fp in signed(rows):
+                    end, ms = timed(lambda fp=fp: conn.execute(INSERT, (fp,), prepare=True))
+                    report.at(end).waits.append(ms)
+                end, ms = timed(conn.commit)
+                window = report.at(end)
+                window.waits.append(ms)
+            window.rows += take
+    report.close()
+
+
+def querier(dsn: str, worker: int, plan: dict, centres: list[int], stop, out, starting: Start) -> None:
+    """Runs the queries at k = 3, 5, 8 in turn until stop is set."""
+    statements = {k: f"/* k = {k} */ " + INDEXED.format(k=k) for k in RADII}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for k in RADII:  # the plans, before the clock starts
+            conn.execute(statements[k], (centres[0],), prepare=True).fetchall()
+        start = starting.wait()
+        report = Reporter(out, worker, start, plan["window"])
+        i = 0
+        while not stop.is_set():
+            k = RADII[i % len(RADII)]
+            end, ms = timed(lambda: conn.execute(statements[k], (centres[i // len(RADII) % len(centres)],),
+                                                 prepare=True).fetchall())
+            report.at(end).queries[k].append(ms)
+            i += 1
+    report.close()
+
+
+# ---------------------------------------------------------------- the server side of a window
+
+class Sampler:
+    """The server's side of the windows: the index's stats and size, and WAL."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self.has_stats = conn.execute("SELECT to_regprocedure('simhash_mih_stats(regclass)') IS NOT NULL").fetchone()[0]
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+            self.walinspect = True
+        except psycopg.Error:  # before PostgreSQL 15, or not installed
+            self.walinspect = False
+
+    def sample(self) -> dict:
+        row = self.conn.execute("SELECT pg_current_wal_flush_lsn(), pg_relation_size('docs_fp')").fetchone()
+        taken = {"lsn": row[0], "index_bytes": row[1]}
+        if self.has_stats:
+            cursor = self.conn.execute("SELECT * FROM simhash_mih_stats('docs_fp')")
+            stats = dict(zip((c.name for c in cursor.description), cursor.fetchone()))
+            # The rows every query reads unsorted: pending, and sealed for a flush that is sorting them.
+            stats["pending_rows"] += stats.get("sealed_rows") or 0
+            taken["stats"] = stats
+        return taken
+
+    def wal_bytes(self, before: dict, after: dict) -> tuple[int, int | None]:
+        """WAL written between two samples: all of it, and the Generic records
+        (simhash_mih's own) where pg_walinspect can tell."""
+        total = self.conn.execute("SELECT %s::pg_lsn - %s::pg_lsn", (after["lsn"], before["lsn"])).fetchone()[0]
+        if not self.walinspect or total == 0:
+            return int(total), 0 if self.walinspect else None
+        generic = self.conn.execute(
+            "SELECT coalesce(sum(combined_size), 0) FROM pg_get_wal_stats(%s, %s) WHERE \"resource_manager/record_type\" = 'Generic'",
+            (before["lsn"], after["lsn"])).fetchone()[0]
+        return int(total), int(generic)
+
+
+# ---------------------------------------------------------------- one run
+
+@dataclass
+class Run:
+    design: str
+    writers: int
+    fresh: dict[int, tuple[float, float]]
+    after: dict[int, tuple[float, float]] = field(default_factory=dict)  # the same queries once the writers are done
+    # per window: what the workers did, the sample at its end, WAL (all, index), seconds, end (s from the start)
+    windows: list[tuple[Window, dict, tuple[int, int | None], float, float]] = field(default_factory=list)
+    inserted: int = 0
+    seconds: float = 0.0
+    wal: tuple[int, int | None] = (0, None)
+    mismatches: int = 0
+    checked: int = 0
+    check_error: str = ""
+    exact_seconds: float = 0.0
+    final: dict = field(default_factory=dict)
+
+
+def build(conn: psycopg.Connection, fps: np.ndarray, options) -> str:
+    load(conn, fps)
+    if options.autovacuum == "off":
+        conn.execute("ALTER TABLE docs SET (autovacuum_enabled = off)")
+    seconds, per_row = build_index(conn, using="simhash_mih (fp)")
+    return f"built in {seconds:.1f} s, {per_row:.1f} bytes/row"
+
+
+def fresh_latencies(conn: psycopg.Connection, centres: list[int], tag: str = "fresh") -> dict[int, tuple[float, float]]:
+    """p50 and p99 of the queries at each k, with nothing else running."""
+    fresh = {}
+    for k in RADII:
+        times = latencies_ms(conn, f"/* {tag} k = {k} */ " + INDEXED.format(k=k), centres)
+        fresh[k] = (p(times, 50), p(times, 99))
+    return fresh
+
+
+def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.ndarray, sampler: Sampler) -> None:
+    """The writers and the query process, the windows printed as they complete."""
+    spawn = multiprocessing.get_context("spawn")
+    out, stop, claimed = spawn.Queue(), spawn.Event(), spawn.Value("q", 0)
+    starting = Start(spawn.Barrier(run.writers + 2), spawn.Event(), spawn.Value("d", 0.0))
+    writers = [spawn.Process(target=writer, args=(dsn, w, plan, claimed, sources, out, starting))
+               for w in range(run.writers)]
+    query = spawn.Process(target=querier, args=(dsn, run.writers, plan, centres, stop, out, starting))
+    for process in [*writers, query]:
+        process.start()
+    start = starting.release()
+    samples = [sampler.sample()]
+    windows: dict[int, Window] = {}
+    reached = dict.fromkeys(range(run.writers + 1), -1)   # each worker's latest window reported
+    writing = set(range(run.writers))
+    ended = None
+    print(header(), flush=True)
+    while len(run.windows) < len(samples) - 1 or ended is None:
+        boundary = start + len(samples) * plan["window"] if ended is None else math.inf
+        try:
+            worker, index, part = out.get(timeout=min(1.0, max(0.0, boundary - time.perf_counter())))
+        except queue.Empty:
+            worker = None
+            failed = [process.exitcode for process in [*writers, query] if process.exitcode]
+            if failed:
+                for process in [*writers, query]:
+                    process.terminate()
+                raise SystemExit(f"a worker process failed (exit codes {failed})")
+        if ended is None and time.perf_counter() >= boundary:
+            samples.append(sampler.sample())
+        if worker is not None:
+            if index is None:
+                reached[worker] = math.inf
+                writing.discard(worker)
+                if not writing and ended is None:     # the last writer is done: the run ends here
+                    ended = time.perf_counter()
+                    samples.append(sampler.sample())
+                    stop.set()
+            else:
+                windows.setdefault(index, Window()).add(part)
+                reached[worker] = max(reached[worker], index)
+        while len(run.windows) < len(samples) - 1 and (
+                min(reached.values()) > len(run.windows) or all(r == math.inf for r in reached.values())):
+            index = len(run.windows)
+            end = start + (index + 1) * plan["window"] if ended is None or index < len(samples) - 2 else ended
+            seconds = end - (start + index * plan["window"])
+            wal = sampler.wal_bytes(samples[index], samples[index + 1])
+            run.windows.append((windows.pop(index, Window()), samples[index + 1], wal, seconds, end - start))
+            print(row(*run.windows[-1]), flush=True)
+    for process in [*writers, query]:
+        process.join()
+        if process.exitcode:
+            raise SystemExit(f"a worker process failed (exit code {process.exitcode})")
+    # Records after the last sample (queries finishing as the run stops) fall in a window never printed.
+    run.seconds = ended - start
+    run.inserted = sum(w.rows for w, *_ in run.windows)
+    run.wal = sampler.wal_bytes(samples[0], samples[-1])
+    run.final = samples[-1]
+
+
+def exactness(conn: psycopg.Connection, run: Run, centres: list[int], built: int, rng: np.random.Generator,
+              count: int) -> None:
+    """count queries at k = 0..8, the index's answers against a sequential scan's."""
+    began = time.perf_counter()
+    stored = np.array([r[0] for r in conn.execute(
+        "SELECT fp::bigint FROM docs WHERE id > %s ORDER BY random() LIMIT %s", (built, count - count // 2))],
+        dtype=np.int64).view(np.uint64)
+    probes = centres[: count // 2] + (signed(near(rng, stored, len(stored), 2)) if len(stored) else [])
+    for setting in NO_INDEX:
+        conn.execute(f"SET {setting} = off")
+    truth: dict[int, dict[int, int]] = {n: {} for n in range(len(probes))}
+    for n, row_id, distance in conn.execute(BRUTE_FORCE, (probes, max(EXACT_RADII))):
+        truth[n - 1][row_id] = distance
+    for setting in NO_INDEX:
+        conn.execute(f"RESET {setting}")
+    conn.execute("SET enable_seqscan = off")
+    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + INDEXED.format(k=8), (probes[0],)))
+    if "docs_fp" not in plan:
+        raise SystemExit(f"the exactness check's queries do not use the index:\n{plan}")
+    for n, centre in enumerate(probes):
+        for k in EXACT_RADII:
+            found = [r[0] for r in conn.execute(INDEXED.format(k=k), (centre,), prepare=True)]
+            run.mismatches += mismatch(found, truth[n], k)
+            run.checked += 1
+    conn.execute("RESET enable_seqscan")
+    try:
+        conn.execute("SELECT simhash_mih_check('docs_fp')")
+    except psycopg.Error as error:
+        run.check_error = str(error).strip()
+    run.exact_seconds = time.perf_counter() - began
+
+
+def mismatch(found: list[int], truth: dict[int, int], k: int) -> bool:
+    """Whether an index answer (row ids) differs from brute force's (row id -> distance) at k."""
+    return len(found) != len(set(found)) or set(found) != {i for i, d in truth.items() if d <= k}
+
+
+def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
+    rng = np.random.default_rng(SEED)
+    fps = fingerprints(rng, options.rows)
+    centres = signed(near(rng, fps, options.queries, 4))
+    sources = near(rng, fps, 10_000, 0)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
+        built = build(conn, fps, options)
+        del fps
+        run = Run(design, writers, fresh_latencies(conn, centres))
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        mix = (f"{INSERTS_PER_TRANSACTION} INSERTs a transaction" + (
+            f", {options.copy_share:.0%} of transactions a COPY of {options.copy_rows:,} rows" if options.copy_share else ""))
+        print(f"\n{design}, {writers} writer{'s' if writers > 1 else ''}, PostgreSQL {version}: {options.rows:,} rows"
+              f" {built}; {options.inserts:,} to insert ({mix}), autovacuum {options.autovacuum}"
+              + (f", simhash.mih_pending_limit {options.pending_limit}" if options.pending_limit else ""))
+        print_latencies("fresh", run.fresh)
+        workload(dsn, run, plan, centres, sources, Sampler(conn))
+        run.after = fresh_latencies(conn, centres, "after")
+        print_latencies("after the writes, nothing else running", run.after)
+        exactness(conn, run, centres, options.rows, rng, options.exact_queries)
+        conn.execute("DROP TABLE docs")
+    print_summary(run, plan["window"])
+    return run
+
+
+# ---------------------------------------------------------------- printing
+
+def ms(value: float) -> str:
+    return f"{value:.3f}" if value < 10 else f"{value:.1f}" if value < 1000 else f"{value:,.0f}"
+
+
+def stat(sample: dict, name: str) -> str:
+    value = sample.get("stats", {}).get(name)
+    return DASH if value is None else f"{value:,}"
+
+
+def per_row(wal: int | None, rows: int) -> str:
+    return DASH if wal is None or not rows else f"{wal / rows:,.0f}"
+
+
+def header() -> str:
+    return (f"{'t (s)':>6} {'rows/s':>8} {'ins p99':>8} {'ins max':>8} {'copy max':>8}"
+            + "".join(f" {f'k={k} p50':>8} {'p99':>7}" for k in RADII)
+            + f" {'pending':>9} {'sets':>4} {'merging':>7} {'merges':>6} {'index MB':>8} {'WAL B/row':>9} {'index':>6}")
+
+
+def percentiles(values: list[float], *qs: float) -> list[str]:
+    return [ms(p(values, q)) if values else DASH for q in qs]
+
+
+def row(window: Window, sample: dict, wal: tuple[int, int | None], seconds: float, end: float) -> str:
+    """One window's line: end time (s since the writers started), then the columns of header()."""
+    return (f"{end:>6.0f} {window.rows / seconds if seconds else 0:>8,.0f} {percentiles(window.waits, 99)[0]:>8}"
+            f" {ms(max(window.waits)) if window.waits else DASH:>8} {ms(max(window.copies)) if window.copies else DASH:>8}"
+            + "".join(f" {a:>8} {b:>7}" for k in RADII for a, b in [percentiles(window.queries[k], 50, 99)])
+            + f" {stat(sample, 'pending_rows'):>9} {stat(sample, 'run_sets'):>4} {stat(sample, 'merging_sets'):>7}"
+            f" {stat(sample, 'merges'):>6}"
+            f" {sample['index_bytes'] / 1e6:>8.1f} {per_row(wal[0], window.rows):>9} {per_row(wal[1], window.rows):>6}")
+
+
+def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, str]]:
+    """The run's figures: (name, value for ratios or None, text)."""
+    def figure(name: str, value: float | None, form: str = ".3f") -> tuple[str, float | None, str]:
+        return name, value, DASH if value is None else format(value, form) + ("x" if name.endswith(" / fresh") else "")
+    whole = [w for w, _, _, seconds, _ in run.windows if seconds >= 0.99 * window_seconds]
+    waits = [t for w, *_ in run.windows for t in w.waits]
+    copies = [t for w, *_ in run.windows for t in w.copies]
+    figures = [figure("rows/s", run.inserted / run.seconds, ",.0f"),
+               figure("rows/s, last whole window / first", whole[-1].rows / whole[0].rows
+                      if len(whole) > 1 and whole[0].rows else None, ".2f")]
+    for k in RADII:
+        for q, column in ((50, 0), (99, 1)):
+            worst = max((p(w.queries[k], q) for w, *_ in run.windows if w.queries[k]), default=None)
+            figures.append(figure(f"k = {k} p{q} fresh (ms)", run.fresh[k][column]))
+            figures.append(figure(f"k = {k} p{q} worst window (ms)", worst))
+            figures.append(figure(f"k = {k} p{q} worst window / fresh", worst and worst / run.fresh[k][column], ".1f"))
+        figures.append(figure(f"k = {k} p50 after the writes / fresh", run.after[k][0] / run.fresh[k][0], ".1f"))
+    figures += [figure("INSERT/COMMIT p99 (ms)", p(waits, 99) if waits else None),
+                figure("INSERT/COMMIT max (ms)", max(waits, default=None), ".1f"),
+                figure("COPY batch max (ms)", max(copies, default=None), ".1f"),
+                figure("WAL bytes/row", run.wal[0] / run.inserted if run.inserted else None, ",.0f"),
+                figure("index WAL bytes/row", run.wal[1] / run.inserted if run.inserted and run.wal[1] is not None
+                       else None, ",.0f")]
+    for name in ("pending_rows", "run_sets", "merges", "merged_rows"):
+        figures.append(figure(f"{name} at the end", run.final.get("stats", {}).get(name), ",d"))
+    return figures + [figure("index MB at the end", run.final["index_bytes"] / 1e6, ",.1f"),
+                      ("exactness mismatches", run.mismatches, f"{run.mismatches} of {run.checked:,} ({run.exact_seconds:.0f} s)"),
+                      ("simhash_mih_check", None, run.check_error or "clean")]
+
+
+def print_latencies(name: str, latencies: dict[int, tuple[float, float]]) -> None:
+    print(f"{name}: " + "; ".join(f"k = {k} p50 {latencies[k][0]:.3f} ms, p99 {latencies[k][1]:.3f} ms" for k in RADII))
+
+
+def print_summary(run: Run, window_seconds: float) -> None:
+    print(f"summary ({run.inserted:,} rows in {run.seconds:.0f} s):")
+    for name, _, text in summary(run, window_seconds):
+        print(f"  {name:<38} {text}")
+
+
+def print_side_by_side(runs: list[Run], window_seconds: float) -> None:
+    """Every run's summary in a column; the older design over this one per
+    writer count, and rows/s of the most writers over one writer's."""
+    columns = {f"{run.design.split()[0]}, {run.writers}w": summary(run, window_seconds) for run in runs}
+    ratios: dict[str, list] = {}
+    designs = sorted({run.design for run in runs}, key=[run.design for run in runs].index)
+    if len(designs) == 2:
+        for writers in sorted({run.writers for run in runs}):
+            pair = [summary(r, window_seconds) for d in reversed(designs) for r in runs
+                    if r.design == d and r.writers == writers]
+            if len(pair) == 2:
+                ratios[f"old/new, {writers}w"] = [(a[1] / b[1]) if a[1] and b[1] else None for a, b in zip(*pair)]
+    names = [name for name, _, _ in next(iter(columns.values()))]
+    width = max(14, *map(len, columns), *map(len, ratios), *(len(text) for figures in columns.values()
+                                                               for _, _, text in figures))
+    print("\nside by side: " + "; ".join(f"{name}: {run.design}" for name, run in zip(columns, runs)))
+    print(f"  {'':<38}" + "".join(f" {name:>{width}}" for name in [*columns, *ratios]))
+    for i, name in enumerate(names):
+        print(f"  {name:<38}" + "".join(f" {figures[i][2]:>{width}}" for figures in columns.values())
+              + "".join(f" {DASH if values[i] is None else f'{values[i]:.2f}x':>{width}}" for values in ratios.values()))
+    for design in designs:
+        rates = {r.writers: r.inserted / r.seconds for r in runs if r.design == design}
+        if len(rates) > 1:
+            most, fewest = max(rates), min(rates)
+            print(f"  rows/s with {most} writers over {fewest}: {rates[most] / rates[fewest]:.2f}x ({design})")
+
+
+# ---------------------------------------------------------------- the older design's server
+
+def baseline_server(ref: str, server_options: str) -> tuple[ThrowawayServer, str]:
+    """A server of the same PostgreSQL with REF's extension: REF's tree copied
+    to build/bench-baseline/<commit>/ (once), its extension built and installed
+    into its own private installation by REF's own scripts/temp-install.sh."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    tree = ROOT / "build" / "bench-baseline" / commit[:12]
+    if not (tree / ".copied").exists():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", commit], stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", str(tree)], stdin=archive.stdout, check=True)
+        if archive.wait():
+            raise SystemExit(f"git archive {commit} failed")
+        (tree / ".copied").touch()
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in ("SIMHASH_PG_MAJOR", "SIMHASH_INSTALLED_BINDIR")}
+    environment.setdefault("PG_CONFIG", "pg_config")
+    print(f"building {ref} ({commit[:12]})'s extension for {environment['PG_CONFIG']} in {tree}", flush=True)
+    bindir = subprocess.run([str(tree / "scripts" / "temp-install.sh")], env=environment, check=True,
+                            capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    server = ThrowawayServer(bindir, tree / "build" / "bench-server", postgres_options=server_options)
+    return server, f"{ref} {commit[:9]}"
+
+
+def this_design() -> str:
+    """This checkout's branch and commit (with a + when files differ from it)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
+    changed = "+" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"{git('rev-parse', '--abbrev-ref', 'HEAD')} {git('rev-parse', '--short=9', 'HEAD')}{changed}"
+
+
+# ---------------------------------------------------------------- main
+
+def parse_options(argv: list[str] | None = None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100k rows built, 200k inserted")
+    parser.add_argument("--large", action="store_true", help="100M rows built, 20M inserted")
+    parser.add_argument("--rows", type=int, help="rows built (default 1M)")
+    parser.add_argument("--inserts", type=int, help="rows inserted (default 2.4M)")
+    parser.add_argument("--writers", default="4", help="writer counts, one run each, e.g. 1,4 (default 4)")
+    parser.add_argument("--copy-share", type=float, default=0.2, help="transactions that are a COPY (default 0.2)")
+    parser.add_argument("--copy-rows", type=int, default=1000, help="rows a COPY (default 1000)")
+    parser.add_argument("--autovacuum", choices=["off", "on"], default="off", help="for the table (default off)")
+    parser.add_argument("--window", type=float, default=10.0, help="seconds a window (default 10)")
+    parser.add_argument("--seconds", type=float, default=math.inf, help="stop inserting after this long")
+    parser.add_argument("--queries", type=int, default=1000, help="query centres (fresh: each once a radius; default 1000)")
+    parser.add_argument("--exact-queries", type=int, default=200, help="queries checked at k = 0..8 (default 200)")
+    parser.add_argument("--pending-limit", type=int, help="simhash.mih_pending_limit for the writers")
+    parser.add_argument("--baseline-ref", help="git commit whose extension runs the same workload beside this one")
+    options = parser.parse_known_args(argv)[0]
+    size = SIZES["large" if options.large else "quick" if options.quick else "default"]
+    options.rows = options.rows or size[0]
+    options.inserts = options.inserts or size[1]
+    options.writers = [int(w) for w in options.writers.split(",") if w]
+    if not options.writers or min(options.writers) < 1 or not 0 <= options.copy_share <= 1:
+        parser.error("--writers takes counts of 1 or more, --copy-share a share from 0 to 1")
+    return options
+
+
+def plan_of(options) -> dict:
+    """What the worker processes need of the options (plain values: they are spawned)."""
+    return {"inserts": options.inserts, "copy_share": options.copy_share, "copy_rows": options.copy_rows,
+            "window": options.window, "seconds": options.seconds, "pending_limit": options.pending_limit}
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_options(argv)
+    runs = []
+    with ExitStack() as stack:
+        servers = [(this_design(), os.environ["SIMHASH_DSN"])]
+        if options.baseline_ref:
+            server, design = baseline_server(options.baseline_ref, os.environ.get("SIMHASH_SERVER_OPTIONS", ""))
+            servers.append((design, stack.enter_context(server).dsn()))
+        for writers in options.writers:
+            for design, dsn in servers:
+                runs.append(one_run(dsn, design, writers, options, plan_of(options)))
+    if len(runs) > 1:
+        print_side_by_side(runs, options.window)
+    failed = [run for run in runs if run.mismatches or run.check_error]
+    for run in failed:
+        print(f"NOT EXACT: {run.design}, {run.writers} writers: {run.mismatches} mismatches"
+              f"{', simhash_mih_check: ' + run.check_error if run.check_error else ''}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

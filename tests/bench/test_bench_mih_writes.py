@@ -1,0 +1,45 @@
+"""The write-path benchmark (bench/bench_mih_writes.py) at a tiny size: its
+writers insert exactly the rows asked for, its windows add up to them, the
+index holds every row, and its exactness check compares with brute force."""
+
+from __future__ import annotations
+
+import bench_mih_writes as bench
+import psycopg
+
+ROWS, INSERTS, PENDING_LIMIT, EXACT_QUERIES = 3_000, 4_000, 500, 20
+
+
+def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, capsys) -> None:
+    options = bench.parse_options([
+        "--rows", str(ROWS), "--inserts", str(INSERTS), "--writers", "2", "--window", "1",
+        "--copy-share", "0.3", "--copy-rows", "200", "--queries", "30", "--exact-queries", str(EXACT_QUERIES),
+        "--pending-limit", str(PENDING_LIMIT)])
+    run = bench.one_run(db.info.dsn, "tiny", 2, options, bench.plan_of(options))
+
+    assert run.inserted == INSERTS == sum(window.rows for window, *_ in run.windows)
+    assert {k for window, *_ in run.windows for k in bench.RADII if window.queries[k]} == set(bench.RADII)
+    assert sum(len(window.waits) for window, *_ in run.windows) > 0          # INSERT transactions ran
+    assert sum(len(window.copies) for window, *_ in run.windows) > 0         # and COPY batches
+    stats = run.final["stats"]
+    # Every row built or inserted is in the index, pending (with the sealed rows,
+    # which the bench counts as pending) or in a run set (no VACUUM, no deletes).
+    assert stats["pending_rows"] + sum(stats["set_rows"]) == ROWS + INSERTS
+    assert stats["flushes"] > 0 and sum(stats["set_rows"]) > ROWS  # the writers' tiny pending limit flushed
+    total, generic = run.wal
+    assert total > 0 and (generic is None or 0 < generic < total)
+    assert (run.checked, run.mismatches, run.check_error) == (EXACT_QUERIES * len(bench.EXACT_RADII), 0, "")
+
+    printed = capsys.readouterr().out
+    assert printed.count("\n" + bench.header() + "\n") == 1
+    assert "exactness mismatches" in printed and f"0 of {run.checked:,}" in printed
+    assert db.execute("SELECT to_regclass('docs')").fetchone() == (None,)  # the run drops its table
+
+
+def test_mismatch_is_any_difference_from_brute_force() -> None:
+    truth = {1: 0, 2: 3, 3: 5}
+    assert not bench.mismatch([2, 1], truth, 3)
+    assert not bench.mismatch([1, 2, 3], truth, 8)
+    assert bench.mismatch([1], truth, 3)            # a row missing
+    assert bench.mismatch([1, 2, 3], truth, 3)      # a row too far
+    assert bench.mismatch([1, 2, 2], truth, 3)      # a row twice
