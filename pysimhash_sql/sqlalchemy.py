@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, cast, event, func, literal
+from sqlalchemy import BigInteger, Boolean, Index, Integer, Table, Text, cast, event, func, literal, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.ext.compiler import compiles
@@ -33,6 +33,8 @@ from sqlalchemy.sql.functions import FunctionElement, GenericFunction
 from sqlalchemy.types import UserDefinedType
 
 from . import plain
+from . import text_spec as text_spec_module
+from .text_spec import TEXT_SPEC_VERSION_LATEST
 from .backends import EXTENSION, PLAIN, backend_of, chosen_backend, detect_backend, set_backend
 from .fingerprint import check_fingerprint, to_sql_literal
 from .index_kinds import GIN, MIH, OPCLASS, choose_method, index_params as _index_params, opclass_clause
@@ -49,6 +51,7 @@ __all__ = [
     "opclass_clause",
     "plain_layout",
     "register_simhash",
+    "TEXT_SPEC_VERSION_LATEST",
     "simhash_index",
 ]
 
@@ -56,17 +59,35 @@ _INDEX_INFO_KEY = "simhash64_ops"
 _INDEX_METHOD_KEY = "simhash_index_method"
 
 
-def as_fingerprint(value: Any) -> ClauseElement:
-    """A SQL expression for ``value``: itself if already one, else a SimHash64 bind."""
+def as_fingerprint(value: Any, type_: SimHash64 | None = None) -> ClauseElement:
+    """A SQL expression for ``value``: itself if already one, else a bind of
+    ``type_`` (the column's, so that its text spec is checked) or SimHash64."""
     if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
         return value
-    return literal(value, SimHash64())
+    type_ = type_ if type_ is not None else SimHash64()
+    type_._checked(value)  # a value of another text spec: ValueError now, not when the statement runs
+    return literal(value, type_)
 
 
 class SimHash64(UserDefinedType[int]):
-    """The ``simhash64`` column type: Python ``int`` in 0 .. 2**64-1."""
+    """The ``simhash64`` column type: Python ``int`` in 0 .. 2**64-1.
+
+    ``text_spec``: the text fingerprint spec version the column holds
+    (pysimhash_sql/text_spec.py); new models declare
+    ``TEXT_SPEC_VERSION_LATEST``.  A value computed with another version
+    (``hashing.simhash`` is version 1, ``simhash_v2`` version 2) raises
+    ValueError when bound to the column, in a query or an insert; plain ints
+    are taken as they are.  CREATE TABLE records it as the column's comment
+    (unless the column has a comment of its own), where the CLI reads it.
+    None (the default): undeclared, no check."""
 
     cache_ok = True
+
+    def __init__(self, text_spec: int | None = None) -> None:
+        self.text_spec = None if text_spec is None else text_spec_module.check_version(text_spec, "text_spec")
+
+    def _checked(self, value: Any) -> int:
+        return check_fingerprint(text_spec_module.check_spec(value, self.text_spec, "this simhash64 column"))
 
     def get_col_spec(self, **kw: Any) -> str:
         return "simhash64"
@@ -78,39 +99,57 @@ class SimHash64(UserDefinedType[int]):
     def bind_processor(self, dialect):
         if backend_of(dialect) == PLAIN:
             def process(value):
-                return None if value is None else plain.to_signed(check_fingerprint(value))
+                return None if value is None else plain.to_signed(self._checked(value))
         else:
             def process(value):
-                return None if value is None else str(check_fingerprint(value))
+                return None if value is None else str(self._checked(value))
 
         return process
 
     def result_processor(self, dialect, coltype):
+        spec = self.text_spec
         if backend_of(dialect) == PLAIN:
-            def process(value):
-                return None if value is None else plain.to_unsigned(int(value))
+            def unsigned(value):
+                return plain.to_unsigned(int(value))
         else:
-            def process(value):
-                return None if value is None else int(value)
+            unsigned = int
+
+        def process(value):
+            # a declared column's values carry its version (text_spec.TextFingerprint)
+            if value is None:
+                return None
+            return unsigned(value) if spec is None else text_spec_module.tagged(unsigned(value), spec)
 
         return process
 
     def literal_processor(self, dialect):
         if backend_of(dialect) == PLAIN:
-            return lambda value: str(plain.to_signed(check_fingerprint(value)))
-        return to_sql_literal
+            return lambda value: str(plain.to_signed(self._checked(value)))
+        return lambda value: to_sql_literal(self._checked(value))
 
     class comparator_factory(UserDefinedType.Comparator):
         def hamming_distance(self, other: Any):
             """Number of differing bits, ``col <~> other`` (an integer)."""
-            return hamming_distance_op(self.expr, as_fingerprint(other))
+            return hamming_distance_op(self.expr, as_fingerprint(other, self.type))
 
         def within(self, other: Any, max_distance: int):
             """``hamming_within(col, other, k)``: at most k differing bits; index-aware."""
-            return func.hamming_within(self.expr, as_fingerprint(other), max_distance)
+            return func.hamming_within(self.expr, as_fingerprint(other, self.type), max_distance)
 
 
 ischema_names["simhash64"] = SimHash64  # reflected columns come back as SimHash64
+
+
+@event.listens_for(Table, "after_create")
+def _record_text_spec(table: Table, connection, **kw: Any) -> None:
+    """CREATE TABLE records each SimHash64(text_spec=...) column's version as
+    its comment (text_spec.comment), unless the model gives it a comment."""
+    for column in table.columns:
+        spec = getattr(column.type, "text_spec", None)
+        if isinstance(column.type, SimHash64) and spec is not None and column.comment is None:
+            connection.execute(text(text_spec_module.comment_on_column_sql(
+                connection.dialect.identifier_preparer.format_table(table),
+                connection.dialect.identifier_preparer.quote(column.name), spec)))
 
 
 @compiles(SimHash64)
@@ -146,7 +185,8 @@ def _distance(element, compiler, **kw) -> str:
 # Typed SQL functions: func.<name>(...) returns the right SQLAlchemy type.
 # Defining a GenericFunction subclass registers it under its class name.
 FUNCTION_TYPES = {
-    "simhash": SimHash64,
+    "simhash": lambda: SimHash64(text_spec=1),
+    "simhash_v2": lambda: SimHash64(text_spec=2),
     "simhash_agg": SimHash64,
     "hamming_distance": Integer,
     "hamming_within": Boolean,

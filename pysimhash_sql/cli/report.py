@@ -23,9 +23,9 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .. import hashing
 from .database import connect, require_function, require_table, table_identifier
 from .documents import Reading, read_documents
+from .fingerprint import fingerprinter
 from .errors import UserError
 from .output import open_output, progress
 
@@ -312,12 +312,13 @@ documents with none that near.  Clusters are computed at {chosen} bits ({chosen_
 
 def load_files(conn, args) -> str:
     """The sources' documents, fingerprinted here, in a temporary table with a simhash_mih index."""
+    fingerprint = fingerprinter(args)
     documents, total = read_documents(args.sources, args.id_field, args.text_field, Reading(args.hidden, args.encoding))
     conn.execute(f"CREATE TEMP TABLE {FILES_TABLE} (id bigint GENERATED ALWAYS AS IDENTITY, name text, "
                  "body text, fingerprint simhash64)")
     with conn.cursor().copy(f"COPY {FILES_TABLE} (name, body, fingerprint) FROM STDIN") as copy:
         for doc in progress(documents, "doc", total):
-            copy.write_row((doc.name, doc.text.replace("\x00", ""), hashing.simhash(doc.text, args.shingle_size)))
+            copy.write_row((doc.name, doc.text.replace("\x00", ""), fingerprint(doc.text)))
     conn.execute(f"CREATE INDEX ON {FILES_TABLE} USING simhash_mih (fingerprint)")
     conn.execute(f"ANALYZE {FILES_TABLE}")
     args.id_column, args.fingerprint_column, args.text_column, args.label = "id", "fingerprint", "body", "name"
