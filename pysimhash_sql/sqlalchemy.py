@@ -22,12 +22,13 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, Table, Text, cast, event, func, literal, text
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, Text, cast, event, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateIndex
 from sqlalchemy.sql import operators
+from sqlalchemy.sql.base import SchemaEventTarget
 from sqlalchemy.sql.elements import BindParameter, ClauseElement, Grouping
 from sqlalchemy.sql.functions import FunctionElement, GenericFunction
 from sqlalchemy.types import UserDefinedType
@@ -69,7 +70,7 @@ def as_fingerprint(value: Any, type_: SimHash64 | None = None) -> ClauseElement:
     return literal(value, type_)
 
 
-class SimHash64(UserDefinedType[int]):
+class SimHash64(SchemaEventTarget, UserDefinedType[int]):
     """The ``simhash64`` column type: Python ``int`` in 0 .. 2**64-1.
 
     ``text_spec``: the text fingerprint spec version the column holds
@@ -77,14 +78,19 @@ class SimHash64(UserDefinedType[int]):
     ``TEXT_SPEC_VERSION_LATEST``.  A value computed with another version
     (``hashing.simhash`` is version 1, ``simhash_v2`` version 2) raises
     ValueError when bound to the column, in a query or an insert; plain ints
-    are taken as they are.  CREATE TABLE records it as the column's comment
-    (unless the column has a comment of its own), where the CLI reads it.
-    None (the default): undeclared, no check."""
+    are taken as they are.  Its column's comment records it (unless the
+    column is given a comment of its own): CREATE TABLE and Alembic write it,
+    the CLI reads it.  None (the default): undeclared, no check."""
 
     cache_ok = True
 
     def __init__(self, text_spec: int | None = None) -> None:
         self.text_spec = None if text_spec is None else text_spec_module.check_version(text_spec, "text_spec")
+
+    def _set_parent(self, parent: Any, **kw: Any) -> None:
+        # a Column made with this type: the comment that records its version
+        if self.text_spec is not None and isinstance(parent, Column) and parent.comment is None:
+            parent.comment = text_spec_module.comment(self.text_spec)
 
     def _checked(self, value: Any) -> int:
         return check_fingerprint(text_spec_module.check_spec(value, self.text_spec, "this simhash64 column"))
@@ -139,17 +145,6 @@ class SimHash64(UserDefinedType[int]):
 
 ischema_names["simhash64"] = SimHash64  # reflected columns come back as SimHash64
 
-
-@event.listens_for(Table, "after_create")
-def _record_text_spec(table: Table, connection, **kw: Any) -> None:
-    """CREATE TABLE records each SimHash64(text_spec=...) column's version as
-    its comment (text_spec.comment), unless the model gives it a comment."""
-    for column in table.columns:
-        spec = getattr(column.type, "text_spec", None)
-        if isinstance(column.type, SimHash64) and spec is not None and column.comment is None:
-            connection.execute(text(text_spec_module.comment_on_column_sql(
-                connection.dialect.identifier_preparer.format_table(table),
-                connection.dialect.identifier_preparer.quote(column.name), spec)))
 
 
 @compiles(SimHash64)

@@ -5,12 +5,16 @@ hashing layer, SQLAlchemy's SimHash64 (both back ends) and the dedupe helper."""
 from __future__ import annotations
 
 import pickle
+from types import SimpleNamespace
 
 import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
 from sqlalchemy import BigInteger, Column, MetaData, Table, Text, func, insert, select, text
 from sqlalchemy.exc import StatementError
 
 from pysimhash_sql import hashing, text_spec
+from pysimhash_sql.alembic import render_item
 from pysimhash_sql.dedupe import insert_unless_near_duplicate
 from pysimhash_sql.html import simhash_html
 from pysimhash_sql.sqlalchemy import TEXT_SPEC_VERSION_LATEST, SimHash64, simhash_index
@@ -47,6 +51,12 @@ def test_check_spec_refuses_the_other_version_only() -> None:
 
 def test_comments_record_the_version() -> None:
     assert text_spec.comment(2) == "simhash text spec 2"
+    assert docs_table(2).c.fp.comment == "simhash text spec 2" and docs_table(None).c.fp.comment is None
+    own = Column("fp", SimHash64(text_spec=1), comment="ours")
+    assert own.comment == "ours"
+    autogen = SimpleNamespace(imports=set())
+    assert render_item("type", SimHash64(text_spec=2), autogen) == "SimHash64(text_spec=2)"
+    assert render_item("type", SimHash64(), autogen) == "SimHash64()"
     assert text_spec.spec_of_comment("ours: simhash text spec 1.") == 1
     assert text_spec.spec_of_comment(None) is None and text_spec.spec_of_comment("fingerprints") is None
 
@@ -64,6 +74,7 @@ def test_a_declared_column_records_and_checks_its_version(simhash_engine, plain_
     v1, v2 = hashing.simhash(TEXT), hashing.simhash_v2(TEXT)
     with engine.begin() as conn:
         assert conn.scalar(text("SELECT col_description('docs'::regclass, 3)")) == "simhash text spec 2"
+        assert compare_metadata(MigrationContext.configure(conn), docs.metadata) == []  # autogenerate: no change
         conn.execute(insert(docs), [{"body": TEXT, "fp": v2}, {"body": "x", "fp": 12345}])  # plain ints pass
         with pytest.raises(StatementError, match="holds text spec version 2 fingerprints, but this value was "
                                                  "computed with version 1"):
