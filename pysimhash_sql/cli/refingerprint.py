@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 
 from .. import hashing, plain, text_spec
-from ..backends import EXTENSION, PLAIN
+from ..backends import EXTENSION
 from .database import choose_backend, column_spec, connect, has_function, require_table, table_identifier
 from .errors import UserError
 
@@ -88,7 +88,7 @@ class Move:
     schema: sql.Identifier  # the table's: its indexes' and the trigger function's
     function_name: sql.Composable
     server: sql.Composable | None  # the SQL fingerprint function, None: computed here (plain back end)
-    signed: bool  # a bigint column (plain back end)
+    column_type: str  # simhash64, or bigint (the plain back end's: signed)
     version: int
     not_null: bool
 
@@ -114,7 +114,7 @@ def plan(conn, args) -> Move | None:
     for option, name in (("--column", args.column), ("--text-column", args.text_column)):
         if name not in columns:
             raise UserError(f"{option}: table {args.table} has no column {name}")
-    type_, not_null, generated, has_default, _ = columns[args.column]
+    column_type, not_null, generated, has_default, _ = columns[args.column]
     if generated or has_default:
         raise UserError(f"{args.table}.{args.column} is a generated column or has a default: make it a plain "
                         "column first (its fingerprints would not follow the move)")
@@ -141,18 +141,17 @@ def plan(conn, args) -> Move | None:
     return Move(table=table_identifier(args.table), regclass=regclass, key=sql.Identifier(keys[0]),
                 text=sql.Identifier(args.text_column), column=args.column, shadow=shadow, schema=schema,
                 function_name=sql.SQL("{}.{}").format(schema, sql.Identifier(f"{TRIGGER}_{oid}")),
-                server=server, signed=backend == PLAIN, version=args.to, not_null=not_null)
+                server=server, column_type=column_type, version=args.to, not_null=not_null)
 
 
 def prepare(conn, move: Move) -> None:
     """The shadow column and the trigger that keeps it in step (again, if there)."""
-    type_ = columns_of(conn, move.regclass)[move.column][0]
     body = COMPUTE_BODY if move.server is not None else EMPTY_BODY
     body_sql = sql.SQL(body).format(shadow=sql.Identifier(move.shadow), text=move.text,
                                     function=move.server or sql.SQL("")).as_string(conn)
     with conn.transaction():
         conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}").format(
-            move.table, sql.Identifier(move.shadow), sql.SQL(type_)))
+            move.table, sql.Identifier(move.shadow), sql.SQL(move.column_type)))
         conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}").format(
             move.function_name, sql.Literal(body_sql)))
         conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(TRIGGER), move.table))
@@ -196,16 +195,17 @@ def store_computed(conn, move: Move, rows: list[tuple]) -> None:
     writer changed since is left empty by the trigger, for a later pass)."""
     rows = [row for row in rows if row[1] is not None]
     if rows:
-        conn.execute(sql.SQL("UPDATE {table} t SET {shadow} = d.fp FROM unnest(%s, %s::bigint[], %s::text[]) "
+        conn.execute(sql.SQL("UPDATE {table} t SET {shadow} = d.fp::{type} FROM unnest(%s, %s::text[], %s::text[]) "
                              "AS d(key, fp, x) WHERE t.{key} = d.key AND t.xmin = d.x::xid").format(
-            table=move.table, shadow=sql.Identifier(move.shadow), key=move.key),
+            table=move.table, shadow=sql.Identifier(move.shadow), key=move.key, type=sql.SQL(move.column_type)),
             ([key for key, _, _ in rows], [fingerprint_of(move, text) for _, text, _ in rows],
              [xmin for _, _, xmin in rows]))
 
 
-def fingerprint_of(move: Move, text: str) -> int:
+def fingerprint_of(move: Move, text: str) -> str:
+    """A text's fingerprint in the column's text form (bigint's: signed)."""
     fp = hashing.fingerprint(text, version=move.version)
-    return plain.to_signed(fp) if move.signed else int(fp)
+    return str(plain.to_signed(fp) if move.column_type == "bigint" else int(fp))
 
 
 def fill(conn, move: Move, batch_size: int) -> None:

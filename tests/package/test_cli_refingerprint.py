@@ -22,7 +22,7 @@ from pysimhash_sql import hashing, plain, text_spec
 WORDS = ("harbour ferry timetable spring islands boats minutes hour board council library orchard apples "
          "近似 重复 检测 语言 Ünïcödé straße ÉCOLE école крейсер аврора").split()
 ROWS = 600
-BATCH = "10"
+BATCH = "10"  # the interrupted run's: small batches, so that it is cut in the middle
 
 
 def body(rng: random.Random) -> str:
@@ -94,7 +94,6 @@ def assert_moved_to_v2(conn: psycopg.Connection, plain_backend: bool = False) ->
     assert valid and ("simhash_mih (fingerprint)" in definition if not plain_backend else "gin" in definition)
     if not plain_backend:
         fps = {i: int(fp) for i, _, fp in rows}
-        assert len(fps) > ROWS
         conn.execute("SET enable_seqscan = off")
         for probe in random.Random(3).sample(sorted(fps), 5):
             found = {i for (i,) in conn.execute("SELECT id FROM docs WHERE hamming_within(fingerprint, %s::text::"
@@ -111,7 +110,7 @@ def wrong_rows(conn: psycopg.Connection, version: int, plain_backend: bool) -> l
 
 def refingerprint(dsn: str, *more: str, ok: bool = True) -> subprocess.CompletedProcess:
     return run("refingerprint", "--dsn", dsn, "--table", "docs", "--text-column", "body", "--column", "fingerprint",
-               "--batch-size", BATCH, *more, ok=ok)
+               *more, ok=ok)
 
 
 @pytest.mark.parametrize("backend", ["extension", "plain"])
@@ -139,7 +138,7 @@ def test_refingerprint_with_writers_interrupted_and_resumed(db: psycopg.Connecti
         # resumed, while the application writes
         counts = {"inserted": 0, "updated": 0}
         results: list[subprocess.CompletedProcess] = []
-        errors = run_together([lambda: results.append(refingerprint(dsn))],
+        errors = run_together([lambda: results.append(refingerprint(dsn, "--batch-size", "40"))],
                               [lambda stop, seed=seed: write_as_the_application(dsn, plain_backend, seed, stop, counts)
                                for seed in range(3)])
         assert errors == []
@@ -149,6 +148,14 @@ def test_refingerprint_with_writers_interrupted_and_resumed(db: psycopg.Connecti
         assert "holds text spec version 2 fingerprints now" in progress
         assert_moved_to_v2(conn, plain_backend)
         assert "nothing to do" in refingerprint(dsn).stderr
+
+
+def test_fingerprints_computed_here_into_a_simhash64_column(db: psycopg.Connection) -> None:
+    """--backend plain on a database with the extension: the command computes
+    the fingerprints (as where simhash_v2 is missing) into the simhash64 column."""
+    make_v1_table(db)
+    assert "holds text spec version 2 fingerprints now" in refingerprint(db.info.dsn, "--backend", "plain").stderr
+    assert_moved_to_v2(db)
 
 
 def test_refingerprint_refuses_what_it_cannot_move(db: psycopg.Connection) -> None:
