@@ -64,6 +64,11 @@ def as_fingerprint(value: Any, type_: SimHash64 | None = None) -> ClauseElement:
     """A SQL expression for ``value``: itself if already one, else a bind of
     ``type_`` (the column's, so that its text spec is checked) or SimHash64."""
     if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
+        other = getattr(value, "type", None)
+        mine, theirs = getattr(type_, "text_spec", None), getattr(other, "text_spec", None)
+        if None not in (mine, theirs) and mine != theirs:  # two declared columns of different versions
+            raise ValueError(f"a text spec version {mine} column compared with a version {theirs} one: "
+                             "their fingerprints are never comparable (docs/fingerprint-spec.md §7)")
         return value
     type_ = type_ if type_ is not None else SimHash64()
     type_._checked(value)  # a value of another text spec: ValueError now, not when the statement runs

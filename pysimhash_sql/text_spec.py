@@ -24,8 +24,9 @@ from __future__ import annotations
 import operator
 import re
 
-__all__ = ["TEXT_SPEC_VERSIONS", "TEXT_SPEC_VERSION_LATEST", "UNDECLARED_COLUMN_SPEC", "TextFingerprint",
-           "check_spec", "check_version", "comment", "spec_of", "spec_of_comment", "tagged"]
+__all__ = ["COLUMN_COMMENT_SQL", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS", "TEXT_SPEC_VERSION_LATEST",
+           "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_shingle_size", "check_spec", "check_version", "comment",
+           "comment_on_column_sql", "spec_of", "spec_of_comment", "tagged"]
 
 # The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
 # SQL functions simhash(text) and simhash_v2(text).  New columns and the

@@ -90,6 +90,9 @@ def test_a_declared_column_records_and_checks_its_version(simhash_engine, plain_
         with pytest.raises(ValueError, match="holds text spec version 1 fingerprints, but this value was computed "
                                              "with version 2"):
             v1_docs.c.fp.within(stored, 3)  # a value read from a version 2 column
+        with pytest.raises(ValueError, match="a text spec version 1 column compared with a version 2 one"):
+            v1_docs.c.fp.within(docs.c.fp, 3)
+        assert v1_docs.c.fp.within(func.simhash(TEXT), 3) is not None  # an expression of its own version
         assert conn.scalar(select(func.count()).where(docs_table(None).c.fp.within(v1, 64))) == 2  # undeclared
 
 
