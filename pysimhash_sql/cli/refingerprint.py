@@ -218,6 +218,8 @@ def fill(conn, move: Move, batch_size: int) -> None:
         if fill_pass > 1:  # the plain back end: the rows writers emptied meanwhile
             todo = empty_rows(conn, move)
             say(f"pass {fill_pass}: {todo} rows written meanwhile")
+            if todo == 0:
+                break
         after, done = None, 0
         while True:
             for attempt in range(BATCH_ATTEMPTS):
