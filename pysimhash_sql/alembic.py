@@ -285,10 +285,11 @@ def _render_alter_column_using(autogen_context, operation: AlterSimhashColumnOp)
 
 
 def render_item(type_: str, obj: Any, autogen_context) -> str | bool:
-    """``render_item`` for env.py: SimHash64 columns render with their import."""
+    """``render_item`` for env.py: SimHash64 columns render with their import
+    (and their text spec, when declared)."""
     if type_ == "type" and isinstance(obj, SimHash64):
         autogen_context.imports.add("from pysimhash_sql.sqlalchemy import SimHash64")
-        return "SimHash64()"
+        return "SimHash64()" if obj.text_spec is None else f"SimHash64(text_spec={obj.text_spec})"
     return False
 
 

@@ -28,6 +28,7 @@ from . import text_v2
 from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs
 from ._xxh3 import xxh3_spans
 from .fingerprint import MAX_FINGERPRINT, check_fingerprint
+from .text_spec import TEXT_SPEC_VERSION_LATEST, TEXT_SPEC_VERSIONS, TextFingerprint, check_version
 from .unicode_tables import UNICODE_VERSION
 
 __all__ = [
@@ -58,10 +59,6 @@ __all__ = [
 MASK64 = MAX_FINGERPRINT
 Text = str | bytes | bytearray | memoryview
 
-# The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
-# SQL functions simhash(text) and simhash_v2(text).
-TEXT_SPEC_VERSIONS = (1, 2)
-TEXT_SPEC_VERSION_LATEST = 2
 # Version 2's features (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens, each
 # voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of the
 # tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size of 0
@@ -206,9 +203,10 @@ def feature_hash(feature: Text) -> int:
     return xxhash.xxh3_64_intdigest(_as_bytes(feature))
 
 
-def simhash(text: Text, shingle_size: int = 3) -> int:
-    """The fingerprint of text, spec version 1 (spec §3); bytes are used as they are."""
-    return _vote_features(_features(_as_bytes(text), _shingle_size(shingle_size)))
+def simhash(text: Text, shingle_size: int = 3) -> TextFingerprint:
+    """The fingerprint of text, spec version 1 (spec §3); bytes are used as they are.
+    An int that carries its version (text_spec.TextFingerprint)."""
+    return TextFingerprint(_vote_features(_features(_as_bytes(text), _shingle_size(shingle_size))), 1)
 
 
 def _vote_features(features: Iterable[bytes]) -> int:
@@ -309,25 +307,22 @@ def features_v2(text: Text) -> list:
     return _decoded(out, text)
 
 
-def simhash_v2(text: Text) -> int:
-    """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text)."""
+def simhash_v2(text: Text) -> TextFingerprint:
+    """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text).
+    An int that carries its version (text_spec.TextFingerprint)."""
     set_counts, votes = np.zeros(64, np.int64), 0
     for spans, weight in _v2_parts(text):
         hashes = _span_hashes(spans)
         counts, n = _bit_counts(hashes[_voting(hashes)])
         set_counts += weight * counts
         votes += weight * n
-    return _bits_int(2 * set_counts > votes)
+    return TextFingerprint(_bits_int(2 * set_counts > votes), 2)
 
 
-def fingerprint(text: Text, *, version: int) -> int:
-    """The fingerprint of text under the given spec version (TEXT_SPEC_VERSIONS):
-    simhash(text) for 1, simhash_v2(text) for 2."""
-    if version == 1 and not isinstance(version, bool):
-        return simhash(text)
-    if version == 2 and not isinstance(version, bool):
-        return simhash_v2(text)
-    raise ValueError(f"version: no text fingerprint spec version {version!r} (known: {TEXT_SPEC_VERSIONS})")
+def fingerprint(text: Text, *, version: int) -> TextFingerprint:
+    """The fingerprint of text under the given spec version (TEXT_SPEC_VERSIONS;
+    never implicit): simhash(text) for 1, simhash_v2(text) for 2."""
+    return simhash(text) if check_version(version) == 1 else simhash_v2(text)
 
 
 # -- votes (spec §1, §2) ----------------------------------------------------------

@@ -22,17 +22,20 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, Text, cast, event, func, literal
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, Text, cast, event, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateIndex
 from sqlalchemy.sql import operators
+from sqlalchemy.sql.base import SchemaEventTarget
 from sqlalchemy.sql.elements import BindParameter, ClauseElement, Grouping
 from sqlalchemy.sql.functions import FunctionElement, GenericFunction
 from sqlalchemy.types import UserDefinedType
 
 from . import plain
+from . import text_spec as text_spec_module
+from .text_spec import TEXT_SPEC_VERSION_LATEST
 from .backends import EXTENSION, PLAIN, backend_of, chosen_backend, detect_backend, set_backend
 from .fingerprint import check_fingerprint, to_sql_literal
 from .index_kinds import GIN, MIH, OPCLASS, choose_method, index_params as _index_params, opclass_clause
@@ -49,6 +52,7 @@ __all__ = [
     "opclass_clause",
     "plain_layout",
     "register_simhash",
+    "TEXT_SPEC_VERSION_LATEST",
     "simhash_index",
 ]
 
@@ -56,17 +60,45 @@ _INDEX_INFO_KEY = "simhash64_ops"
 _INDEX_METHOD_KEY = "simhash_index_method"
 
 
-def as_fingerprint(value: Any) -> ClauseElement:
-    """A SQL expression for ``value``: itself if already one, else a SimHash64 bind."""
+def as_fingerprint(value: Any, type_: SimHash64 | None = None) -> ClauseElement:
+    """A SQL expression for ``value``: itself if already one, else a bind of
+    ``type_`` (the column's, so that its text spec is checked) or SimHash64."""
     if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
+        other = getattr(value, "type", None)
+        mine, theirs = getattr(type_, "text_spec", None), getattr(other, "text_spec", None)
+        if None not in (mine, theirs) and mine != theirs:  # two declared columns of different versions
+            raise ValueError(f"a text spec version {mine} column compared with a version {theirs} one: "
+                             "their fingerprints are never comparable (docs/fingerprint-spec.md §7)")
         return value
-    return literal(value, SimHash64())
+    type_ = type_ if type_ is not None else SimHash64()
+    type_._checked(value)  # a value of another text spec: ValueError now, not when the statement runs
+    return literal(value, type_)
 
 
-class SimHash64(UserDefinedType[int]):
-    """The ``simhash64`` column type: Python ``int`` in 0 .. 2**64-1."""
+class SimHash64(SchemaEventTarget, UserDefinedType[int]):
+    """The ``simhash64`` column type: Python ``int`` in 0 .. 2**64-1.
+
+    ``text_spec``: the text fingerprint spec version the column holds
+    (pysimhash_sql/text_spec.py); new models declare
+    ``TEXT_SPEC_VERSION_LATEST``.  A value computed with another version
+    (``hashing.simhash`` is version 1, ``simhash_v2`` version 2) raises
+    ValueError when bound to the column, in a query or an insert; plain ints
+    are taken as they are.  Its column's comment records it (unless the
+    column is given a comment of its own): CREATE TABLE and Alembic write it,
+    the CLI reads it.  None (the default): undeclared, no check."""
 
     cache_ok = True
+
+    def __init__(self, text_spec: int | None = None) -> None:
+        self.text_spec = None if text_spec is None else text_spec_module.check_version(text_spec, "text_spec")
+
+    def _set_parent(self, parent: Any, **kw: Any) -> None:
+        # a Column made with this type: the comment that records its version
+        if self.text_spec is not None and isinstance(parent, Column) and parent.comment is None:
+            parent.comment = text_spec_module.comment(self.text_spec)
+
+    def _checked(self, value: Any) -> int:
+        return check_fingerprint(text_spec_module.check_spec(value, self.text_spec, "this simhash64 column"))
 
     def get_col_spec(self, **kw: Any) -> str:
         return "simhash64"
@@ -78,39 +110,46 @@ class SimHash64(UserDefinedType[int]):
     def bind_processor(self, dialect):
         if backend_of(dialect) == PLAIN:
             def process(value):
-                return None if value is None else plain.to_signed(check_fingerprint(value))
+                return None if value is None else plain.to_signed(self._checked(value))
         else:
             def process(value):
-                return None if value is None else str(check_fingerprint(value))
+                return None if value is None else str(self._checked(value))
 
         return process
 
     def result_processor(self, dialect, coltype):
+        spec = self.text_spec
         if backend_of(dialect) == PLAIN:
-            def process(value):
-                return None if value is None else plain.to_unsigned(int(value))
+            def unsigned(value):
+                return plain.to_unsigned(int(value))
         else:
-            def process(value):
-                return None if value is None else int(value)
+            unsigned = int
+
+        def process(value):
+            # a declared column's values carry its version (text_spec.TextFingerprint)
+            if value is None:
+                return None
+            return unsigned(value) if spec is None else text_spec_module.tagged(unsigned(value), spec)
 
         return process
 
     def literal_processor(self, dialect):
         if backend_of(dialect) == PLAIN:
-            return lambda value: str(plain.to_signed(check_fingerprint(value)))
-        return to_sql_literal
+            return lambda value: str(plain.to_signed(self._checked(value)))
+        return lambda value: to_sql_literal(self._checked(value))
 
     class comparator_factory(UserDefinedType.Comparator):
         def hamming_distance(self, other: Any):
             """Number of differing bits, ``col <~> other`` (an integer)."""
-            return hamming_distance_op(self.expr, as_fingerprint(other))
+            return hamming_distance_op(self.expr, as_fingerprint(other, self.type))
 
         def within(self, other: Any, max_distance: int):
             """``hamming_within(col, other, k)``: at most k differing bits; index-aware."""
-            return func.hamming_within(self.expr, as_fingerprint(other), max_distance)
+            return func.hamming_within(self.expr, as_fingerprint(other, self.type), max_distance)
 
 
 ischema_names["simhash64"] = SimHash64  # reflected columns come back as SimHash64
+
 
 
 @compiles(SimHash64)
@@ -146,7 +185,8 @@ def _distance(element, compiler, **kw) -> str:
 # Typed SQL functions: func.<name>(...) returns the right SQLAlchemy type.
 # Defining a GenericFunction subclass registers it under its class name.
 FUNCTION_TYPES = {
-    "simhash": SimHash64,
+    "simhash": lambda: SimHash64(text_spec=1),
+    "simhash_v2": lambda: SimHash64(text_spec=2),
     "simhash_agg": SimHash64,
     "hamming_distance": Integer,
     "hamming_within": Boolean,

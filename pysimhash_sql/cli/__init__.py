@@ -2,10 +2,11 @@
 
     pysimhash-sql find-all       near-duplicate pairs of hashes (as simhash-cpp's simhash-find-all)
     pysimhash-sql find-clusters  clusters of hashes (as simhash-cpp's simhash-find-clusters)
-    pysimhash-sql fingerprint    documents -> (id, fingerprint), as SQL's simhash(text)
+    pysimhash-sql fingerprint    documents -> (id, fingerprint), as SQL's simhash_v2(text)
     pysimhash-sql ingest         documents -> a table, fingerprinted in the server or locally
     pysimhash-sql dupes          near-duplicate pairs of a table's rows
     pysimhash-sql clusters       clusters of a table's rows
+    pysimhash-sql refingerprint  a table's fingerprints moved to another text spec version, online
     pysimhash-sql report         an HTML near-duplicate report of a table or of files, to choose a threshold
 
 Mistakes (a bad argument or connection string, a missing table) are reported
@@ -25,6 +26,7 @@ from importlib import import_module
 from importlib.metadata import version
 
 from ..index_kinds import DEFAULT_METHOD, INDEX_METHODS
+from ..text_spec import TEXT_SPEC_VERSION_LATEST, TEXT_SPEC_VERSIONS
 from .errors import UserError
 from .output import FORMATS, skipped
 
@@ -59,7 +61,12 @@ def documents_in(p: argparse.ArgumentParser, nargs: str = "+") -> None:
                         "with URL and fetch date (needs the [html] extra)")
     p.add_argument("--id-field", default="id", help="JSON Lines: the field naming a document (default id)")
     p.add_argument("--text-field", default="text", help="JSON Lines: the field holding its text (default text)")
-    p.add_argument("--shingle-size", type=int, default=3, help="tokens per feature, as simhash(text, n) (default 3)")
+    p.add_argument("--spec-version", type=int, choices=TEXT_SPEC_VERSIONS,
+                   help="the text fingerprint spec version (docs/fingerprint-spec.md): 2 as SQL's simhash_v2(text), "
+                        "1 as simhash(text); default: a table's own (ingest), else "
+                        f"{TEXT_SPEC_VERSION_LATEST}")
+    p.add_argument("--shingle-size", type=int,
+                   help="version 1 only: tokens per feature, as simhash(text, n) (default 3)")
     p.add_argument("--hidden", action="store_true",
                    help="also read hidden files and directories below a directory (names starting with '.', "
                         "such as .git), left out by default")
@@ -122,18 +129,31 @@ def build_parser() -> argparse.ArgumentParser:
             "read hashes, write each cluster of hashes linked by pairs within --distance bits as a JSON array",
             options(hash_io, near))
     command("fingerprint", "fingerprint:fingerprint_command",
-            "fingerprint documents as SQL's simhash(text) does: id, fingerprint (unsigned decimal)",
+            "fingerprint documents as SQL's simhash_v2(text) does (--spec-version 1: simhash(text)): id, "
+            "fingerprint (unsigned decimal)",
             options(documents_in, records_out))
     ingest = command("ingest", "database:ingest_command",
                      "load documents into a table (id, name, body, fingerprint, url, fetched_at), created if missing; "
                      "documents whose name is already there are skipped",
                      options(documents_in, database))
     ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",
-                        help="compute fingerprints in the server (simhash(text)) or here (default server)")
+                        help="compute fingerprints in the server (simhash_v2(text) or simhash(text)) or here "
+                             "(default server; here when the server lacks the function)")
     ingest.add_argument("--batch-size", type=int, default=1000, help="documents per COPY and commit (default 1000)")
     ingest.add_argument("--index", choices=INDEX_METHODS, default=DEFAULT_METHOD,
                         help="the near-duplicate index made on the fingerprint column if it has none "
                              f"(docs/index.md, 'Which index'; default {DEFAULT_METHOD})")
+    refingerprint = command(
+        "refingerprint", "refingerprint:refingerprint_command",
+        "move a table's fingerprint column to another text spec version online: a shadow column filled in "
+        "primary-key batches while a trigger keeps new and updated rows in step, its indexes made concurrently, "
+        "then one short swap; run it again to resume after an interruption (docs/cli.md)",
+        options(database))
+    refingerprint.add_argument("--column", default="fingerprint", help="the fingerprint column (default fingerprint)")
+    refingerprint.add_argument("--text-column", default="body", help="the column of each row's text (default body)")
+    refingerprint.add_argument("--to", type=int, choices=TEXT_SPEC_VERSIONS, default=TEXT_SPEC_VERSION_LATEST,
+                               help=f"the text spec version to move to (default {TEXT_SPEC_VERSION_LATEST})")
+    refingerprint.add_argument("--batch-size", type=int, default=1000, help="rows per batch and commit (default 1000)")
     command("dupes", "database:dupes_command", "near-duplicate pairs of a table's rows: id1, id2, distance (simhash_find_all)",
             options(database, table_rows, lambda p: near(p, None), parallel, records_out))
     clusters = command("clusters", "database:clusters_command",

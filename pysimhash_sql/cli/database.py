@@ -12,13 +12,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from itertools import islice
 
-from .. import hashing, plain
+from .. import plain, text_spec
 from .._find_all import id_clusters, id_pairs
 from ..backends import DETECT_SQL, EXTENSION, PLAIN
 from ..index_kinds import GIN, MIH
 from ..progress import track_progress
 from .documents import Document, Reading, has_pages, read_documents
 from .errors import UserError
+from .fingerprint import DEFAULT_SHINGLE_SIZE, fingerprinter
 from .output import open_output, progress, skipped, started, write_records
 
 try:
@@ -143,6 +144,35 @@ def choose_backend(conn: psycopg.Connection, args, column: str | None, creating:
     if conn.execute(DETECT_SQL).fetchone()[0] or (creating and conn.execute(AVAILABLE).fetchone()[0]):
         return EXTENSION
     return PLAIN
+
+
+def column_spec(conn: psycopg.Connection, table: str, column: str) -> int | None:
+    """The text spec version of a table's fingerprint column: its comment's
+    (text_spec.comment), else version 1 (UNDECLARED_COLUMN_SPEC: made before
+    versions were recorded); None if there is no such column."""
+    row = conn.execute(text_spec.COLUMN_COMMENT_SQL, (table_identifier(table).as_string(conn), column)).fetchone()
+    if row is None:
+        return None
+    recorded = text_spec.spec_of_comment(row[0])
+    return text_spec.UNDECLARED_COLUMN_SPEC if recorded is None else recorded
+
+
+def choose_spec_version(conn: psycopg.Connection, args, column: str) -> tuple[int, bool]:
+    """The text spec version to fingerprint a table's new rows with, and
+    whether the column is new: the column's own if it exists (UserError if
+    --spec-version says another: never two versions in one column), else
+    --spec-version, else the latest."""
+    existing = column_spec(conn, args.table, column)
+    if existing is None:
+        return args.spec_version or text_spec.TEXT_SPEC_VERSION_LATEST, True
+    if args.spec_version is not None and args.spec_version != existing:
+        raise UserError(f"{args.table}.{column} holds text spec version {existing} fingerprints, not "
+                        f"{args.spec_version}: versions are never mixed in one column; move the table with "
+                        f"pysimhash-sql refingerprint --table {args.table} --column {column} --to "
+                        f"{args.spec_version}, or leave --spec-version out")
+    return existing, False
+
+
 MOVE_BATCH = """
 INSERT INTO {table} (name, body, fingerprint{page_columns})
 SELECT s.name, s.body, {fingerprint}{page_values} FROM simhash_ingest s
@@ -163,7 +193,7 @@ def copy_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Compos
     with conn.transaction():
         with conn.cursor().copy("COPY simhash_ingest FROM STDIN") as copy:
             for doc in batch:
-                fingerprint = hashing.simhash(doc.text, args.shingle_size) if local else None
+                fingerprint = args.fingerprint(doc.text) if local else None
                 if signed:
                     fingerprint = plain.to_signed(fingerprint)
                 copy.write_row((doc.name, doc.text, fingerprint, doc.url, doc.fetched_at))
@@ -186,25 +216,35 @@ def load_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Compos
 
 
 def ingest_command(args) -> None:
-    if args.batch_size < 1 or args.shingle_size < 1:
-        raise UserError("--batch-size and --shingle-size must be at least 1")
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
     documents, total = read_documents(args.sources, args.id_field, args.text_field, Reading(args.hidden, args.encoding))
     table = table_identifier(args.table)
     web = has_pages(args.sources, args.hidden)
     read = added = 0
     with connect(args.dsn) as conn:
         args.backend = choose_backend(conn, args, "fingerprint", creating=True)
+        version, new_column = choose_spec_version(conn, args, "fingerprint")
+        args.fingerprint = fingerprinter(args, version)
+        function = text_spec.SQL_FUNCTIONS[version]
         if args.backend == PLAIN:
             args.fingerprints = "local"  # no simhash(text) in the server; the same bits here
         else:
             conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
-        server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size)
+            if not has_function(conn, f"{function}(text)"):
+                args.fingerprints = "local"  # an extension before simhash_v2 (1.3): the same bits here
+        if version == 1:
+            server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size or DEFAULT_SHINGLE_SIZE)
+        else:
+            server_side = sql.SQL("{}(s.body)").format(sql.Identifier(function))
         fingerprint = sql.SQL("s.fingerprint") if args.fingerprints == "local" else server_side
         move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=fingerprint,
                                           page_columns=sql.SQL(", url, fetched_at" if web else ""),
                                           page_values=sql.SQL(", s.url, s.fetched_at" if web else ""))
         fingerprint_type = sql.SQL(FINGERPRINT_TYPES[args.backend])
         conn.execute(sql.SQL(CREATE_TABLE).format(table=table, fingerprint_type=fingerprint_type))
+        if new_column:
+            conn.execute(text_spec.comment_on_column_sql(table.as_string(conn), "fingerprint", version))
         if web:
             conn.execute(sql.SQL(ADD_PAGE_COLUMNS).format(table=table))
         conn.execute(sql.SQL(STAGING).format(fingerprint_type=fingerprint_type))

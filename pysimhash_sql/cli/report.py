@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import hashing, plain
+from .. import plain
 from .._find_all import id_clusters, id_pairs, popcount
 from ..backends import PLAIN
 from .database import choose_backend, connect, require_function, require_table, table_identifier
 from .documents import Reading, read_documents
+from .fingerprint import fingerprinter
 from .errors import UserError
 from .output import open_output, progress
 
@@ -386,13 +387,14 @@ documents with none that near.  Clusters are computed at {chosen} bits ({chosen_
 def load_files(conn, args, backend: str) -> str:
     """The sources' documents, fingerprinted here, in a temporary table with a
     simhash_mih index (on the plain back end: a bigint column, no index)."""
+    fingerprint = fingerprinter(args)
     documents, total = read_documents(args.sources, args.id_field, args.text_field, Reading(args.hidden, args.encoding))
     fingerprint_type, signed = ("bigint", plain.to_signed) if backend == PLAIN else ("simhash64", int)
     conn.execute(f"CREATE TEMP TABLE {FILES_TABLE} (id bigint GENERATED ALWAYS AS IDENTITY, name text, "
                  f"body text, fingerprint {fingerprint_type})")
     with conn.cursor().copy(f"COPY {FILES_TABLE} (name, body, fingerprint) FROM STDIN") as copy:
         for doc in progress(documents, "doc", total):
-            copy.write_row((doc.name, doc.text.replace("\x00", ""), signed(hashing.simhash(doc.text, args.shingle_size))))
+            copy.write_row((doc.name, doc.text.replace("\x00", ""), signed(fingerprint(doc.text))))
     if backend != PLAIN:
         conn.execute(f"CREATE INDEX ON {FILES_TABLE} USING simhash_mih (fingerprint)")
     conn.execute(f"ANALYZE {FILES_TABLE}")

@@ -20,6 +20,8 @@ from django.db.models import Lookup, Value
 from django.db.models.expressions import ExpressionList
 
 from ..fingerprint import coerce_fingerprint, from_hex, to_hex
+from ..text_spec import check_spec, check_version, tagged
+from ..text_spec import comment as spec_comment
 
 __all__ = ["FingerprintValue", "HammingWithin", "SimhashField", "SimhashFormField", "check_radius"]
 
@@ -64,17 +66,36 @@ class SimhashField(models.Field):
     fingerprint's decimal text, ``0x`` and hex digits, or its 8 bytes
     (big-endian, the binary form); anything else is a ValidationError in
     ``full_clean()``, forms and fixtures, and a ValueError naming the field
-    when saved or used in a query."""
+    when saved or used in a query.
+
+    ``text_spec``: the text fingerprint spec version the column holds
+    (pysimhash_sql/text_spec.py); new models declare
+    ``TEXT_SPEC_VERSION_LATEST``.  Its migration records it as the column's
+    comment (``db_comment``), where the CLI reads it; a value computed with
+    another version (``hashing.simhash`` is version 1, ``simhash_v2`` and
+    ``Simhash(..., version=2)`` version 2) is a ValueError naming the field
+    and both versions; plain ints are taken as they are.  None (the
+    default): undeclared, no check."""
 
     description = "A 64-bit simhash fingerprint (simhash64)"
     empty_strings_allowed = False
     default_error_messages = {"invalid": "%(field)s: “%(value)s” is not a simhash64 fingerprint (%(reason)s)."}
+
+    def __init__(self, *args: Any, text_spec: int | None = None, **kwargs: Any) -> None:
+        self.text_spec = None if text_spec is None else check_version(text_spec, "text_spec")
+        if self.text_spec is not None:
+            kwargs.setdefault("db_comment", spec_comment(self.text_spec))
+        super().__init__(*args, **kwargs)
 
     def db_type(self, connection) -> str:
         return "simhash64"
 
     def deconstruct(self):
         name, _path, args, kwargs = super().deconstruct()
+        if self.text_spec is not None:
+            kwargs["text_spec"] = self.text_spec
+            if kwargs.get("db_comment") == spec_comment(self.text_spec):
+                del kwargs["db_comment"]
         return name, "pysimhash_sql.django.SimhashField", args, kwargs
 
     @property
@@ -85,6 +106,7 @@ class SimhashField(models.Field):
 
     def checked(self, value: Any) -> int:
         """``value`` as a fingerprint int, else ValueError naming the field."""
+        check_spec(value, self.text_spec, self.label)
         try:
             return coerce_fingerprint(value)
         except (TypeError, ValueError) as error:
@@ -111,7 +133,9 @@ class SimhashField(models.Field):
         return None if value is None else str(value)
 
     def from_db_value(self, value: Any, expression, connection) -> int | None:
-        return None if value is None else int(value)
+        if value is None:
+            return None
+        return int(value) if self.text_spec is None else tagged(int(value), self.text_spec)
 
     def value_to_string(self, obj: models.Model) -> str | None:
         value = self.value_from_object(obj)

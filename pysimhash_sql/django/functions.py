@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import Func, IntegerField
 
+from ..text_spec import SQL_FUNCTIONS, check_shingle_size, check_version
 from .fields import FingerprintValue, SimhashField
 
 __all__ = ["HammingDistance", "Simhash"]
@@ -35,11 +36,17 @@ class HammingDistance(Func):
 class Simhash(Func):
     """``simhash(text)``, or ``simhash(text, shingle_size)``: the fingerprint
     of a text column (or expression) computed by the server
-    (docs/fingerprint-spec.md), bit-for-bit pysimhash_sql.hashing.simhash's."""
+    (docs/fingerprint-spec.md), bit-for-bit pysimhash_sql.hashing.simhash's:
+    text spec version 1, as SQL's name says.  ``version=2``: ``simhash_v2(text)``
+    (hashing.simhash_v2), what a ``SimhashField(text_spec=2)`` holds.  Its
+    output field carries the version, so a field of the other one refuses it."""
 
     function = "simhash"
-    output_field = SimhashField()
+    output_field = SimhashField(text_spec=1)
 
-    def __init__(self, expression: Any, shingle_size: int | None = None, **extra: Any) -> None:
+    def __init__(self, expression: Any, shingle_size: int | None = None, *, version: int = 1,
+                 **extra: Any) -> None:
+        check_shingle_size(shingle_size, check_version(version))
         arguments = [expression] if shingle_size is None else [expression, int(shingle_size)]
-        super().__init__(*arguments, **extra)
+        super().__init__(*arguments, function=SQL_FUNCTIONS[version],
+                         output_field=SimhashField(text_spec=version), **extra)

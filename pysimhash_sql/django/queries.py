@@ -20,6 +20,7 @@ from django.db import connections, router, transaction
 from django.db.models import Model, QuerySet
 from django.db.models.sql import Query
 
+from ..text_spec import tagged
 from .fields import check_radius
 from .functions import HammingDistance
 
@@ -104,12 +105,16 @@ class Stored:
 
 
 def _evaluate(model: type[Model], alias: str, expression: Any) -> int:
-    """The value of an expression over constants (``Simhash(Value(text))``), computed by the server."""
+    """The value of an expression over constants (``Simhash(Value(text))``),
+    computed by the server; with the text spec its output field declares."""
     query = Query(model)
     sql, params = query.get_compiler(using=alias).compile(expression.resolve_expression(query))
     with connections[alias].cursor() as cursor:
         cursor.execute(f"SELECT ({sql})::text", params)
-        return int(cursor.fetchone()[0])
+        value = int(cursor.fetchone()[0])
+    # Simhash(...)'s value carries its text spec, for the field to check
+    spec = getattr(getattr(expression, "output_field", None), "text_spec", None)
+    return value if spec is None else tagged(value, spec)
 
 
 def insert_unless_near_duplicate(model: type[Model], values: dict[str, Any], *, fingerprint: str = "fingerprint",

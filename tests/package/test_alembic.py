@@ -84,7 +84,9 @@ def test_autogenerate_renders_extension_type_and_index(tmp_path, bare_engine) ->
     assert "from pysimhash_sql.sqlalchemy import SimHash64" in script
     upgrade, downgrade = script.split("def downgrade")
     assert upgrade.index("op.create_simhash_extension()") < upgrade.index("op.create_table('documents'")
-    assert "sa.Column('fingerprint', SimHash64(), nullable=False)" in upgrade
+    # the text spec version the model declares, and the comment that records it in the database
+    assert ("sa.Column('fingerprint', SimHash64(text_spec=2), nullable=False, comment='simhash text spec 2')"
+            in upgrade)
     # the method always written, so that the file keeps its meaning whatever the default becomes
     assert "op.create_simhash_index('documents_fingerprint_idx', 'documents', 'fingerprint', method='simhash_mih')" in upgrade
     assert "op.drop_simhash_index('documents_fingerprint_idx', 'documents', 'fingerprint', method='simhash_mih')" in downgrade

@@ -120,15 +120,24 @@ def test_blocks_must_exceed_distance() -> None:
 
 # -- fingerprint -------------------------------------------------------------------------
 
-def test_fingerprint_of_a_directory_equals_sql_simhash(shared_db: psycopg.Connection) -> None:
-    out = run("fingerprint", "--shingle-size", "2", str(CORPUS)).stdout.splitlines()
+@pytest.mark.parametrize(("options", "sql"), [((), "simhash_v2(%s)"),  # the latest text spec by default
+                                              (("--spec-version", "1", "--shingle-size", "2"), "simhash(%s, 2)")])
+def test_fingerprint_of_a_directory_equals_sql_simhash(shared_db: psycopg.Connection, options, sql: str) -> None:
+    out = run("fingerprint", *options, str(CORPUS)).stdout.splitlines()
     assert out[0] == "id,fingerprint"
     files = sorted(p.name for p in CORPUS.iterdir())
     assert [line.split(",")[0] for line in out[1:]] == files
     for line in out[1:6]:
         name, fingerprint = line.split(",")
         body = (CORPUS / name).read_text(encoding="utf-8")
-        assert shared_db.execute("SELECT simhash(%s, 2)::text", (body,)).fetchone() == (fingerprint,)
+        assert shared_db.execute(f"SELECT {sql}::text", (body,)).fetchone() == (fingerprint,)
+
+
+def test_shingle_size_is_version_one_s() -> None:
+    assert_user_error(run("fingerprint", "--shingle-size", "2", str(CORPUS), ok=False),
+                      "--shingle-size is a parameter of text spec version 1", "--spec-version 1")
+    assert_user_error(run("fingerprint", "--spec-version", "1", "--shingle-size", "0", str(CORPUS), ok=False),
+                      "--shingle-size must be at least 1")
 
 
 def test_fingerprint_jsonl_in_and_out(tmp_path: Path) -> None:
@@ -139,7 +148,7 @@ def test_fingerprint_jsonl_in_and_out(tmp_path: Path) -> None:
     from pysimhash_sql import hashing
 
     assert [json.loads(line) for line in out.splitlines()] == [
-        {"id": str(d["key"]), "fingerprint": hashing.simhash(d["body"])} for d in docs
+        {"id": str(d["key"]), "fingerprint": hashing.simhash_v2(d["body"])} for d in docs
     ]
 
 
@@ -187,9 +196,9 @@ def test_binary_files_are_reported_and_skipped_latin1_is_read(tmp_path: Path) ->
     result = run("fingerprint", "--verbose", str(mixed_directory(tmp_path)), ok=False)
     assert_skipped(result, "image.png|binary|skipped")
     assert fingerprints_of(result) == {
-        "empty.txt": hashing.simhash(""),
-        "latin1.txt": hashing.simhash(LATIN1_TEXT),  # detected: the same text as UTF-8 would give
-        "utf8.txt": hashing.simhash("the quick brown fox jumps over the lazy dog"),
+        "empty.txt": hashing.simhash_v2(""),
+        "latin1.txt": hashing.simhash_v2(LATIN1_TEXT),  # detected: the same text as UTF-8 would give
+        "utf8.txt": hashing.simhash_v2("the quick brown fox jumps over the lazy dog"),
     }
     hidden = run("fingerprint", "--verbose", "--hidden", str(tmp_path / "docs"), ok=False)
     assert_skipped(hidden, "image.png|binary")
@@ -203,7 +212,7 @@ def test_encoding_option(tmp_path: Path) -> None:
     path = tmp_path / "cyrillic.txt"
     text = "Съешь же ещё этих мягких французских булок, да выпей чаю"
     path.write_bytes(text.encode("koi8_r"))
-    assert fingerprints_of(run("fingerprint", "--encoding", "koi8-r", str(path))) == {str(path): hashing.simhash(text)}
+    assert fingerprints_of(run("fingerprint", "--encoding", "koi8-r", str(path))) == {str(path): hashing.simhash_v2(text)}
     assert_skipped(run("fingerprint", "--verbose", "--encoding", "utf-8", str(path), ok=False), "cyrillic.txt|not utf-8 text")
 
 
@@ -251,13 +260,20 @@ def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycop
     server = documents(db)
     assert len(server) == len(list(CORPUS.iterdir()))
     assert server == documents(db, "local_docs")
-    mismatched = db.execute("SELECT count(*) FROM documents WHERE fingerprint <> simhash(body)").fetchone()
+    mismatched = db.execute("SELECT count(*) FROM documents WHERE fingerprint <> simhash_v2(body)").fetchone()
     assert mismatched == (0,)
+    assert column_spec(db, "documents") == "simhash text spec 2"  # the table knows its version
 
     run("ingest", "--dsn", dsn, str(CORPUS))  # again: every name is there already
     assert documents(db) == server
     # the near-duplicate index, made once after the first load: simhash_mih unless asked
     assert fingerprint_indexes(db) == {"documents_fingerprint_idx": "USING simhash_mih (fingerprint)"}
+
+
+def column_spec(db: psycopg.Connection, table: str, column: str = "fingerprint") -> str | None:
+    """The comment that records a fingerprint column's text spec version."""
+    return db.execute("SELECT col_description(%s::regclass, (SELECT attnum FROM pg_attribute WHERE attrelid = "
+                      "%s::regclass AND attname = %s))", (table, table, column)).fetchone()[0]
 
 
 def fingerprint_indexes(db: psycopg.Connection, table: str = "documents") -> dict[str, str]:

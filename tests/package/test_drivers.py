@@ -192,6 +192,17 @@ def test_plain_int_parameters_round_trip(client: Client) -> None:
         assert client.fingerprints("SELECT fp FROM docs WHERE fp = {v}", v=value) == [value]
 
 
+def test_values_that_carry_their_text_spec_are_ints_to_every_driver(client: Client) -> None:
+    """hashing's fingerprints (text_spec.TextFingerprint) go wherever an int goes."""
+    from pysimhash_sql import hashing
+
+    texts = [f"near-duplicate {i} 近似重复 {i}" for i in range(20)]
+    values = [hashing.simhash(t) for t in texts] + [hashing.simhash_v2(t) for t in texts]
+    assert any(v >= 2**63 for v in values) and any(v < 2**63 for v in values)
+    for value in values:
+        assert client.fingerprints("SELECT {v}::simhash64", v=value) == [value]
+
+
 def test_within_matches_brute_force(client: Client, db: psycopg.Connection) -> None:
     stored = clustered(seed=11)
     db.execute("CREATE TABLE docs (id int PRIMARY KEY, fp simhash64)")

@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
                 ('url', models.URLField(max_length=2000, unique=True)),
                 ('domain', models.CharField(max_length=253)),
                 ('title', models.TextField(blank=True)),
-                ('fingerprint', pysimhash_sql.django.SimhashField()),
+                ('fingerprint', pysimhash_sql.django.SimhashField(text_spec=2)),
                 ('fetched_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={

@@ -1,0 +1,335 @@
+"""refingerprint: a table's fingerprint column moved to another text spec
+version online (docs/cli.md, "Moving a table to text spec version 2").
+
+While the application keeps reading and writing the table:
+
+1. prepare: a shadow column ``<column>_v<N>`` of the column's type, and a
+   trigger that keeps it in step with the text of every row inserted or
+   updated from then on: with the extension it computes the fingerprint
+   (``simhash_v2(text)``); on the plain back end, which has no fingerprint in
+   SQL, it empties it, and the command computes it here;
+2. fill: primary-key batches, one transaction each (a progress line each);
+3. indexes: every index on the column made again on the shadow column, of the
+   same kind and options, with CREATE INDEX CONCURRENTLY;
+4. swap: one short transaction takes the table's lock, fills the few rows
+   still empty, drops the old column (and its indexes) and the trigger,
+   renames the shadow column and its indexes to the old names, restores NOT
+   NULL and records the version as the column's comment (text_spec.comment).
+
+Every step is idempotent and finds its work in the catalog, so a run that was
+interrupted (Ctrl-C, a lost connection, a server restart) is resumed by
+running the same command again.  Until the swap nothing the application sees
+has changed; after it, the column holds the new version: deploy the
+application's side of the move (``SimHash64(text_spec=2)``, ``simhash_v2``)
+with it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+from .. import hashing, plain, text_spec
+from ..backends import EXTENSION
+from .database import choose_backend, column_spec, connect, has_function, require_table, table_identifier
+from .errors import UserError
+
+try:
+    import psycopg
+    from psycopg import sql
+except ImportError:  # connect() says so
+    psycopg = None
+
+TRIGGER = "simhash_refingerprint"
+MAX_IDENTIFIER = 63  # bytes of a PostgreSQL name (NAMEDATALEN - 1)
+# The swap waits this long for the table's lock at a time, so that it never
+# queues the application's queries behind it for longer; then tries again.
+LOCK_TIMEOUT = "2s"
+LOCK_ATTEMPTS = 30
+# Passes over the rows still empty (plain back end: rows writers wrote while it
+# filled); the swap fingerprints what is left under the table's lock.
+FILL_PASSES = 3
+# A batch that deadlocks with a writer (it locks rows in key order) is run again.
+BATCH_ATTEMPTS = 5
+
+COLUMNS = """SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attgenerated <> '',
+                    a.atthasdef, a.attnum
+             FROM pg_attribute a WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped"""
+PRIMARY_KEY = """SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid
+                 AND a.attnum = ANY (i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary"""
+# The indexes that use a column (as a key, in an expression or a predicate).
+INDEXES_ON = """SELECT c.relname, pg_get_indexdef(c.oid), i.indisvalid FROM pg_depend d
+                JOIN pg_class c ON c.oid = d.objid AND d.classid = 'pg_class'::regclass
+                JOIN pg_index i ON i.indexrelid = c.oid
+                WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = %s::regclass AND d.refobjsubid = %s
+                ORDER BY c.relname"""
+EXTENSION_SCHEMA = """SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                      WHERE e.extname = 'simhash'"""
+
+# The trigger function: the server's fingerprint of the new text, or (plain
+# back end) an empty shadow wherever the text is new, for this command to fill.
+COMPUTE_BODY = "BEGIN NEW.{shadow} := {function}(NEW.{text}); RETURN NEW; END"
+EMPTY_BODY = ("BEGIN IF TG_OP = 'INSERT' OR NEW.{text} IS DISTINCT FROM OLD.{text} THEN NEW.{shadow} := NULL; "
+              "END IF; RETURN NEW; END")
+
+
+@dataclass
+class Move:
+    """What one run moves: names quoted for SQL, and how fingerprints are made."""
+
+    table: sql.Composable
+    regclass: str
+    key: sql.Identifier
+    text: sql.Identifier
+    column: str
+    shadow: str
+    schema: sql.Identifier  # the table's: its indexes' and the trigger function's
+    function_name: sql.Composable
+    server: sql.Composable | None  # the SQL fingerprint function, None: computed here (plain back end)
+    column_type: str  # simhash64, or bigint (the plain back end's: signed)
+    version: int
+    not_null: bool
+
+
+def say(message: str) -> None:
+    print(f"pysimhash-sql refingerprint: {message}", file=sys.stderr, flush=True)
+
+
+def shadow_name(column: str, version: int) -> str:
+    suffix = f"_v{version}"
+    return column[:MAX_IDENTIFIER - len(suffix)] + suffix
+
+
+def columns_of(conn, regclass: str) -> dict[str, tuple]:
+    return {row[0]: row[1:] for row in conn.execute(COLUMNS, (regclass,))}
+
+
+def plan(conn, args) -> Move | None:
+    """The move, checked; None when the column already holds the version."""
+    require_table(conn, args.table)
+    regclass = table_identifier(args.table).as_string(conn)
+    columns = columns_of(conn, regclass)
+    for option, name in (("--column", args.column), ("--text-column", args.text_column)):
+        if name not in columns:
+            raise UserError(f"{option}: table {args.table} has no column {name}")
+    column_type, not_null, generated, has_default, _ = columns[args.column]
+    if generated or has_default:
+        raise UserError(f"{args.table}.{args.column} is a generated column or has a default: make it a plain "
+                        "column first (its fingerprints would not follow the move)")
+    keys = [name for (name,) in conn.execute(PRIMARY_KEY, (regclass,))]
+    if len(keys) != 1:
+        raise UserError(f"table {args.table} needs a one-column primary key to be moved in batches")
+    current = column_spec(conn, args.table, args.column)
+    shadow = shadow_name(args.column, args.to)
+    if current == args.to and shadow not in columns:
+        say(f"{args.table}.{args.column} holds text spec version {args.to} fingerprints already: nothing to do")
+        return None
+    backend = choose_backend(conn, args, args.column, creating=True)
+    function = text_spec.SQL_FUNCTIONS[args.to]
+    server = None
+    if backend == EXTENSION:
+        if not has_function(conn, f"{function}(text)"):
+            raise UserError(f"this database has no {function}(text): it comes with the simhash extension 1.3 "
+                            "(ALTER EXTENSION simhash UPDATE), or move with --backend plain")
+        schema = conn.execute(EXTENSION_SCHEMA).fetchone()[0]
+        server = sql.Identifier(schema, function)
+    oid = conn.execute("SELECT %s::regclass::oid", (regclass,)).fetchone()[0]
+    schema = sql.Identifier(conn.execute("SELECT nspname FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                                         "c.relnamespace WHERE c.oid = %s", (oid,)).fetchone()[0])
+    return Move(table=table_identifier(args.table), regclass=regclass, key=sql.Identifier(keys[0]),
+                text=sql.Identifier(args.text_column), column=args.column, shadow=shadow, schema=schema,
+                function_name=sql.SQL("{}.{}").format(schema, sql.Identifier(f"{TRIGGER}_{oid}")),
+                server=server, column_type=column_type, version=args.to, not_null=not_null)
+
+
+def prepare(conn, move: Move) -> None:
+    """The shadow column and the trigger that keeps it in step (again, if there)."""
+    body = COMPUTE_BODY if move.server is not None else EMPTY_BODY
+    body_sql = sql.SQL(body).format(shadow=sql.Identifier(move.shadow), text=move.text,
+                                    function=move.server or sql.SQL("")).as_string(conn)
+    with conn.transaction():
+        conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}").format(
+            move.table, sql.Identifier(move.shadow), sql.SQL(move.column_type)))
+        conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}").format(
+            move.function_name, sql.Literal(body_sql)))
+        conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(TRIGGER), move.table))
+        conn.execute(sql.SQL("CREATE TRIGGER {} BEFORE INSERT OR UPDATE OF {} ON {} FOR EACH ROW "
+                             "EXECUTE FUNCTION {}()").format(sql.Identifier(TRIGGER), move.text, move.table,
+                                                             move.function_name))
+
+
+def empty_rows(conn, move: Move) -> int:
+    return conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE {} IS NULL AND {} IS NOT NULL").format(
+        move.table, sql.Identifier(move.shadow), move.text)).fetchone()[0]
+
+
+def fill_batch(conn, move: Move, after, size: int):
+    """Fills the next batch of empty rows after key ``after`` (None: the first);
+    returns the batch's last key, None when there are no more."""
+    shadow = sql.Identifier(move.shadow)
+    bound = sql.SQL("") if after is None else sql.SQL("AND {} > %(after)s").format(move.key)
+    params = {"after": after, "size": size}
+    if move.server is not None:
+        query = sql.SQL("""WITH batch AS (SELECT {key} FROM {table} WHERE {shadow} IS NULL {bound}
+                                          ORDER BY {key} LIMIT %(size)s),
+                                moved AS (UPDATE {table} t SET {shadow} = {function}(t.{text}) FROM batch
+                                          WHERE t.{key} = batch.{key})
+                           SELECT max({key}) FROM batch""").format(
+            key=move.key, table=move.table, shadow=shadow, bound=bound, function=move.server, text=move.text)
+        with conn.transaction():
+            return conn.execute(query, params).fetchone()[0]
+    rows = conn.execute(sql.SQL("SELECT {key}, {text}, xmin::text FROM {table} WHERE {shadow} IS NULL {bound} "
+                                "ORDER BY {key} LIMIT %(size)s").format(
+        key=move.key, text=move.text, table=move.table, shadow=shadow, bound=bound), params).fetchall()
+    if not rows:
+        return None
+    store_computed(conn, move, rows)
+    return rows[-1][0]
+
+
+def store_computed(conn, move: Move, rows: list[tuple]) -> None:
+    """Writes the fingerprints of (key, text, xmin) rows computed here, in
+    one statement, each only if its row is still the version read (a row a
+    writer changed since is left empty by the trigger, for a later pass)."""
+    rows = [row for row in rows if row[1] is not None]
+    if rows:
+        conn.execute(sql.SQL("UPDATE {table} t SET {shadow} = d.fp::{type} FROM unnest(%s, %s::text[], %s::text[]) "
+                             "AS d(key, fp, x) WHERE t.{key} = d.key AND t.xmin = d.x::xid").format(
+            table=move.table, shadow=sql.Identifier(move.shadow), key=move.key, type=sql.SQL(move.column_type)),
+            ([key for key, _, _ in rows], [fingerprint_of(move, text) for _, text, _ in rows],
+             [xmin for _, _, xmin in rows]))
+
+
+def fingerprint_of(move: Move, text: str) -> str:
+    """A text's fingerprint in the column's text form (bigint's: signed)."""
+    fp = hashing.fingerprint(text, version=move.version)
+    return str(plain.to_signed(fp) if move.column_type == "bigint" else int(fp))
+
+
+def fill(conn, move: Move, batch_size: int) -> None:
+    """Every row's shadow fingerprint, batch by batch, with a progress line a
+    batch (at most one a second); passes again over rows a writer emptied."""
+    todo = empty_rows(conn, move)
+    started, shown = time.monotonic(), 0.0
+    say(f"filling {move.shadow}: {todo} rows to fingerprint with text spec version {move.version}")
+    for fill_pass in range(1, FILL_PASSES + 1):
+        if fill_pass > 1:  # the plain back end: the rows writers emptied meanwhile
+            todo = empty_rows(conn, move)
+            say(f"pass {fill_pass}: {todo} rows written meanwhile")
+            if todo == 0:
+                break
+        after, done = None, 0
+        while True:
+            for attempt in range(BATCH_ATTEMPTS):
+                try:
+                    last = fill_batch(conn, move, after, batch_size)
+                    break
+                except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                    if attempt == BATCH_ATTEMPTS - 1:
+                        raise
+            if last is None:
+                break
+            after = last
+            done += batch_size
+            now = time.monotonic()
+            if now - shown >= 1 and fill_pass == 1:
+                shown = now
+                rate = done / max(now - started, 1e-9)
+                say(f"{min(done, todo)}/{todo} rows ({100 * min(done, todo) // max(todo, 1)} %), "
+                    f"{rate:,.0f} rows/s")
+        if move.server is not None:
+            break
+    say(f"filled {move.shadow} in {time.monotonic() - started:.1f} s")
+
+
+def shadow_index_sql(definition: str, new_name: str, column: str, shadow: str) -> str:
+    """An index's definition (pg_get_indexdef) made again on the shadow column,
+    concurrently, under a new name."""
+    head, sep, rest = definition.partition(" ON ")
+    head = re.sub(r"^CREATE (UNIQUE )?INDEX ", r"CREATE \1INDEX CONCURRENTLY ", head)
+    head = head[: head.rindex(" ") + 1] + new_name
+    quoted = column if re.fullmatch(r"[a-z_][a-z0-9_$]*", column) else f'"{column.replace(chr(34), chr(34) * 2)}"'
+    rest = re.sub(r'(?<![\w"$])' + re.escape(quoted) + r'(?![\w"$])', shadow.replace("\\", "\\\\"), rest)
+    return head + sep + rest
+
+
+def indexes(conn, move: Move) -> list[tuple[str, str]]:
+    """The indexes on the column made again on the shadow column (concurrently;
+    one left invalid by an interruption is dropped and made again); returns
+    (old name, new name) pairs."""
+    columns = columns_of(conn, move.regclass)
+    old = conn.execute(INDEXES_ON, (move.regclass, columns[move.column][4])).fetchall()
+    made = {name: valid for name, _, valid in conn.execute(INDEXES_ON, (move.regclass, columns[move.shadow][4]))}
+    pairs = []
+    for name, definition, _ in old:
+        new_name = shadow_name(name, move.version)
+        if made.get(new_name) is False:
+            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}.{}").format(move.schema, sql.Identifier(new_name)))
+        if made.get(new_name) is not True:
+            say(f"index {new_name}: CREATE INDEX CONCURRENTLY, as {name}")
+            started = time.monotonic()
+            conn.execute(shadow_index_sql(definition, sql.Identifier(new_name).as_string(conn),
+                                          move.column, sql.Identifier(move.shadow).as_string(conn)))
+            say(f"index {new_name}: made in {time.monotonic() - started:.1f} s")
+        pairs.append((name, new_name))
+    return pairs
+
+
+def swap(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
+    """The short transaction that makes the shadow column the column."""
+    column, shadow = sql.Identifier(move.column), sql.Identifier(move.shadow)
+    for attempt in range(LOCK_ATTEMPTS):
+        try:
+            with conn.transaction():
+                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
+                conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(move.table))
+                conn.execute("SET LOCAL lock_timeout = 0")
+                catch_up(conn, move)
+                conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(TRIGGER), move.table))
+                conn.execute(sql.SQL("DROP FUNCTION {}()").format(move.function_name))
+                conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN {}").format(move.table, column))
+                conn.execute(sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(move.table, shadow, column))
+                if move.not_null:
+                    conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET NOT NULL").format(move.table, column))
+                for name, new_name in index_pairs:
+                    conn.execute(sql.SQL("ALTER INDEX {}.{} RENAME TO {}").format(
+                        move.schema, sql.Identifier(new_name), sql.Identifier(name)))
+                conn.execute(text_spec.comment_on_column_sql(move.table.as_string(conn), column.as_string(conn),
+                                                             move.version))
+            return
+        except psycopg.errors.LockNotAvailable:
+            say(f"waiting for the table's lock (attempt {attempt + 1} of {LOCK_ATTEMPTS})")
+    raise UserError(f"could not take {move.regclass}'s lock for the swap: run the same command again when the "
+                    "table is less busy (the work done so far is kept)")
+
+
+def catch_up(conn, move: Move) -> None:
+    """Under the table's lock: the rows still empty (only the plain back end
+    leaves any: the rows written since its last pass)."""
+    shadow = sql.Identifier(move.shadow)
+    if move.server is not None:
+        conn.execute(sql.SQL("UPDATE {table} SET {shadow} = {function}({text}) WHERE {shadow} IS NULL "
+                             "AND {text} IS NOT NULL").format(table=move.table, shadow=shadow,
+                                                               function=move.server, text=move.text))
+        return
+    store_computed(conn, move, conn.execute(sql.SQL(
+        "SELECT {key}, {text}, xmin::text FROM {table} WHERE {shadow} IS NULL AND {text} IS NOT NULL").format(
+        key=move.key, text=move.text, table=move.table, shadow=shadow)).fetchall())
+
+
+def refingerprint_command(args) -> None:
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
+    with connect(args.dsn) as conn:
+        conn.execute("SET application_name = 'pysimhash-sql refingerprint'")
+        move = plan(conn, args)
+        if move is None:
+            return
+        prepare(conn, move)
+        fill(conn, move, args.batch_size)
+        pairs = indexes(conn, move)
+        swap(conn, move, pairs)
+        say(f"{args.table}.{args.column} holds text spec version {move.version} fingerprints now "
+            f"(recorded as its comment); {len(pairs)} index(es) moved")

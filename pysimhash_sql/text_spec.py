@@ -1,0 +1,119 @@
+"""Which text fingerprint spec version a value or a column holds
+(docs/fingerprint-spec.md §7): versions are never comparable, so they are
+never mixed silently.
+
+- A fingerprint computed from text here (``hashing.simhash``, ``simhash_v2``,
+  ``fingerprint``, ``html.simhash_html``) is a ``TextFingerprint``: an int
+  that carries its ``text_spec``.  A plain int has no known version and is
+  accepted everywhere, as before.
+- A column declares its version (SQLAlchemy ``SimHash64(text_spec=2)``,
+  Django ``SimhashField(text_spec=2)``); a value of the other version bound
+  to it raises ValueError naming both (``check_spec``).
+- In the database the version is the column's comment, ``simhash text spec
+  2`` (``comment``): written when our tools make the column (SQLAlchemy's
+  CREATE TABLE, Django's migration, the CLI's ingest and refingerprint) and
+  read by the CLI.  A fingerprint column without it was made before versions
+  were recorded: version 1 (UNDECLARED_COLUMN_SPEC).
+
+SQL itself is explicit by name: ``simhash(text)`` is version 1,
+``simhash_v2(text)`` version 2.  Needs nothing but Python.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+
+__all__ = ["COLUMN_COMMENT_SQL", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS", "TEXT_SPEC_VERSION_LATEST",
+           "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_shingle_size", "check_spec", "check_version", "comment",
+           "comment_on_column_sql", "spec_of", "spec_of_comment", "tagged"]
+
+# The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
+# SQL functions simhash(text) and simhash_v2(text).  New columns and the
+# tools' defaults take the latest.
+TEXT_SPEC_VERSIONS = (1, 2)
+TEXT_SPEC_VERSION_LATEST = 2
+# The version of a fingerprint column with no marker: every table made before
+# the marker existed holds version 1.
+UNDECLARED_COLUMN_SPEC = 1
+SQL_FUNCTIONS = {1: "simhash", 2: "simhash_v2"}
+
+_COMMENT = "simhash text spec {}"
+_COMMENT_PATTERN = re.compile(r"\bsimhash text spec (\d+)\b")
+
+
+def check_version(version: int, what: str = "version") -> int:
+    """``version`` if it is one of TEXT_SPEC_VERSIONS, else ValueError naming ``what``."""
+    if isinstance(version, bool) or not isinstance(version, int) or version not in TEXT_SPEC_VERSIONS:
+        raise ValueError(f"{what}: no text fingerprint spec version {version!r} (known: "
+                         f"{', '.join(map(str, TEXT_SPEC_VERSIONS))})")
+    return version
+
+
+class TextFingerprint(int):
+    """A fingerprint computed from text under spec version ``text_spec``:
+    an int in every other way (its repr too)."""
+
+    def __new__(cls, value: int, text_spec: int) -> TextFingerprint:
+        self = super().__new__(cls, operator.index(value))
+        self.text_spec = check_version(text_spec, "text_spec")
+        return self
+
+    __repr__ = int.__repr__
+    __str__ = int.__repr__
+
+    def __reduce__(self):
+        return TextFingerprint, (int(self), self.text_spec)
+
+
+def tagged(value: int, text_spec: int) -> TextFingerprint:
+    """``value`` carrying its spec version."""
+    return TextFingerprint(value, text_spec)
+
+
+def spec_of(value: object) -> int | None:
+    """The spec version a value carries, None for a plain int (or anything else)."""
+    return getattr(value, "text_spec", None) if isinstance(value, int) else None
+
+
+def check_spec(value, column_spec: int | None, where: str = "this column"):
+    """``value`` unless it carries a spec version other than ``column_spec``
+    (None: a column of undeclared version takes anything): ValueError naming both."""
+    spec = spec_of(value)
+    if column_spec is not None and spec is not None and spec != column_spec:
+        raise ValueError(
+            f"{where} holds text spec version {column_spec} fingerprints, but this value was computed with "
+            f"version {spec}: they are never comparable. Compute it with version {column_spec} "
+            f"(hashing.fingerprint(text, version={column_spec}), SQL {SQL_FUNCTIONS[column_spec]}(text)), "
+            "or move the column with pysimhash-sql refingerprint (docs/fingerprint-spec.md §7)")
+    return value
+
+
+def check_shingle_size(shingle_size: int | None, version: int) -> None:
+    """ValueError for a shingle size given with a version other than 1, the
+    only one that has the parameter (version 2's feature sizes are fixed)."""
+    if shingle_size is not None and version != 1:
+        raise ValueError(f"shingle_size: a parameter of text spec version 1, not of version {version} "
+                         "(pass version=1 with it)")
+
+
+def comment(version: int) -> str:
+    """The column comment that records a fingerprint column's spec version."""
+    return _COMMENT.format(check_version(version))
+
+
+def spec_of_comment(text: str | None) -> int | None:
+    """The version a column comment records, None if it records none."""
+    match = _COMMENT_PATTERN.search(text or "")
+    return None if match is None else int(match.group(1))
+
+
+def comment_on_column_sql(table_sql: str, column_sql: str, version: int) -> str:
+    """``COMMENT ON COLUMN`` recording ``version``, for a quoted table and column."""
+    return f"COMMENT ON COLUMN {table_sql}.{column_sql} IS '{comment(version)}'"
+
+
+# A column's comment, by table (text, as to_regclass reads it) and column name
+# (DB-API parameters %s): None for no such column, or (comment,).
+COLUMN_COMMENT_SQL = """SELECT col_description(attrelid, attnum) FROM pg_attribute
+                        WHERE attrelid = to_regclass(%s) AND attname = %s AND attnum > 0 AND NOT attisdropped"""

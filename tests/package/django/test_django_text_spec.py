@@ -1,0 +1,50 @@
+"""The text spec version in Django (pysimhash_sql/text_spec.py): a
+SimhashField that declares its version records it as the column comment and
+refuses values of the other one; Simhash(..., version=2) is simhash_v2."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.models import Value
+from simhash_testapp.models import Page
+
+from pysimhash_sql import hashing
+from pysimhash_sql.django import Simhash, SimhashField, insert_unless_near_duplicate
+
+pytestmark = pytest.mark.django_db
+TEXT = "Near-duplicate detection in every language: 近似重复检测。"
+
+
+def declared(version: int | None) -> SimhashField:
+    field = SimhashField(text_spec=version)
+    field.set_attributes_from_name("fp")
+    return field
+
+
+def test_a_declared_field_refuses_the_other_version() -> None:
+    field = declared(2)
+    assert field.db_comment == "simhash text spec 2"
+    assert field.deconstruct()[3] == {"text_spec": 2}  # the comment follows from it: not repeated in migrations
+    assert SimhashField(**field.deconstruct()[3]).db_comment == field.db_comment
+    assert field.get_prep_value(hashing.simhash_v2(TEXT)) == hashing.simhash_v2(TEXT)
+    assert field.get_prep_value(5) == 5  # a plain int: no known version
+    with pytest.raises(ValueError, match="fp holds text spec version 2 fingerprints, but this value was computed "
+                                         "with version 1"):
+        field.get_prep_value(hashing.simhash(TEXT))
+    assert declared(None).get_prep_value(hashing.simhash(TEXT)) == hashing.simhash(TEXT)
+    assert declared(2).from_db_value("7", None, connection).text_spec == 2
+    with pytest.raises(ValueError, match="text_spec: no text fingerprint spec version 3"):
+        SimhashField(text_spec=3)
+
+
+def test_simhash_function_by_version() -> None:
+    Page.objects.create(body=TEXT)
+    row = Page.objects.annotate(v1=Simhash("body"), v2=Simhash("body", version=2)).values("v1", "v2").get()
+    assert (row["v1"], row["v2"]) == (hashing.simhash(TEXT), hashing.simhash_v2(TEXT))
+    assert (row["v1"].text_spec, row["v2"].text_spec) == (1, 2)
+    with pytest.raises(ValueError, match="shingle_size: a parameter of text spec version 1"):
+        Simhash("body", 2, version=2)
+    stored = insert_unless_near_duplicate(Page, {"body": TEXT, "fp": Simhash(Value(TEXT), version=2)},
+                                          fingerprint="fp")
+    assert stored.inserted and Page.objects.get(pk=stored.pk).fp == hashing.simhash_v2(TEXT)

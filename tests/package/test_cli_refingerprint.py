@@ -1,0 +1,189 @@
+"""pysimhash-sql refingerprint (pysimhash_sql/cli/refingerprint.py) and the
+text spec version of the CLI's tables: a version 1 table moved to version 2
+while writers insert and update rows, interrupted and resumed, on the
+extension and on the plain back end; every row checked against the brute
+force (its text fingerprinted here) at the end."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import threading
+import time
+
+import psycopg
+import pytest
+from test_cli import CLI, CORPUS, assert_user_error, column_spec, plain_dsn, run
+from toolbox import distance
+from toolbox.workers import run_together
+
+from pysimhash_sql import hashing, plain, text_spec
+
+WORDS = ("harbour ferry timetable spring islands boats minutes hour board council library orchard apples "
+         "近似 重复 检测 语言 Ünïcödé straße ÉCOLE école крейсер аврора").split()
+ROWS = 600
+BATCH = "10"  # the interrupted run's: small batches, so that it is cut in the middle
+
+
+def body(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 40)))
+
+
+def make_v1_table(conn: psycopg.Connection, plain_backend: bool = False) -> None:
+    """A table as ingest made it before versions were recorded: version 1
+    fingerprints, no comment, a near-duplicate index, NOT NULL."""
+    rng = random.Random(28)
+    bodies = [body(rng) for _ in range(ROWS)]
+    fp_type = "bigint" if plain_backend else "simhash64"
+    conn.execute(f"CREATE TABLE docs (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL, "
+                 f"fingerprint {fp_type} NOT NULL)")
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)",
+                        [(b, stored(hashing.simhash(b), plain_backend)) for b in bodies])
+    if plain_backend:
+        conn.execute(plain.PlainLayout().index_sql("docs_fingerprint_idx", "docs", "fingerprint"))
+    else:
+        conn.execute("CREATE INDEX docs_fingerprint_idx ON docs USING simhash_mih (fingerprint)")
+
+
+def stored(fp: int, plain_backend: bool) -> int | str:
+    return plain.to_signed(fp) if plain_backend else str(fp)
+
+
+def write_as_the_application(dsn: str, plain_backend: bool, seed: int, stop: threading.Event,
+                             counts: dict[str, int]) -> None:
+    """An application's writer: in each transaction it takes its row lock on
+    the table first, then reads the column's recorded version and writes
+    fingerprints of that version (the swap commits before or after, never
+    in between); inserts and updates rows' text until stopped."""
+    rng = random.Random(seed)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while not stop.is_set():
+            with conn.transaction():
+                conn.execute("LOCK TABLE docs IN ROW EXCLUSIVE MODE")
+                comment = conn.execute("SELECT col_description('docs'::regclass, attnum) FROM pg_attribute "
+                                       "WHERE attrelid = 'docs'::regclass AND attname = 'fingerprint'").fetchone()[0]
+                version = text_spec.spec_of_comment(comment) or 1
+                text = body(rng)
+                fp = stored(hashing.fingerprint(text, version=version), plain_backend)
+                if rng.random() < 0.5:
+                    conn.execute("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)", (text, fp))
+                    counts["inserted"] += 1
+                else:
+                    conn.execute("UPDATE docs SET body = %s, fingerprint = %s WHERE id = %s",
+                                 (text, fp, rng.randint(1, ROWS)))
+                    counts["updated"] += 1
+            time.sleep(0.005)
+
+
+def assert_moved_to_v2(conn: psycopg.Connection, plain_backend: bool = False) -> None:
+    """Every row's fingerprint is its text's version 2 fingerprint, computed
+    here (brute force); the column records it, kept NOT NULL and its index;
+    nothing of the move is left; the index answers as brute force does."""
+    assert wrong_rows(conn, 2, plain_backend) == []
+    rows = conn.execute("SELECT id, body, fingerprint::text FROM docs").fetchall()
+    assert column_spec(conn, "docs") == "simhash text spec 2"
+    assert conn.execute("SELECT attnotnull FROM pg_attribute WHERE attrelid = 'docs'::regclass "
+                        "AND attname = 'fingerprint'").fetchone() == (True,)
+    assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs'::regclass AND attnum > 0 "
+                        "AND NOT attisdropped").fetchone() == (3,)
+    assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE 'simhash_refingerprint%'").fetchone() == (0,)
+    (definition, valid), = conn.execute("SELECT pg_get_indexdef(indexrelid), indisvalid FROM pg_index "
+                                        "WHERE indexrelid = 'docs_fingerprint_idx'::regclass").fetchall()
+    assert valid and ("simhash_mih (fingerprint)" in definition if not plain_backend else "gin" in definition)
+    if not plain_backend:
+        fps = {i: int(fp) for i, _, fp in rows}
+        conn.execute("SET enable_seqscan = off")
+        for probe in random.Random(3).sample(sorted(fps), 5):
+            found = {i for (i,) in conn.execute("SELECT id FROM docs WHERE hamming_within(fingerprint, %s::text::"
+                                                "simhash64, 6)", (str(fps[probe]),))}
+            assert found == {i for i, fp in fps.items() if distance(fp, fps[probe]) <= 6}
+        conn.execute("RESET enable_seqscan")
+
+
+def wrong_rows(conn: psycopg.Connection, version: int, plain_backend: bool) -> list[int]:
+    """The ids of the rows whose fingerprint is not their text's of ``version``, computed here."""
+    return [i for i, text, fp in conn.execute("SELECT id, body, fingerprint::text FROM docs")
+            if fp != str(stored(hashing.fingerprint(text, version=version), plain_backend))]
+
+
+def refingerprint(dsn: str, *more: str, ok: bool = True) -> subprocess.CompletedProcess:
+    return run("refingerprint", "--dsn", dsn, "--table", "docs", "--text-column", "body", "--column", "fingerprint",
+               *more, ok=ok)
+
+
+@pytest.mark.parametrize("backend", ["extension", "plain"])
+def test_refingerprint_with_writers_interrupted_and_resumed(db: psycopg.Connection, plain_url, backend: str) -> None:
+    plain_backend = backend == "plain"
+    dsn = plain_dsn(plain_url) if plain_backend else db.info.dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        make_v1_table(conn, plain_backend)
+        # interrupted: its connection is cut while it fills; the table is as it was, the work so far kept
+        proc = subprocess.Popen([CLI, "refingerprint", "--dsn", dsn, "--table", "docs", "--batch-size", BATCH],
+                                stderr=subprocess.PIPE, text=True)
+        filled = 0
+        while proc.poll() is None and filled < 50:
+            filled = conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs'::regclass AND "
+                                  "attname = 'fingerprint_v2'").fetchone()[0] and \
+                conn.execute("SELECT count(fingerprint_v2) FROM docs").fetchone()[0]
+            time.sleep(0.005)
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE application_name = 'pysimhash-sql refingerprint'")
+        assert proc.wait(timeout=60) == 1, proc.stderr.read()
+        assert column_spec(conn, "docs") is None
+        assert 50 <= conn.execute("SELECT count(fingerprint_v2) FROM docs").fetchone()[0] < ROWS
+        assert wrong_rows(conn, 1, plain_backend) == []  # the application's column untouched
+
+        # resumed, while the application writes
+        counts = {"inserted": 0, "updated": 0}
+        results: list[subprocess.CompletedProcess] = []
+        errors = run_together([lambda: results.append(refingerprint(dsn, "--batch-size", "40"))],
+                              [lambda stop, seed=seed: write_as_the_application(dsn, plain_backend, seed, stop, counts)
+                               for seed in range(3)])
+        assert errors == []
+        assert counts["inserted"] > 0 and counts["updated"] > 0
+        progress = results[0].stderr
+        assert "rows to fingerprint with text spec version 2" in progress and "CREATE INDEX CONCURRENTLY" in progress
+        assert "holds text spec version 2 fingerprints now" in progress
+        assert_moved_to_v2(conn, plain_backend)
+        assert "nothing to do" in refingerprint(dsn).stderr
+
+
+def test_fingerprints_computed_here_into_a_simhash64_column(db: psycopg.Connection) -> None:
+    """--backend plain on a database with the extension: the command computes
+    the fingerprints (as where simhash_v2 is missing) into the simhash64 column."""
+    make_v1_table(db)
+    assert "holds text spec version 2 fingerprints now" in refingerprint(db.info.dsn, "--backend", "plain").stderr
+    assert_moved_to_v2(db)
+
+
+def test_refingerprint_refuses_what_it_cannot_move(db: psycopg.Connection) -> None:
+    dsn = db.info.dsn
+    db.execute("CREATE TABLE docs (body text, fingerprint simhash64)")
+    assert_user_error(refingerprint(dsn, ok=False), "needs a one-column primary key")
+    db.execute("ALTER TABLE docs ADD COLUMN id serial PRIMARY KEY")
+    assert_user_error(refingerprint(dsn, "--text-column", "text", ok=False), "--text-column", "no column text")
+    db.execute("ALTER TABLE docs ALTER COLUMN fingerprint SET DEFAULT '0'")
+    assert_user_error(refingerprint(dsn, ok=False), "has a default")
+    assert_user_error(refingerprint(dsn, "--batch-size", "0", ok=False), "--batch-size must be at least 1")
+
+
+def test_ingest_keeps_a_table_s_version(db: psycopg.Connection) -> None:
+    """ingest makes new tables version 2; into a table it made before
+    versions were recorded it keeps adding version 1; a version the table
+    does not hold is refused."""
+    dsn = db.info.dsn
+    run("ingest", "--dsn", dsn, "--table", "old_docs", "--spec-version", "1", str(CORPUS))
+    db.execute("COMMENT ON COLUMN old_docs.fingerprint IS NULL")  # as made before versions were recorded
+    db.execute("DELETE FROM old_docs WHERE name > 'm'")
+    for fingerprints in ("server", "local"):
+        run("ingest", "--dsn", dsn, "--table", "old_docs", "--fingerprints", fingerprints, str(CORPUS))
+        assert db.execute("SELECT count(*) FROM old_docs WHERE fingerprint <> simhash(body)").fetchone() == (0,)
+    assert_user_error(run("ingest", "--dsn", dsn, "--table", "old_docs", "--spec-version", "2", str(CORPUS), ok=False),
+                      "old_docs.fingerprint holds text spec version 1 fingerprints, not 2",
+                      "refingerprint --table old_docs --column fingerprint --to 2")
+    run("ingest", "--dsn", dsn, "--table", "new_docs", str(CORPUS))
+    assert column_spec(db, "new_docs") == "simhash text spec 2"
+    assert_user_error(run("ingest", "--dsn", dsn, "--table", "new_docs", "--spec-version", "1", str(CORPUS), ok=False),
+                      "holds text spec version 2 fingerprints, not 1")

@@ -1,0 +1,111 @@
+"""pysimhash_sql/text_spec.py: values that carry their text spec version,
+columns that declare theirs, and the refusals where they differ — in the
+hashing layer, SQLAlchemy's SimHash64 (both back ends) and the dedupe helper."""
+
+from __future__ import annotations
+
+import pickle
+from types import SimpleNamespace
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import BigInteger, Column, MetaData, Table, Text, func, insert, select, text
+from sqlalchemy.exc import StatementError
+
+from pysimhash_sql import hashing, text_spec
+from pysimhash_sql.alembic import render_item
+from pysimhash_sql.dedupe import insert_unless_near_duplicate
+from pysimhash_sql.html import simhash_html
+from pysimhash_sql.sqlalchemy import TEXT_SPEC_VERSION_LATEST, SimHash64, simhash_index
+
+TEXT = "Near-duplicate detection in every language: 近似重复检测。"
+
+
+def test_values_carry_their_version_and_stay_ints() -> None:
+    v1, v2 = hashing.simhash(TEXT), hashing.simhash_v2(TEXT)
+    assert (v1.text_spec, v2.text_spec) == (1, 2)
+    assert hashing.fingerprint(TEXT, version=1).text_spec == 1 and hashing.fingerprint(TEXT, version=2) == v2
+    assert repr(v2) == repr(int(v2)) and str(v2) == str(int(v2)) and isinstance(v2, int)
+    assert pickle.loads(pickle.dumps(v2)).text_spec == 2
+    assert text_spec.spec_of(v2) == 2 and text_spec.spec_of(int(v2)) is None and text_spec.spec_of("1") is None
+    assert type(hashing.compute([1, 2, 3])) is int  # simhash-py's drop-in: untouched
+    page = "<html><body><p>" + " ".join(["the harbour board publishes a ferry timetable"] * 5) + "</p></body></html>"
+    assert simhash_html(page).text_spec == TEXT_SPEC_VERSION_LATEST == 2
+    assert simhash_html(page, version=1) == hashing.simhash(simhash_html.__globals__["extract_text"](page))
+    with pytest.raises(ValueError, match="shingle_size: a parameter of text spec version 1"):
+        simhash_html(page, None, 3)
+
+
+def test_check_spec_refuses_the_other_version_only() -> None:
+    v1 = hashing.simhash(TEXT)
+    with pytest.raises(ValueError, match="docs.fp holds text spec version 2 fingerprints, but this value was "
+                                         "computed with version 1"):
+        text_spec.check_spec(v1, 2, "docs.fp")
+    assert text_spec.check_spec(v1, 1) == v1 and text_spec.check_spec(v1, None) == v1
+    assert text_spec.check_spec(int(v1), 2) == v1  # a plain int: no known version
+    for bad in (0, 3, True, "2", None):
+        with pytest.raises(ValueError, match="text_spec: no text fingerprint spec version"):
+            SimHash64(text_spec=bad) if bad is not None else text_spec.check_version(bad, "text_spec")
+
+
+def test_comments_record_the_version() -> None:
+    assert text_spec.comment(2) == "simhash text spec 2"
+    assert docs_table(2).c.fp.comment == "simhash text spec 2" and docs_table(None).c.fp.comment is None
+    own = Column("fp", SimHash64(text_spec=1), comment="ours")
+    assert own.comment == "ours"
+    autogen = SimpleNamespace(imports=set())
+    assert render_item("type", SimHash64(text_spec=2), autogen) == "SimHash64(text_spec=2)"
+    assert render_item("type", SimHash64(), autogen) == "SimHash64()"
+    assert text_spec.spec_of_comment("ours: simhash text spec 1.") == 1
+    assert text_spec.spec_of_comment(None) is None and text_spec.spec_of_comment("fingerprints") is None
+
+
+def docs_table(version: int | None) -> Table:
+    return Table("docs", MetaData(), Column("id", BigInteger, primary_key=True, autoincrement=True),
+                 Column("body", Text), Column("fp", SimHash64(text_spec=version)))
+
+
+@pytest.mark.parametrize("backend", ["extension", "plain"])
+def test_a_declared_column_records_and_checks_its_version(simhash_engine, plain_engine, backend: str) -> None:
+    engine = simhash_engine if backend == "extension" else plain_engine
+    docs = docs_table(2)
+    docs.metadata.create_all(engine)
+    v1, v2 = hashing.simhash(TEXT), hashing.simhash_v2(TEXT)
+    with engine.begin() as conn:
+        assert conn.scalar(text("SELECT col_description('docs'::regclass, 3)")) == "simhash text spec 2"
+        assert compare_metadata(MigrationContext.configure(conn), docs.metadata) == []  # autogenerate: no change
+        conn.execute(insert(docs), [{"body": TEXT, "fp": v2}, {"body": "x", "fp": 12345}])  # plain ints pass
+        with pytest.raises(StatementError, match="holds text spec version 2 fingerprints, but this value was "
+                                                 "computed with version 1"):
+            conn.execute(insert(docs), [{"body": TEXT, "fp": v1}])
+    with engine.connect() as conn:
+        stored = conn.scalar(select(docs.c.fp).where(docs.c.fp.within(v2, 3)))
+        assert stored == v2 and stored.text_spec == 2  # read back with the column's version
+        with pytest.raises(ValueError, match="version 1"):
+            docs.c.fp.within(v1, 3)
+        with pytest.raises(ValueError, match="version 1"):
+            docs.c.fp.hamming_distance(v1)
+        v1_docs = docs_table(1)
+        with pytest.raises(ValueError, match="holds text spec version 1 fingerprints, but this value was computed "
+                                             "with version 2"):
+            v1_docs.c.fp.within(stored, 3)  # a value read from a version 2 column
+        with pytest.raises(ValueError, match="a text spec version 1 column compared with a version 2 one"):
+            v1_docs.c.fp.within(docs.c.fp, 3)
+        assert v1_docs.c.fp.within(func.simhash(TEXT), 3) is not None  # an expression of its own version
+        assert conn.scalar(select(func.count()).where(docs_table(None).c.fp.within(v1, 64))) == 2  # undeclared
+
+
+def test_dedupe_refuses_a_fingerprint_of_the_other_version(simhash_engine) -> None:
+    docs = docs_table(2)
+    docs.metadata.create_all(simhash_engine)
+    simhash_index("docs_fp_idx", docs.c.fp).create(simhash_engine)
+    with simhash_engine.begin() as conn:
+        stored = insert_unless_near_duplicate(conn, docs, {"body": TEXT, "fp": func.simhash_v2(TEXT)}, fingerprint="fp")
+        assert stored.inserted
+        again = insert_unless_near_duplicate(conn, docs, {"body": TEXT, "fp": hashing.simhash_v2(TEXT)},
+                                             fingerprint="fp")
+        assert again.id == stored.id and not again.inserted
+        for v1 in (func.simhash(TEXT), hashing.simhash(TEXT)):
+            with pytest.raises((ValueError, StatementError), match="computed with version 1"):
+                insert_unless_near_duplicate(conn, docs, {"body": TEXT, "fp": v1}, fingerprint="fp")
