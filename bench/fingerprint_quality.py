@@ -305,7 +305,8 @@ def parse_design(spec: str) -> Design:
         if not m:
             raise ValueError(f"design part {part!r}: expected tokN or chrN, optionally W*")
         parts.append(Part(m.group(1), int(m.group(2)), int(weight or 1)))
-    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, "nonum" if "nonum" in flags else "tokens" if "num" in flags else "separate", cap)
+    numbers = "nonum" if "nonum" in flags else "tokens" if "num" in flags else "separate"
+    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap)
 
 
 def _counts(h: np.ndarray) -> np.ndarray:
