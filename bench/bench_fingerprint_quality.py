@@ -17,7 +17,10 @@ Options: --quick (40 pages, 5,000 documents), --pages N, --copies N (of each kin
 per page), --docs N, --designs SPEC,... (tokN: token N-shingles, chrN: character
 N-grams of the token stream, W*: weight, + to combine; flags /run: a feature
 equal to the one before it does not vote, /set: each distinct feature votes once,
-/sN: 1 in N features votes; e.g. tok3+chr4/run, 2*tok3+chr5/run/s2),
+/sN: 1 in N features votes, /num: numbers are word characters (not separators),
+/nonum: so, but tokens of digits only left out, /capN: a distinct feature votes at
+most N times; e.g. tok3+chr4/run, 2*tok3+chr5/run/s2), --kinds (copies measured),
+--skip-shipped (no row of the package's own simhash_v2, the slow one),
 --skip-recall, --skip-false-pairs. docs/fingerprint-quality.md has the tables.
 """
 
@@ -49,8 +52,9 @@ JACCARD_DIFFERENT = 0.3
 # Different pairs are counted within these radii too: a design's precision at 3 bits
 # rests on few pairs, and families of related pages enter together.
 FALSE_PAIR_RADII = (3, 4, 5, 6)
-# Version 2's design (token 3 + char 5, runs once) and the runners-up (docs/fingerprint-quality.md).
-DESIGNS = ("tok3+chr5/run", "chr5/run", "tok3+chr4/run", "chr4/run", "tok3")
+# Version 2's design (token 3 + 2x char 5, runs once, numbers separate), the runners-up and
+# the first draft of version 2 (numbers as tokens) (docs/fingerprint-quality.md).
+DESIGNS = ("tok3+2*chr5/run", "tok3+chr5/run", "tok3+3*chr5/run", "chr5/run", "tok3+chr4/run", "tok3+chr5/run/num", "tok3")
 
 
 def in_script(text: str, lang: str) -> bool:
@@ -72,17 +76,20 @@ def recall_pages(docs: list[corpus.Document], per_bucket: int) -> dict[tuple[str
     return pages
 
 
-def row_functions() -> dict:
+def row_functions(shipped_row: bool = True) -> dict:
     """name -> (fingerprint of a text, its number of features or None) of the rows
     that are not version 2 designs: version 1, the baseline, the shipped version 2."""
     rows = {
         "version 1": (fq.v1_simhash, fq.v1_feature_count),
         "baseline": (fq.baseline_simhash, fq.baseline_feature_count),
     }
-    shipped = fq.shipped_v2()
+    shipped = fq.shipped_v2() if shipped_row else None
     if shipped is not None:
         rows["version 2 (shipped)"] = (shipped, fq.shipped_v2_feature_count())
     return rows
+
+
+SHIPPED_ROW = True  # --skip-shipped: False
 
 
 def fingerprint_all(texts: list[str], designs: list[fq.Design]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
@@ -90,7 +97,7 @@ def fingerprint_all(texts: list[str], designs: list[fq.Design]) -> tuple[dict[st
     out = {}
     chars = max(1, sum(map(len, texts)))
     per_char = {}
-    for name, (f, count) in row_functions().items():
+    for name, (f, count) in row_functions(SHIPPED_ROW).items():
         out[name] = np.fromiter(map(f, texts), np.uint64, len(texts))
         if count is not None:
             per_char[name] = sum(map(count, texts)) / chars
@@ -112,14 +119,14 @@ def label(name: str, designs: list[fq.Design]) -> str:
     return name
 
 
-def recall_tables(docs, designs, per_bucket: int, copies_per_page: int) -> None:
+def recall_tables(docs, designs, per_bucket: int, copies_per_page: int, kinds: list[str]) -> None:
     pages = recall_pages(docs, per_bucket)
     print("pages per language and length:", ", ".join(
         f"{lang} {len(pages[lang, '>= 2,000'])}/{len(pages[lang, '800-2,000'])}" for lang in RECALL_LANGUAGES))
     originals = [(key, d) for key, ds in pages.items() for d in ds]
     base, _ = fingerprint_all([d.text for _, d in originals], designs)
     recall = {}  # (row, kind, lang, bucket) -> share
-    for kind in fq.COPIES:
+    for kind in kinds:
         hits = defaultdict(list)
         for n in range(copies_per_page):
             copies = [fq.make_copy(kind, d.text, f"{d.source}#{n}" if n else d.source) for _, d in originals]
@@ -130,7 +137,8 @@ def recall_tables(docs, designs, per_bucket: int, copies_per_page: int) -> None:
                     hits[row, kind, *key].append(ok)
         recall.update({cell: sum(oks) / len(oks) for cell, oks in hits.items()})
     rows = list(base)
-    for kind, (title, _) in fq.COPIES.items():
+    for kind in kinds:
+        title = fq.COPIES[kind][0]
         print(f"\nrecall@{K}: {title}")
         print("| row | length | " + " | ".join(RECALL_LANGUAGES) + " | worst |")
         print("|---|---|" + "---|" * (len(RECALL_LANGUAGES) + 1))
@@ -180,11 +188,15 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=1, help="copies of each kind per page (1)")
     parser.add_argument("--docs", type=int, help="documents of the false-pair corpus (all)")
     parser.add_argument("--designs", help="version 2 designs, comma-separated (" + ",".join(DESIGNS) + ")")
+    parser.add_argument("--kinds", help="copies measured, comma-separated (" + ",".join(fq.COPIES) + ")")
     parser.add_argument("--skip-false-pairs", action="store_true")
     parser.add_argument("--skip-recall", action="store_true")
+    parser.add_argument("--skip-shipped", action="store_true", help="no row of the package's own simhash_v2 (slow)")
     args, _ = parser.parse_known_args()  # other flags are other benchmarks'
     pages = args.pages or (40 if args.quick else 120)
     limit = args.docs or (5000 if args.quick else None)
+    global SHIPPED_ROW
+    SHIPPED_ROW = not args.skip_shipped
     designs = [fq.parse_design(s) for s in (args.designs.split(",") if args.designs else DESIGNS)]
     try:
         docs = corpus.load()
@@ -192,7 +204,11 @@ def main() -> None:
         print(f"skipped: {e}")
         return
     if not args.skip_recall:
-        recall_tables(docs, designs, pages, args.copies)
+        kinds = args.kinds.split(",") if args.kinds else list(fq.COPIES)
+        unknown = set(kinds) - set(fq.COPIES)
+        if unknown:
+            parser.error(f"--kinds: unknown copies {sorted(unknown)} (known: {', '.join(fq.COPIES)})")
+        recall_tables(docs, designs, pages, args.copies, kinds)
     if not args.skip_false_pairs:
         false_pair_table(docs, designs, limit)
     sys.stdout.flush()

@@ -158,15 +158,18 @@ def _dropped(c: str) -> bool:
     return unicodedata.category(c) in ("Mn", "Me", "Cf") or unicodedata.combining(c) != 0 or c == "\u0640"
 
 
-def normalized_char(c: str) -> str:
+def normalized_char(c: str, numbers: bool = False) -> str:
     """One code point's part of the token stream: its token characters, a space
-    where it separates tokens, isolated-script characters spaced as tokens of their own."""
+    where it separates tokens (numbers too, as the spec has it, unless `numbers`:
+    then they are word characters, as in the first drafts of version 2),
+    isolated-script characters spaced as tokens of their own."""
     out = []
+    word = "LN" if numbers else "L"
     for d in unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", c).casefold()):
         category = unicodedata.category(d)
         if _dropped(d):
             continue
-        if category[0] not in "LN" and category != "Mc":
+        if category[0] not in word and category != "Mc":
             out.append(" ")
         elif isolated(d):
             out.append(f" {d} ")
@@ -269,22 +272,32 @@ class Design:
     unique: bool = False  # each distinct feature votes once (a set, not a multiset)
     runs: bool = False  # a feature equal to the one just before it does not vote
     sample: int = 1  # only features whose (remixed) hash is 0 modulo this vote
+    # How numbers count: "separate" (the spec: numbers separate tokens), "tokens"
+    # (numbers are word characters), "nonum" (as tokens, but tokens of digits only left out).
+    numbers: str = "separate"
+    cap: int = 0  # > 0: each distinct feature votes at most this many times
 
     def __str__(self):
         return " + ".join(map(str, self.parts)) + (", distinct" if self.unique else "") + (
-            ", runs once" if self.runs else "") + (f", 1 in {self.sample}" if self.sample > 1 else "")
+            ", runs once" if self.runs else "") + (f", 1 in {self.sample}" if self.sample > 1 else "") + (
+            {"separate": "", "tokens": ", numbers as tokens", "nonum": ", numbers as tokens but no number tokens"}[
+                self.numbers]) + (f", at most {self.cap} votes" if self.cap else "")
 
 
 def parse_design(spec: str) -> Design:
     """'tok3+2*chr5' with optional flags: '/set' (each distinct feature votes once),
-    '/run' (runs vote once), '/sN' (1 in N features votes, chosen by hash) -> Design."""
+    '/run' (runs vote once), '/sN' (1 in N features votes, chosen by hash), '/num'
+    (numbers are word characters, not separators), '/nonum' (so, but tokens of
+    digits only left out), '/capN' (a distinct feature votes at most N times) -> Design."""
     body, *flags = spec.split("/")
-    sample = 1
+    sample = cap = 0
     for flag in flags:
         if re.fullmatch(r"s[1-9]\d*", flag):
             sample = int(flag[1:])
-        elif flag not in ("set", "run"):
-            raise ValueError(f"design {spec!r}: a flag after / is set, run or sN")
+        elif re.fullmatch(r"cap[1-9]\d*", flag):
+            cap = int(flag[3:])
+        elif flag not in ("set", "run", "num", "nonum"):
+            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN or capN")
     parts = []
     for part in body.split("+"):
         weight, _, rest = part.rpartition("*")
@@ -292,7 +305,8 @@ def parse_design(spec: str) -> Design:
         if not m:
             raise ValueError(f"design part {part!r}: expected tokN or chrN, optionally W*")
         parts.append(Part(m.group(1), int(m.group(2)), int(weight or 1)))
-    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample)
+    numbers = "nonum" if "nonum" in flags else "tokens" if "num" in flags else "separate"
+    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap)
 
 
 def _counts(h: np.ndarray) -> np.ndarray:
@@ -315,35 +329,65 @@ def vote_parts(parts: Iterable[tuple[np.ndarray, int]]) -> int:
     return int(np.packbits(2 * total > n, bitorder="little").view("<u8")[0])
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _capped(h: np.ndarray, cap: int) -> np.ndarray:
+    """h without the occurrences of each value after its first `cap`."""
+    if h.size == 0:
+        return h
+    order = np.argsort(h, kind="stable")
+    sorted_h = h[order]
+    first = np.concatenate(([True], sorted_h[1:] != sorted_h[:-1]))
+    group_start = np.maximum.accumulate(np.where(first, np.arange(h.size), 0))
+    keep = np.empty(h.size, bool)
+    keep[order] = np.arange(h.size) - group_start < cap
+    return h[keep]
+
+
 class Fingerprinter:
     """Fingerprints of texts by every design at once (the normalization runs once a text)."""
 
     def __init__(self, designs: Sequence[Design]):
         self.designs = list(designs)
         self.normalizer = Normalizer()
+        self.with_numbers = Normalizer(lambda c: normalized_char(c, numbers=True))
         self.token_hashes = TokenHashes()
         self.features = {d.name: 0 for d in self.designs}
         self.chars = 0
 
     def __call__(self, text: str) -> dict[str, int]:
-        tokens = self.normalizer.tokens(text)
-        th = self.token_hashes(tokens)
-        cps = None
+        streams = {}  # Design.numbers -> (tokens, their hashes, code points of them joined or None)
+
+        def stream(numbers: str):
+            if numbers not in streams:
+                if numbers == "separate":
+                    tokens = self.normalizer.tokens(text)
+                else:
+                    tokens = self.with_numbers.tokens(text)
+                    if numbers == "nonum":
+                        tokens = [t for t in tokens if not _DIGITS.fullmatch(t)]
+                streams[numbers] = [tokens, self.token_hashes(tokens), None]
+            return streams[numbers]
+
         self.chars += len(text)
         out = {}
         for d in self.designs:
             groups = []
+            s = stream(d.numbers)
             for p in d.parts:
                 if p.kind == "tok":
-                    h = gram_hashes(th, p.size, 1)
+                    h = gram_hashes(s[1], p.size, 1)
                 else:
-                    if cps is None:
-                        cps = code_points(" ".join(tokens))
-                    h = gram_hashes(cps, p.size, 2)
+                    if s[2] is None:
+                        s[2] = code_points(" ".join(s[0]))
+                    h = gram_hashes(s[2], p.size, 2)
                 if d.unique:
                     h = np.unique(h)
                 elif d.runs and h.size > 1:
                     h = h[np.concatenate(([True], h[1:] != h[:-1]))]
+                if d.cap:
+                    h = _capped(h, d.cap)
                 if d.sample > 1:
                     h = h[_mix(h ^ _GOLDEN) % np.uint64(d.sample) == 0]
                 groups.append((h, p.weight))

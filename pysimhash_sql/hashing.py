@@ -68,7 +68,7 @@ Text = str | bytes | bytearray | memoryview
 V2_TOKEN_SHINGLE = 3
 V2_TOKEN_WEIGHT = 1
 V2_CHAR_GRAM = 5
-V2_CHAR_WEIGHT = 1
+V2_CHAR_WEIGHT = 2
 V2_RUNS_ONCE = True
 
 # Normalised bytes split into tokens at a time: bounds the memory a huge text takes.

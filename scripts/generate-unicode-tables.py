@@ -20,7 +20,7 @@ Per code point (the spec's definition, §6.2): the fixpoint of NFKD, full case
 folding (CaseFolding.txt statuses C and F), NFKD again, with combining marks
 (gc Mn, Me, or canonical combining class != 0), format characters (gc Cf) and
 U+0640 ARABIC TATWEEL dropped; then each resulting character's class: WORD,
-SOLO (a token on its own), SEPARATOR or DROP.  Hangul syllables are decomposed
+SOLO (a token on its own), SEPARATOR (numbers too) or DROP.  Hangul syllables are decomposed
 by the implementations (the algorithm of Unicode §3.12), not by the tables.
 """
 
@@ -106,7 +106,8 @@ def build(ucd: Path):
         gc = category[c]
         if gc in ("Mn", "Me", "Cf") or combining[c] != 0 or c == TATWEEL:
             return DROP
-        if gc[0] in "LN" or gc in ("Mc", "Cn"):
+        # Numbers (N*) separate: dates, times and counts change between crawls.
+        if gc[0] == "L" or gc in ("Mc", "Cn"):
             return SOLO if script.get(c) in SOLO_SCRIPTS else WORD
         return SEPARATOR
 

@@ -77,7 +77,8 @@ def test_normalizer_follows_the_spec() -> None:
     assert tokens("zero\u200bwidth soft\u00adhyphen") == ["zerowidth", "softhyphen"]  # dropped, not separating
     assert tokens("a\u00a0b\u3000c\u2009d“e”f,g") == list("abcdefg")
     assert tokens("中文，段落") == ["中", "文", "段", "落"]
-    assert tokens("ｶﾀｶﾅ ＡＢＣ１２") == ["カ", "タ", "カ", "ナ", "abc12"]
+    assert tokens("ｶﾀｶﾅ ＡＢＣ１２ｄ") == ["カ", "タ", "カ", "ナ", "abc", "d"]  # numbers separate
+    assert tokens("2025-03-14 x86 ①² ١٢٣ ๑๒") == ["x"]
     assert tokens("ภาษาไทย ที่นี่") == ["ภ", "า", "ษ", "า", "ไ", "ท", "ย", "ท", "น"]  # marks dropped
     assert tokens("العربيــة مُشَكَّلة") == ["العربية", "مشكلة"]
 
@@ -87,7 +88,11 @@ def test_designs_parse_and_refuse_nonsense() -> None:
     assert design.parts == (fq.Part("tok", 3, 1), fq.Part("chr", 5, 2)) and design.runs and not design.unique
     assert str(design) == "token 3 + 2x char 5, runs once"
     assert fq.parse_design("chr4/run/s2").sample == 2
-    for bad in ("word3", "tok3/maybe", "chr", "chr4/s0"):
+    assert (design.numbers, design.cap) == ("separate", 0)
+    assert fq.parse_design("tok3/num").numbers == "tokens" and fq.parse_design("tok3/nonum").numbers == "nonum"
+    assert str(fq.parse_design("chr5/run/nonum/cap4")) == (
+        "char 5, runs once, numbers as tokens but no number tokens, at most 4 votes")
+    for bad in ("word3", "tok3/maybe", "chr", "chr4/s0", "chr4/cap0"):
         with pytest.raises(ValueError, match="design"):
             fq.parse_design(bad)
 
@@ -119,7 +124,27 @@ def test_fingerprinter_features_are_the_design() -> None:
 
 def test_runs_vote_once() -> None:
     fp = fq.Fingerprinter([fq.parse_design("chr5/run")])
-    assert fp("x 0000000000000") == fp("x 00000")  # the run of 00000 votes once
+    assert fp("x aaaaaaaaaaaaa") == fp("x aaaaa")  # the run of aaaaa votes once
+
+
+def test_numbers_by_design() -> None:
+    """Numbers separate (the spec), are tokens (/num), or are tokens whose
+    digit-only tokens are left out (/nonum)."""
+    names = ("tok1", "tok1/num", "tok1/nonum")
+    fp = fq.Fingerprinter([fq.parse_design(n) for n in names])
+    got = fp("abc 12 x86")
+    for name, words in zip(names, ("abc x", "abc 12 x86", "abc x86")):
+        assert got[name] == fq.Fingerprinter([fq.parse_design("tok1/num")])(words)["tok1/num"], name
+
+
+def test_capped_keeps_the_first_occurrences_of_each_value() -> None:
+    h = np.array([5, 1, 5, 5, 2, 1, 5], np.uint64)
+    assert fq._capped(h, 2).tolist() == [5, 1, 5, 2, 1]
+    assert fq._capped(h, 1).tolist() == [5, 1, 2]
+    assert fq._capped(np.empty(0, np.uint64), 3).size == 0
+    fp = fq.Fingerprinter([fq.parse_design("chr5/cap1"), fq.parse_design("chr5/set")])
+    got = fp("abcde abcde abcde fghij")
+    assert got["chr5/cap1"] == got["chr5/set"]
 
 
 def test_near_doc_pairs_are_brute_force() -> None:

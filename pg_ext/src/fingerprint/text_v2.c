@@ -30,7 +30,7 @@
 #define V2_TOKEN_SHINGLE 3
 #define V2_TOKEN_WEIGHT 1
 #define V2_CHAR_GRAM 5
-#define V2_CHAR_WEIGHT 1
+#define V2_CHAR_WEIGHT 2
 #define V2_RUNS_ONCE true
 
 /* Hangul syllables, decomposed algorithmically (Unicode §3.12). */
