@@ -17,6 +17,7 @@
 #include "fingerprint/fingerprint.h"
 
 #include "fingerprint/unicode_tables.h"
+#include "port/pg_bswap.h"
 #include "utils/memutils.h"
 
 /*
@@ -75,6 +76,8 @@ typedef struct FeatureParts
 	void	   *char_arg;
 	/* Called with each arg before the buffer moves, and at the end (or NULL). */
 	void		(*settle) (void *arg);
+	/* Takes the hash of an n-gram of ASCII characters, hashed in registers (or NULL). */
+	void		(*vote_char_hash) (uint64 hash, void *arg);
 } FeatureParts;
 
 typedef struct TokenWriter
@@ -87,6 +90,8 @@ typedef struct TokenWriter
 	bool		open;			/* a token is being written */
 	Size		recent_chars[RECENT_CHARS]; /* start of character j at [j % RECENT_CHARS] */
 	int64		nchars;			/* characters written (the joining spaces too) */
+	uint64		window;			/* the last 8 bytes written, the last one lowest */
+	int64		ascii_tail;		/* how many of the last characters written are ASCII */
 } TokenWriter;
 
 static inline uint32
@@ -170,6 +175,34 @@ make_room(TokenWriter *w, const FeatureParts *parts, Size need)
 	}
 }
 
+/*
+ * XXH3-64 (seed 0) of the n bytes, 4 <= n <= 8, that end window (the last
+ * byte lowest): XXH3's own formula for inputs of 4 to 8 bytes (xxhash.h,
+ * XXH3_len_4to8_64b), its two little-endian 32-bit reads taken from the
+ * register instead of memory.  An n-gram of ASCII characters, the bulk of
+ * most text, is hashed so as it is written, without reading the buffer back.
+ */
+#define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
+#define XXH3_RRMXMX_PRIME UINT64CONST(0x9FB21C651E98DF25)
+
+static pg_attribute_always_inline uint64
+xxh3_window_4to8(uint64 window, int n)
+{
+	uint64		first4 = pg_bswap32((uint32) (window >> (8 * (n - 4))));
+	uint64		last4 = pg_bswap32((uint32) window);
+	uint64		h = (last4 + (first4 << 32)) ^ XXH3_SECRET_8_XOR_16;
+
+	h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
+	h *= XXH3_RRMXMX_PRIME;
+	h ^= (h >> 35) + n;
+	h *= XXH3_RRMXMX_PRIME;
+	return h ^ (h >> 28);
+}
+
+/* Whether the parts' n-grams of ASCII characters can be hashed in registers. */
+#define CHAR_GRAM_IN_REGISTER(parts) \
+	((parts)->vote_char_hash != NULL && (parts)->char_size >= 4 && (parts)->char_size <= 8)
+
 /* A character was written at start: the n-gram it ends, if any. */
 static pg_attribute_always_inline void
 char_written(TokenWriter *w, const FeatureParts *parts, Size start)
@@ -180,7 +213,11 @@ char_written(TokenWriter *w, const FeatureParts *parts, Size start)
 		return;
 	w->recent_chars[w->nchars % RECENT_CHARS] = start;
 	w->nchars++;
-	if (w->nchars >= n)
+	if (w->nchars < n)
+		return;
+	if (CHAR_GRAM_IN_REGISTER(parts) && w->ascii_tail >= n)
+		parts->vote_char_hash(xxh3_window_4to8(w->window, n), parts->char_arg);
+	else
 	{
 		Size		first = w->recent_chars[(w->nchars - n) % RECENT_CHARS];
 
@@ -188,14 +225,21 @@ char_written(TokenWriter *w, const FeatureParts *parts, Size start)
 	}
 }
 
+/* Writes one ASCII character b. */
+static pg_attribute_always_inline void
+write_ascii(TokenWriter *w, const FeatureParts *parts, char b)
+{
+	w->norm[w->pos++] = b;
+	w->window = (w->window << 8) | (unsigned char) b;
+	w->ascii_tail++;
+	char_written(w, parts, w->pos - 1);
+}
+
 static pg_attribute_always_inline void
 begin_token(TokenWriter *w, const FeatureParts *parts)
 {
 	if (w->ntokens > 0)
-	{
-		w->norm[w->pos++] = ' ';
-		char_written(w, parts, w->pos - 1);
-	}
+		write_ascii(w, parts, ' ');
 	w->recent[w->ntokens % RECENT_TOKENS] = w->pos;
 	w->open = true;
 }
@@ -224,10 +268,11 @@ write_utf8(TokenWriter *w, const FeatureParts *parts, uint32 c)
 
 	if (c < 0x80)
 	{
-		out[0] = c;
-		w->pos += 1;
+		write_ascii(w, parts, (char) c);
+		return;
 	}
-	else if (c < 0x800)
+	w->ascii_tail = 0;
+	if (c < 0x800)
 	{
 		out[0] = 0xC0 | (c >> 6);
 		out[1] = 0x80 | (c & 0x3F);
@@ -383,6 +428,8 @@ for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
 	w.ntokens = 0;
 	w.open = false;
 	w.nchars = 0;
+	w.window = 0;
+	w.ascii_tail = 0;
 
 	while (i < len)
 	{
@@ -399,8 +446,7 @@ for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
 			{
 				if (!w.open)
 					begin_token(&w, parts);
-				w.norm[w.pos++] = b;
-				char_written(&w, parts, w.pos - 1);
+				write_ascii(&w, parts, b);
 			}
 			else if (w.open)
 				end_token(&w, parts);
@@ -476,6 +522,18 @@ settle_part(void *arg)
 	part->npending = 0;
 }
 
+/* A FeatureParts vote_char_hash: the features held back come first (the runs rule's order). */
+static pg_attribute_always_inline void
+part_hash(uint64 hash, void *arg)
+{
+	PartVotes  *part = (PartVotes *) arg;
+
+	if (part->npending > 0)
+		settle_part(part);
+	if (part_votes(part, hash))
+		hash_batch_add(part->batch, hash);
+}
+
 static pg_attribute_always_inline void
 part_feature(const char *data, Size len, void *arg)
 {
@@ -504,7 +562,7 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 				char_batch;
 	PartVotes	tokens = {.batch = &token_batch};
 	PartVotes	chars = {.batch = &char_batch};
-	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, part_hash};
 	SimhashVote vote;
 
 	hash_batch_init(&token_batch);
@@ -525,7 +583,7 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 static void
 walk_tokens_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
 {
-	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL};
+	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL, NULL};
 
 	for_each_feature_v2(text, len, &parts);
 }
@@ -541,14 +599,14 @@ walk_features_v2(const char *text, int len, int32 unused, FeatureCallback emit, 
 	for (int k = 0; V2_TOKEN_SHINGLE > 0 && k < V2_TOKEN_WEIGHT; k++)
 	{
 		PartVotes	tokens = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL};
+		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL, NULL};
 
 		for_each_feature_v2(text, len, &parts);
 	}
 	for (int k = 0; V2_CHAR_GRAM > 0 && k < V2_CHAR_WEIGHT; k++)
 	{
 		PartVotes	chars = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL};
+		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL, NULL};
 
 		for_each_feature_v2(text, len, &parts);
 	}
