@@ -34,6 +34,9 @@
 #define V2_CHAR_WEIGHT 1
 #define V2_RUNS_ONCE true
 
+/* XXH3 hashes an input of 4 to 8 bytes by one formula: ASCII n-grams are hashed in registers. */
+#define V2_CHAR_GRAM_IN_REGISTER (V2_CHAR_GRAM >= 4 && V2_CHAR_GRAM <= 8)
+
 /* Hangul syllables, decomposed algorithmically (Unicode §3.12). */
 #define HANGUL_FIRST 0xAC00
 #define HANGUL_COUNT 11172
@@ -76,8 +79,11 @@ typedef struct FeatureParts
 	void	   *char_arg;
 	/* Called with each arg before the buffer moves, and at the end (or NULL). */
 	void		(*settle) (void *arg);
-	/* Takes the hash of an n-gram of ASCII characters, hashed in registers (or NULL). */
-	void		(*vote_char_hash) (uint64 hash, void *arg);
+	/*
+	 * The fingerprint's parts (token_arg and char_arg are PartVotes of the
+	 * V2_* sizes): runs of ASCII go through ascii_run_voting.
+	 */
+	bool		vote_ascii;
 } FeatureParts;
 
 typedef struct TokenWriter
@@ -175,34 +181,6 @@ make_room(TokenWriter *w, const FeatureParts *parts, Size need)
 	}
 }
 
-/*
- * XXH3-64 (seed 0) of the n bytes, 4 <= n <= 8, that end window (the last
- * byte lowest): XXH3's own formula for inputs of 4 to 8 bytes (xxhash.h,
- * XXH3_len_4to8_64b), its two little-endian 32-bit reads taken from the
- * register instead of memory.  An n-gram of ASCII characters, the bulk of
- * most text, is hashed so as it is written, without reading the buffer back.
- */
-#define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
-#define XXH3_RRMXMX_PRIME UINT64CONST(0x9FB21C651E98DF25)
-
-static pg_attribute_always_inline uint64
-xxh3_window_4to8(uint64 window, int n)
-{
-	uint64		first4 = pg_bswap32((uint32) (window >> (8 * (n - 4))));
-	uint64		last4 = pg_bswap32((uint32) window);
-	uint64		h = (last4 + (first4 << 32)) ^ XXH3_SECRET_8_XOR_16;
-
-	h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
-	h *= XXH3_RRMXMX_PRIME;
-	h ^= (h >> 35) + n;
-	h *= XXH3_RRMXMX_PRIME;
-	return h ^ (h >> 28);
-}
-
-/* Whether the parts' n-grams of ASCII characters can be hashed in registers. */
-#define CHAR_GRAM_IN_REGISTER(parts) \
-	((parts)->vote_char_hash != NULL && (parts)->char_size >= 4 && (parts)->char_size <= 8)
-
 /* A character was written at start: the n-gram it ends, if any. */
 static pg_attribute_always_inline void
 char_written(TokenWriter *w, const FeatureParts *parts, Size start)
@@ -213,11 +191,7 @@ char_written(TokenWriter *w, const FeatureParts *parts, Size start)
 		return;
 	w->recent_chars[w->nchars % RECENT_CHARS] = start;
 	w->nchars++;
-	if (w->nchars < n)
-		return;
-	if (CHAR_GRAM_IN_REGISTER(parts) && w->ascii_tail >= n)
-		parts->vote_char_hash(xxh3_window_4to8(w->window, n), parts->char_arg);
-	else
+	if (w->nchars >= n)
 	{
 		Size		first = w->recent_chars[(w->nchars - n) % RECENT_CHARS];
 
@@ -225,7 +199,7 @@ char_written(TokenWriter *w, const FeatureParts *parts, Size start)
 	}
 }
 
-/* Writes one ASCII character b. */
+/* Writes one ASCII character b (window and ascii_tail are for ascii_run_voting). */
 static pg_attribute_always_inline void
 write_ascii(TokenWriter *w, const FeatureParts *parts, char b)
 {
@@ -409,71 +383,6 @@ decode_utf8(const unsigned char *in, int len, int *i)
 }
 
 /*
- * Calls the parts' callbacks for every feature of the text, in order (spec
- * §6.4).  Inlined into each caller, always: then the parts are constants, and
- * the hot path pays no indirect call and no test of a part it does not have.
- */
-static pg_attribute_always_inline void
-for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
-{
-	const unsigned char *in = (const unsigned char *) text;
-	TokenWriter w;
-	int			i = 0;
-
-	Assert(parts->token_size >= 0 && parts->token_size <= RECENT_TOKENS);
-	Assert(parts->char_size >= 0 && parts->char_size <= RECENT_CHARS);
-	w.cap = INITIAL_BUFFER;
-	w.norm = MemoryContextAllocHuge(CurrentMemoryContext, w.cap);
-	w.pos = 0;
-	w.ntokens = 0;
-	w.open = false;
-	w.nchars = 0;
-	w.window = 0;
-	w.ascii_tail = 0;
-
-	while (i < len)
-	{
-		int			run_end = Min(len, i + ASCII_RUN);
-
-		if (w.cap - w.pos < 2 * ASCII_RUN + MAX_CHAR_OUTPUT)
-			make_room(&w, parts, 2 * ASCII_RUN + MAX_CHAR_OUTPUT);
-		/* ASCII: at most a space and the byte each. */
-		for (; i < run_end && in[i] < 0x80; i++)
-		{
-			char		b = ascii_token_byte[in[i]];
-
-			if (b != 0)
-			{
-				if (!w.open)
-					begin_token(&w, parts);
-				write_ascii(&w, parts, b);
-			}
-			else if (w.open)
-				end_token(&w, parts);
-		}
-		/* One other character: at most MAX_CHAR_OUTPUT bytes. */
-		if (i < run_end)
-		{
-			int32		c = decode_utf8(in, len, &i);
-
-			if (c < 0)
-				put_char(&w, parts, 0, UNICODE_SEPARATOR);
-			else
-				put_code_point(&w, parts, (uint32) c);
-		}
-	}
-	if (w.open)
-		end_token(&w, parts);
-	/* Fewer tokens, or characters, than a feature: one feature of them all. */
-	if (w.ntokens > 0 && w.ntokens < parts->token_size)
-		parts->emit_token(w.norm, w.pos, parts->token_arg);
-	if (w.nchars > 0 && w.nchars < parts->char_size)
-		parts->emit_char(w.norm, w.pos, parts->char_arg);
-	settle_parts(&w, parts);
-	pfree(w.norm);
-}
-
-/*
  * The features of one part that vote: each is hashed, the runs rule applied,
  * and the hash voted into batch or, without one, the feature handed on to
  * emit.  Voted features are hashed PENDING_FEATURES at a time, a little after
@@ -522,18 +431,6 @@ settle_part(void *arg)
 	part->npending = 0;
 }
 
-/* A FeatureParts vote_char_hash: the features held back come first (the runs rule's order). */
-static pg_attribute_always_inline void
-part_hash(uint64 hash, void *arg)
-{
-	PartVotes  *part = (PartVotes *) arg;
-
-	if (part->npending > 0)
-		settle_part(part);
-	if (part_votes(part, hash))
-		hash_batch_add(part->batch, hash);
-}
-
 static pg_attribute_always_inline void
 part_feature(const char *data, Size len, void *arg)
 {
@@ -550,6 +447,202 @@ part_feature(const char *data, Size len, void *arg)
 		part->emit(data, len, part->arg);
 }
 
+/*
+ * XXH3-64 (seed 0) of the n bytes, 4 <= n <= 8, that end window (the last
+ * byte lowest): XXH3's own formula for inputs of 4 to 8 bytes (xxhash.h,
+ * XXH3_len_4to8_64b), its two little-endian 32-bit reads taken from the
+ * register instead of memory.  An n-gram of ASCII characters, the bulk of
+ * most text, is hashed so as it is written, without reading the buffer back.
+ */
+#define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
+#define XXH3_RRMXMX_PRIME UINT64CONST(0x9FB21C651E98DF25)
+
+static pg_attribute_always_inline uint64
+xxh3_window_4to8(uint64 window, int n)
+{
+	uint64		first4 = pg_bswap32((uint32) (window >> (8 * (n - 4))));
+	uint64		last4 = pg_bswap32((uint32) window);
+	uint64		h = (last4 + (first4 << 32)) ^ XXH3_SECRET_8_XOR_16;
+
+	h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
+	h *= XXH3_RRMXMX_PRIME;
+	h ^= (h >> 35) + n;
+	h *= XXH3_RRMXMX_PRIME;
+	return h ^ (h >> 28);
+}
+
+/*
+ * The fingerprint's loop over ASCII: what the loop of for_each_feature_v2
+ * does, but each n-gram of characters hashed (in registers, xxh3_window_4to8)
+ * and voted as it ends.  It starts where every n-gram it ends is all ASCII
+ * and there was an n-gram before (ascii_voting_ready).  Its state lives in
+ * locals, not in w: a byte stored into the buffer through a char pointer may
+ * alias anything in memory, so the compiler would read every field of w back
+ * after each byte.  Each character is one byte, so their count is the bytes
+ * written, and their starts are filled in at the end.
+ */
+static pg_attribute_always_inline bool
+ascii_voting_ready(const TokenWriter *w)
+{
+	return V2_CHAR_GRAM_IN_REGISTER && w->nchars >= V2_CHAR_GRAM && w->ascii_tail >= V2_CHAR_GRAM - 1;
+}
+
+/* A character (one byte) written into the window: its n-gram's vote, in order (the runs rule). */
+static pg_attribute_always_inline void
+vote_char_window(uint64 window, HashBatch *batch, int *nbatch, uint64 *last)
+{
+	uint64		hash = xxh3_window_4to8(window, V2_CHAR_GRAM);
+
+	if (V2_RUNS_ONCE && hash == *last)
+		return;
+	*last = hash;
+	batch->hashes[(*nbatch)++] = hash;
+	if (*nbatch == HASH_BATCH)
+	{
+		vote_add_hashes(&batch->vote, batch->hashes, HASH_BATCH);
+		*nbatch = 0;
+	}
+}
+
+static pg_noinline int
+ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
+				 const unsigned char *in, int i, int end)
+{
+	HashBatch  *batch = chars->batch;
+	char	   *norm = w->norm;
+	const Size	start = w->pos;
+	Size		pos = start;
+	int64		ntokens = w->ntokens;
+	bool		open = w->open;
+	uint64		window = w->window;
+	uint64		last;
+	int			nbatch;
+	int64		written;
+
+	/* The n-grams held back come first; one came before (ready), so chars->any. */
+	settle_part(chars);
+	Assert(chars->any);
+	last = chars->last;
+	nbatch = batch->n;
+	for (; i < end && in[i] < 0x80; i++)
+	{
+		char		b = ascii_token_byte[in[i]];
+
+		if (b == 0)
+		{
+			if (open)
+			{
+				open = false;
+				ntokens++;
+				if (V2_TOKEN_SHINGLE > 0 && ntokens >= V2_TOKEN_SHINGLE)
+				{
+					Size		first = w->recent[(ntokens - V2_TOKEN_SHINGLE) % RECENT_TOKENS];
+
+					part_feature(norm + first, pos - first, tokens);
+				}
+			}
+			continue;
+		}
+		if (!open)
+		{
+			open = true;
+			if (ntokens > 0)
+			{
+				norm[pos++] = ' ';
+				window = (window << 8) | ' ';
+				vote_char_window(window, batch, &nbatch, &last);
+			}
+			w->recent[ntokens % RECENT_TOKENS] = pos;
+		}
+		norm[pos++] = b;
+		window = (window << 8) | (unsigned char) b;
+		vote_char_window(window, batch, &nbatch, &last);
+	}
+	written = pos - start;
+	for (int64 k = Min(written, RECENT_CHARS); k > 0; k--)
+		w->recent_chars[(w->nchars + written - k) % RECENT_CHARS] = pos - k;
+	w->nchars += written;
+	w->ascii_tail += written;
+	w->pos = pos;
+	w->ntokens = ntokens;
+	w->open = open;
+	w->window = window;
+	chars->last = last;
+	batch->n = nbatch;
+	CHECK_FOR_INTERRUPTS();
+	return i;
+}
+
+/*
+ * Calls the parts' callbacks for every feature of the text, in order (spec
+ * §6.4).  Inlined into each caller, always: then the parts are constants, and
+ * the hot path pays no indirect call and no test of a part it does not have.
+ */
+static pg_attribute_always_inline void
+for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
+{
+	const unsigned char *in = (const unsigned char *) text;
+	TokenWriter w;
+	int			i = 0;
+
+	Assert(parts->token_size >= 0 && parts->token_size <= RECENT_TOKENS);
+	Assert(parts->char_size >= 0 && parts->char_size <= RECENT_CHARS);
+	w.cap = INITIAL_BUFFER;
+	w.norm = MemoryContextAllocHuge(CurrentMemoryContext, w.cap);
+	w.pos = 0;
+	w.ntokens = 0;
+	w.open = false;
+	w.nchars = 0;
+	w.window = 0;
+	w.ascii_tail = 0;
+
+	while (i < len)
+	{
+		int			run_end = Min(len, i + ASCII_RUN);
+
+		if (w.cap - w.pos < 2 * ASCII_RUN + MAX_CHAR_OUTPUT)
+			make_room(&w, parts, 2 * ASCII_RUN + MAX_CHAR_OUTPUT);
+		/* ASCII: at most a space and the byte each. */
+		if (parts->vote_ascii && in[i] < 0x80 && ascii_voting_ready(&w))
+			i = ascii_run_voting(&w, parts->token_arg, parts->char_arg, in, i, run_end);
+		for (; i < run_end && in[i] < 0x80; i++)
+		{
+			char		b = ascii_token_byte[in[i]];
+
+			if (parts->vote_ascii && ascii_voting_ready(&w))
+				break;
+
+			if (b != 0)
+			{
+				if (!w.open)
+					begin_token(&w, parts);
+				write_ascii(&w, parts, b);
+			}
+			else if (w.open)
+				end_token(&w, parts);
+		}
+		/* One other character: at most MAX_CHAR_OUTPUT bytes. */
+		if (i < run_end && in[i] >= 0x80)
+		{
+			int32		c = decode_utf8(in, len, &i);
+
+			if (c < 0)
+				put_char(&w, parts, 0, UNICODE_SEPARATOR);
+			else
+				put_code_point(&w, parts, (uint32) c);
+		}
+	}
+	if (w.open)
+		end_token(&w, parts);
+	/* Fewer tokens, or characters, than a feature: one feature of them all. */
+	if (w.ntokens > 0 && w.ntokens < parts->token_size)
+		parts->emit_token(w.norm, w.pos, parts->token_arg);
+	if (w.nchars > 0 && w.nchars < parts->char_size)
+		parts->emit_char(w.norm, w.pos, parts->char_arg);
+	settle_parts(&w, parts);
+	pfree(w.norm);
+}
+
 /* ---------- simhash_v2(text) ---------- */
 
 PG_FUNCTION_INFO_V1(simhash_text_v2);
@@ -562,7 +655,7 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 				char_batch;
 	PartVotes	tokens = {.batch = &token_batch};
 	PartVotes	chars = {.batch = &char_batch};
-	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, part_hash};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER};
 	SimhashVote vote;
 
 	hash_batch_init(&token_batch);
@@ -583,7 +676,7 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 static void
 walk_tokens_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
 {
-	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL, NULL};
+	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL, false};
 
 	for_each_feature_v2(text, len, &parts);
 }
@@ -599,14 +692,14 @@ walk_features_v2(const char *text, int len, int32 unused, FeatureCallback emit, 
 	for (int k = 0; V2_TOKEN_SHINGLE > 0 && k < V2_TOKEN_WEIGHT; k++)
 	{
 		PartVotes	tokens = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL, NULL};
+		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL, false};
 
 		for_each_feature_v2(text, len, &parts);
 	}
 	for (int k = 0; V2_CHAR_GRAM > 0 && k < V2_CHAR_WEIGHT; k++)
 	{
 		PartVotes	chars = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL, NULL};
+		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL, false};
 
 		for_each_feature_v2(text, len, &parts);
 	}
