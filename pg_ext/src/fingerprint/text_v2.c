@@ -96,7 +96,6 @@ typedef struct TokenWriter
 	bool		open;			/* a token is being written */
 	Size		recent_chars[RECENT_CHARS]; /* start of character j at [j % RECENT_CHARS] */
 	int64		nchars;			/* characters written (the joining spaces too) */
-	uint64		window;			/* the last 8 bytes written, the last one lowest */
 	int64		ascii_tail;		/* how many of the last characters written are ASCII */
 } TokenWriter;
 
@@ -199,12 +198,11 @@ char_written(TokenWriter *w, const FeatureParts *parts, Size start)
 	}
 }
 
-/* Writes one ASCII character b (window and ascii_tail are for ascii_run_voting). */
+/* Writes one ASCII character b (ascii_tail is for ascii_run_voting). */
 static pg_attribute_always_inline void
 write_ascii(TokenWriter *w, const FeatureParts *parts, char b)
 {
 	w->norm[w->pos++] = b;
-	w->window = (w->window << 8) | (unsigned char) b;
 	w->ascii_tail++;
 	char_written(w, parts, w->pos - 1);
 }
@@ -448,38 +446,75 @@ part_feature(const char *data, Size len, void *arg)
 }
 
 /*
- * XXH3-64 (seed 0) of the n bytes, 4 <= n <= 8, that end window (the last
- * byte lowest): XXH3's own formula for inputs of 4 to 8 bytes (xxhash.h,
- * XXH3_len_4to8_64b), its two little-endian 32-bit reads taken from the
- * register instead of memory.  An n-gram of ASCII characters, the bulk of
- * most text, is hashed so as it is written, without reading the buffer back.
+ * XXH3-64 (seed 0) of n-grams of n ASCII bytes, 4 <= n <= 8, GRAM_LANES at a
+ * time: XXH3's own formula for inputs of that length (xxhash.h,
+ * XXH3_len_4to8_64b) on the 64-bit value its two little-endian 32-bit reads
+ * make (gram_input), in the lanes of a vector.  The compiler makes a copy of
+ * hash_ascii_grams for each of these instruction sets (AVX-512: 8 lanes in one
+ * register, a 64-bit multiply of its own), and the CPU's own is chosen at load.
  */
+#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__) && __GNUC__ >= 11
+#define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SIMD_CLONES
+#endif
+#define GRAM_LANES 8
 #define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
 #define XXH3_RRMXMX_PRIME UINT64CONST(0x9FB21C651E98DF25)
 
-static pg_attribute_always_inline uint64
-xxh3_window_4to8(uint64 window, int n)
-{
-	uint64		first4 = pg_bswap32((uint32) (window >> (8 * (n - 4))));
-	uint64		last4 = pg_bswap32((uint32) window);
-	uint64		h = (last4 + (first4 << 32)) ^ XXH3_SECRET_8_XOR_16;
+typedef uint64 GramLanes __attribute__((vector_size(GRAM_LANES * sizeof(uint64))));
 
-	h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
-	h *= XXH3_RRMXMX_PRIME;
-	h ^= (h >> 35) + n;
-	h *= XXH3_RRMXMX_PRIME;
-	return h ^ (h >> 28);
+/* XXH3's input of the n bytes at p: the last 4 bytes, plus the first 4 above them. */
+static pg_attribute_always_inline uint64
+gram_input(const char *p, int n)
+{
+	uint32		first;
+	uint32		last;
+
+	memcpy(&first, p, sizeof(first));
+	memcpy(&last, p + n - 4, sizeof(last));
+#ifdef WORDS_BIGENDIAN
+	first = pg_bswap32(first);
+	last = pg_bswap32(last);
+#endif
+	return last + ((uint64) first << 32);
+}
+
+/* hashes[j - from]: the hash of the n-gram ending at norm[j], for j in [from, to). */
+SIMD_CLONES
+static void
+hash_ascii_grams(const char *norm, Size from, Size to, uint64 *hashes)
+{
+	for (Size j = from; j < to; j += GRAM_LANES)
+	{
+		GramLanes	h = {0};
+
+		for (int k = 0; k < GRAM_LANES && j + k < to; k++)
+			h[k] = gram_input(norm + j + k + 1 - V2_CHAR_GRAM, V2_CHAR_GRAM);
+		h ^= XXH3_SECRET_8_XOR_16;
+		h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
+		h *= XXH3_RRMXMX_PRIME;
+		h ^= (h >> 35) + V2_CHAR_GRAM;
+		h *= XXH3_RRMXMX_PRIME;
+		h ^= h >> 28;
+		memcpy(hashes + (j - from), &h, sizeof(h));
+	}
 }
 
 /*
  * The fingerprint's loop over ASCII: what the loop of for_each_feature_v2
- * does, but each n-gram of characters hashed (in registers, xxh3_window_4to8)
- * and voted as it ends.  It starts where every n-gram it ends is all ASCII
- * and there was an n-gram before (ascii_voting_ready).  Its state lives in
- * locals, not in w: a byte stored into the buffer through a char pointer may
- * alias anything in memory, so the compiler would read every field of w back
- * after each byte.  Each character is one byte, so their count is the bytes
- * written, and their starts are filled in at the end.
+ * does, in three passes over a run of ASCII bytes, each simple enough for the
+ * CPU to go through without guessing:
+ *   1. the bytes written, without a branch: a word byte lowered, the first
+ *      separator after a word as the joining space (the one after the last
+ *      word is taken back at the end), the ends of tokens noted;
+ *   2. the n-grams the new characters end, hashed GRAM_LANES at a time
+ *      (hash_ascii_grams) and voted in order;
+ *   3. the token shingles the noted ends finish, handed to part_feature.
+ * It starts where every n-gram it ends is all ASCII and an n-gram came before
+ * (ascii_voting_ready).  Its state lives in locals, not in w: a byte stored
+ * through a char pointer may alias anything in memory, so the compiler would
+ * read every field of w back after each byte.
  */
 static pg_attribute_always_inline bool
 ascii_voting_ready(const TokenWriter *w)
@@ -487,88 +522,108 @@ ascii_voting_ready(const TokenWriter *w)
 	return V2_CHAR_GRAM_IN_REGISTER && w->nchars >= V2_CHAR_GRAM && w->ascii_tail >= V2_CHAR_GRAM - 1;
 }
 
-/* A character (one byte) written into the window: its n-gram's vote, in order (the runs rule). */
+/* The n-grams ending at each byte of norm[from, to): hashed and voted in order (the runs rule). */
 static pg_attribute_always_inline void
-vote_char_window(uint64 window, HashBatch *batch, int *nbatch, uint64 *last)
+vote_char_grams(PartVotes *chars, const char *norm, Size from, Size to)
 {
-	uint64		hash = xxh3_window_4to8(window, V2_CHAR_GRAM);
+	HashBatch  *batch = chars->batch;
+	uint64		last = chars->last;
+	int			nbatch = batch->n;
+	uint64		hashes[ASCII_RUN + 2 * GRAM_LANES];
 
-	if (V2_RUNS_ONCE && hash == *last)
-		return;
-	*last = hash;
-	batch->hashes[(*nbatch)++] = hash;
-	if (*nbatch == HASH_BATCH)
+	Assert(chars->any);			/* an n-gram came before */
+	Assert(to - from <= ASCII_RUN + 1);
+	hash_ascii_grams(norm, from, to, hashes);
+	for (Size k = 0; k < to - from; k++)
 	{
-		vote_add_hashes(&batch->vote, batch->hashes, HASH_BATCH);
-		*nbatch = 0;
+		uint64		hash = hashes[k];
+
+		if (V2_RUNS_ONCE && hash == last)
+			continue;
+		last = hash;
+		batch->hashes[nbatch++] = hash;
+		if (nbatch == HASH_BATCH)
+		{
+			vote_add_hashes(&batch->vote, batch->hashes, HASH_BATCH);
+			nbatch = 0;
+		}
 	}
+	chars->last = last;
+	batch->n = nbatch;
+}
+
+/*
+ * The tokens the run ended (at ends[0..nends)), the first starting at
+ * first_start unless it was open before the run: their starts noted, the
+ * shingles they finish handed on.  Returns where the next token starts.
+ */
+static pg_attribute_always_inline Size
+shingles_ended(TokenWriter *w, PartVotes *tokens, const Size *ends, int nends,
+			   bool was_open, Size first_start)
+{
+	Size		start = first_start;
+
+	for (int k = 0; k < nends; k++)
+	{
+		if (k > 0 || !was_open)
+			w->recent[w->ntokens % RECENT_TOKENS] = start;
+		w->ntokens++;
+		if (V2_TOKEN_SHINGLE > 0 && w->ntokens >= V2_TOKEN_SHINGLE)
+		{
+			Size		first = w->recent[(w->ntokens - V2_TOKEN_SHINGLE) % RECENT_TOKENS];
+
+			part_feature(w->norm + first, ends[k] - first, tokens);
+		}
+		start = ends[k] + 1;
+	}
+	return start;
 }
 
 static pg_noinline int
 ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 				 const unsigned char *in, int i, int end)
 {
-	HashBatch  *batch = chars->batch;
 	char	   *norm = w->norm;
 	const Size	start = w->pos;
+	const bool	was_open = w->open;
 	Size		pos = start;
-	int64		ntokens = w->ntokens;
-	bool		open = w->open;
-	uint64		window = w->window;
-	uint64		last;
-	int			nbatch;
-	int64		written;
+	Size		ends[ASCII_RUN];
+	int			nends = 0;
+	int			word = was_open;
+	Size		next_start;
+	Size		written;
 
-	/* The n-grams held back come first; one came before (ready), so chars->any. */
+	/* The n-grams held back come first (the runs rule's order). */
 	settle_part(chars);
-	Assert(chars->any);
-	last = chars->last;
-	nbatch = batch->n;
+	/* After a finished token, the joining space (taken back if no word follows). */
+	if (!was_open)
+		norm[pos++] = ' ';
 	for (; i < end && in[i] < 0x80; i++)
 	{
 		char		b = ascii_token_byte[in[i]];
+		int			was_word = word;
 
-		if (b == 0)
-		{
-			if (open)
-			{
-				open = false;
-				ntokens++;
-				if (V2_TOKEN_SHINGLE > 0 && ntokens >= V2_TOKEN_SHINGLE)
-				{
-					Size		first = w->recent[(ntokens - V2_TOKEN_SHINGLE) % RECENT_TOKENS];
-
-					part_feature(norm + first, pos - first, tokens);
-				}
-			}
-			continue;
-		}
-		if (!open)
-		{
-			open = true;
-			if (ntokens > 0)
-			{
-				norm[pos++] = ' ';
-				window = (window << 8) | ' ';
-				vote_char_window(window, batch, &nbatch, &last);
-			}
-			w->recent[ntokens % RECENT_TOKENS] = pos;
-		}
-		norm[pos++] = b;
-		window = (window << 8) | (unsigned char) b;
-		vote_char_window(window, batch, &nbatch, &last);
+		word = b != 0;
+		ends[nends] = pos;
+		nends += was_word & !word;
+		/* b, or a space where b is 0: arithmetic, so that it stays branch-free */
+		norm[pos] = (char) (b | (' ' & (word - 1)));
+		pos += word | was_word;
 	}
+	/* The space after the last word stays only if a word follows. */
+	if (!word)
+		pos--;
 	written = pos - start;
-	for (int64 k = Min(written, RECENT_CHARS); k > 0; k--)
+	vote_char_grams(chars, norm, start, pos);
+	next_start = shingles_ended(w, tokens, ends, nends, was_open, start + 1);
+	if (word && (nends > 0 || !was_open))
+		w->recent[w->ntokens % RECENT_TOKENS] = next_start;
+	w->open = word;
+	for (Size k = Min(written, RECENT_CHARS); k > 0; k--)
 		w->recent_chars[(w->nchars + written - k) % RECENT_CHARS] = pos - k;
 	w->nchars += written;
 	w->ascii_tail += written;
 	w->pos = pos;
-	w->ntokens = ntokens;
-	w->open = open;
-	w->window = window;
-	chars->last = last;
-	batch->n = nbatch;
 	CHECK_FOR_INTERRUPTS();
 	return i;
 }
@@ -593,7 +648,6 @@ for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
 	w.ntokens = 0;
 	w.open = false;
 	w.nchars = 0;
-	w.window = 0;
 	w.ascii_tail = 0;
 
 	while (i < len)
