@@ -480,25 +480,77 @@ gram_input(const char *p, int n)
 	return last + ((uint64) first << 32);
 }
 
-/* hashes[j - from]: the hash of the n-gram ending at norm[j], for j in [from, to). */
+/* *hashes: those of the n-grams ending at norm[j .. j + lanes) (a pointer: no vector in the ABI). */
+static pg_attribute_always_inline void
+hash_ascii_grams(const char *norm, Size j, int lanes, GramLanes *hashes)
+{
+	GramLanes	h = {0};
+
+	for (int k = 0; k < lanes; k++)
+		h[k] = gram_input(norm + j + k + 1 - V2_CHAR_GRAM, V2_CHAR_GRAM);
+	h ^= XXH3_SECRET_8_XOR_16;
+	h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
+	h *= XXH3_RRMXMX_PRIME;
+	h ^= (h >> 35) + V2_CHAR_GRAM;
+	h *= XXH3_RRMXMX_PRIME;
+	*hashes = h ^ (h >> 28);
+}
+
+/*
+ * The n-grams ending at each byte of norm[from, to), hashed and voted in
+ * order (the runs rule).  Lanes that all differ from the lane before (almost
+ * always) go into the batch as they are; else one at a time.
+ */
 SIMD_CLONES
 static void
-hash_ascii_grams(const char *norm, Size from, Size to, uint64 *hashes)
+vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
 {
+	HashBatch  *batch = chars->batch;
+	uint64		last = chars->last;
+	int			nbatch = batch->n;
+
+	Assert(chars->any);			/* an n-gram came before */
 	for (Size j = from; j < to; j += GRAM_LANES)
 	{
-		GramLanes	h = {0};
+		int			lanes = Min(GRAM_LANES, to - j);
+		GramLanes	h;
+		GramLanes	before;
+		GramLanes	same;
 
-		for (int k = 0; k < GRAM_LANES && j + k < to; k++)
-			h[k] = gram_input(norm + j + k + 1 - V2_CHAR_GRAM, V2_CHAR_GRAM);
-		h ^= XXH3_SECRET_8_XOR_16;
-		h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
-		h *= XXH3_RRMXMX_PRIME;
-		h ^= (h >> 35) + V2_CHAR_GRAM;
-		h *= XXH3_RRMXMX_PRIME;
-		h ^= h >> 28;
-		memcpy(hashes + (j - from), &h, sizeof(h));
+		hash_ascii_grams(norm, j, lanes, &h);
+		before = (GramLanes) {last, h[0], h[1], h[2], h[3], h[4], h[5], h[6]};
+		same = (GramLanes) (h == before);
+
+		/* Room for the lanes. */
+		if (nbatch > HASH_BATCH - GRAM_LANES)
+		{
+			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+			nbatch = 0;
+		}
+		if (lanes == GRAM_LANES && !(V2_RUNS_ONCE && (same[0] | same[1] | same[2] | same[3] |
+													  same[4] | same[5] | same[6] | same[7])))
+		{
+			memcpy(batch->hashes + nbatch, &h, sizeof(h));
+			nbatch += GRAM_LANES;
+			last = h[GRAM_LANES - 1];
+			continue;
+		}
+		for (int k = 0; k < lanes; k++)
+		{
+			if (V2_RUNS_ONCE && h[k] == last)
+				continue;
+			last = h[k];
+			batch->hashes[nbatch++] = last;
+		}
 	}
+	/* A full batch is voted at once (hash_batch_add's rule). */
+	if (nbatch == HASH_BATCH)
+	{
+		vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+		nbatch = 0;
+	}
+	chars->last = last;
+	batch->n = nbatch;
 }
 
 /*
@@ -508,8 +560,8 @@ hash_ascii_grams(const char *norm, Size from, Size to, uint64 *hashes)
  *   1. the bytes written, without a branch: a word byte lowered, the first
  *      separator after a word as the joining space (the one after the last
  *      word is taken back at the end), the ends of tokens noted;
- *   2. the n-grams the new characters end, hashed GRAM_LANES at a time
- *      (hash_ascii_grams) and voted in order;
+ *   2. the n-grams the new characters end, hashed and voted GRAM_LANES at
+ *      a time (vote_ascii_grams);
  *   3. the token shingles the noted ends finish, handed to part_feature.
  * It starts where every n-gram it ends is all ASCII and an n-gram came before
  * (ascii_voting_ready).  Its state lives in locals, not in w: a byte stored
@@ -520,36 +572,6 @@ static pg_attribute_always_inline bool
 ascii_voting_ready(const TokenWriter *w)
 {
 	return V2_CHAR_GRAM_IN_REGISTER && w->nchars >= V2_CHAR_GRAM && w->ascii_tail >= V2_CHAR_GRAM - 1;
-}
-
-/* The n-grams ending at each byte of norm[from, to): hashed and voted in order (the runs rule). */
-static pg_attribute_always_inline void
-vote_char_grams(PartVotes *chars, const char *norm, Size from, Size to)
-{
-	HashBatch  *batch = chars->batch;
-	uint64		last = chars->last;
-	int			nbatch = batch->n;
-	uint64		hashes[ASCII_RUN + 2 * GRAM_LANES];
-
-	Assert(chars->any);			/* an n-gram came before */
-	Assert(to - from <= ASCII_RUN + 1);
-	hash_ascii_grams(norm, from, to, hashes);
-	for (Size k = 0; k < to - from; k++)
-	{
-		uint64		hash = hashes[k];
-
-		if (V2_RUNS_ONCE && hash == last)
-			continue;
-		last = hash;
-		batch->hashes[nbatch++] = hash;
-		if (nbatch == HASH_BATCH)
-		{
-			vote_add_hashes(&batch->vote, batch->hashes, HASH_BATCH);
-			nbatch = 0;
-		}
-	}
-	chars->last = last;
-	batch->n = nbatch;
 }
 
 /*
@@ -614,7 +636,7 @@ ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 	if (!word)
 		pos--;
 	written = pos - start;
-	vote_char_grams(chars, norm, start, pos);
+	vote_ascii_grams(chars, norm, start, pos);
 	next_start = shingles_ended(w, tokens, ends, nends, was_open, start + 1);
 	if (word && (nends > 0 || !was_open))
 		w->recent[w->ntokens % RECENT_TOKENS] = next_start;

@@ -146,3 +146,15 @@ def test_text_v2_long_texts_match_sql(shared_db: psycopg.Connection) -> None:
     for text in texts:
         got = shared_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
         assert int(got) == hashing.simhash_v2(text)
+
+
+def test_text_v2_mixed_runs_match_sql(shared_db: psycopg.Connection) -> None:
+    """ASCII words of every length among characters of other scripts, as in
+    translated manual pages: C's runs of ASCII start and stop everywhere, and
+    its batches of hashes fill at every offset."""
+    rng = random.Random(2828)
+    pieces = ["中", "文", "é", "ß", "—", "。", "passwd", "a", "to", "the", "[options]", " ", "  ", "\n", "-h", "x1"]
+    for _ in range(30):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(500, 5000)))
+        got = shared_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
+        assert int(got) == hashing.simhash_v2(text), text[:200]
