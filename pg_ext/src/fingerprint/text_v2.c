@@ -449,15 +449,9 @@ part_feature(const char *data, Size len, void *arg)
  * XXH3-64 (seed 0) of n-grams of n ASCII bytes, 4 <= n <= 8, GRAM_LANES at a
  * time: XXH3's own formula for inputs of that length (xxhash.h,
  * XXH3_len_4to8_64b) on the 64-bit value its two little-endian 32-bit reads
- * make (gram_input), in the lanes of a vector.  The compiler makes a copy of
- * hash_ascii_grams for each of these instruction sets (AVX-512: 8 lanes in one
- * register, a 64-bit multiply of its own), and the CPU's own is chosen at load.
+ * make (gram_input), in the lanes of a vector (SIMD_CLONES: with AVX-512, 8
+ * lanes in one register and a 64-bit multiply of its own).
  */
-#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__) && __GNUC__ >= 11
-#define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SIMD_CLONES
-#endif
 #define GRAM_LANES 8
 #define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
 #define XXH3_RRMXMX_PRIME UINT64CONST(0x9FB21C651E98DF25)
@@ -480,14 +474,69 @@ gram_input(const char *p, int n)
 	return last + ((uint64) first << 32);
 }
 
-/* *hashes: those of the n-grams ending at norm[j .. j + lanes) (a pointer: no vector in the ABI). */
+/*
+ * With AVX-512, a full vector's inputs are picked from the bytes read at once
+ * by one shuffle: lane k's bytes are the 4 that end its n-gram, then the 4 it
+ * starts with (little-endian lanes).  (Without, the compiler would pick them
+ * one byte at a time: then 8 pairs of reads are faster.)
+ */
+#if defined(HAVE_SIMD_AVX512) && defined(__has_builtin) && !defined(WORDS_BIGENDIAN)
+#if __has_builtin(__builtin_shufflevector)
+#define GRAM_SHUFFLE
+#endif
+#endif
+#define GRAM_BYTE(k, t) ((t) < 4 ? (k) + V2_CHAR_GRAM - 4 + (t) : (k) + (t) - 4)
+#define GRAM_LANE(k) GRAM_BYTE(k, 0), GRAM_BYTE(k, 1), GRAM_BYTE(k, 2), GRAM_BYTE(k, 3), \
+	GRAM_BYTE(k, 4), GRAM_BYTE(k, 5), GRAM_BYTE(k, 6), GRAM_BYTE(k, 7)
+typedef unsigned char GramBytes __attribute__((vector_size(GRAM_LANES * sizeof(uint64))));
+
+/* The XXH3 inputs of the n-grams starting at src[0 .. lanes) (room for GramBytes at src). */
 static pg_attribute_always_inline void
-hash_ascii_grams(const char *norm, Size j, int lanes, GramLanes *hashes)
+gram_inputs(const char *src, int lanes, bool shuffle, GramLanes *inputs)
 {
 	GramLanes	h = {0};
 
+	StaticAssertStmt(GRAM_LANES == 8, "GRAM_LANE lists 8 lanes");
+#ifdef GRAM_SHUFFLE
+	if (shuffle && lanes == GRAM_LANES)
+	{
+		GramBytes	bytes;
+
+		memcpy(&bytes, src, sizeof(bytes));
+		*inputs = (GramLanes) __builtin_shufflevector(bytes, bytes, GRAM_LANE(0), GRAM_LANE(1),
+													  GRAM_LANE(2), GRAM_LANE(3), GRAM_LANE(4),
+													  GRAM_LANE(5), GRAM_LANE(6), GRAM_LANE(7));
+		return;
+	}
+#endif
 	for (int k = 0; k < lanes; k++)
-		h[k] = gram_input(norm + j + k + 1 - V2_CHAR_GRAM, V2_CHAR_GRAM);
+		h[k] = gram_input(src + k, V2_CHAR_GRAM);
+	*inputs = h;
+}
+
+/* Whether any lane is not 0. */
+static pg_attribute_always_inline bool
+any_lane(GramLanes t, bool shuffle)
+{
+#ifdef GRAM_SHUFFLE
+	if (shuffle)
+	{
+		t |= __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 1, 2, 3);
+		t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5);
+		t |= __builtin_shufflevector(t, t, 1, 0, 3, 2, 5, 4, 7, 6);
+		return t[0] != 0;
+	}
+#endif
+	return (t[0] | t[1] | t[2] | t[3] | t[4] | t[5] | t[6] | t[7]) != 0;
+}
+
+/* *hashes: those of the n-grams ending at norm[j .. j + lanes) (a pointer: no vector in the ABI). */
+static pg_attribute_always_inline void
+hash_ascii_grams(const char *norm, Size j, int lanes, bool shuffle, GramLanes *hashes)
+{
+	GramLanes	h;
+
+	gram_inputs(norm + j + 1 - V2_CHAR_GRAM, lanes, shuffle, &h);
 	h ^= XXH3_SECRET_8_XOR_16;
 	h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
 	h *= XXH3_RRMXMX_PRIME;
@@ -501,9 +550,8 @@ hash_ascii_grams(const char *norm, Size j, int lanes, GramLanes *hashes)
  * order (the runs rule).  Lanes that all differ from the lane before (almost
  * always) go into the batch as they are; else one at a time.
  */
-SIMD_CLONES
-static void
-vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
+static pg_attribute_always_inline void
+vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, bool shuffle)
 {
 	HashBatch  *batch = chars->batch;
 	uint64		last = chars->last;
@@ -515,11 +563,9 @@ vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
 		int			lanes = Min(GRAM_LANES, to - j);
 		GramLanes	h;
 		GramLanes	before;
-		GramLanes	same;
 
-		hash_ascii_grams(norm, j, lanes, &h);
+		hash_ascii_grams(norm, j, lanes, shuffle, &h);
 		before = (GramLanes) {last, h[0], h[1], h[2], h[3], h[4], h[5], h[6]};
-		same = (GramLanes) (h == before);
 
 		/* Room for the lanes. */
 		if (nbatch > HASH_BATCH - GRAM_LANES)
@@ -527,8 +573,7 @@ vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
 			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
 			nbatch = 0;
 		}
-		if (lanes == GRAM_LANES && !(V2_RUNS_ONCE && (same[0] | same[1] | same[2] | same[3] |
-													  same[4] | same[5] | same[6] | same[7])))
+		if (lanes == GRAM_LANES && !(V2_RUNS_ONCE && any_lane((GramLanes) (h == before), shuffle)))
 		{
 			memcpy(batch->hashes + nbatch, &h, sizeof(h));
 			nbatch += GRAM_LANES;
@@ -551,6 +596,35 @@ vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
 	}
 	chars->last = last;
 	batch->n = nbatch;
+}
+
+SIMD_CLONES
+static void
+vote_ascii_grams_clones(PartVotes *chars, const char *norm, Size from, Size to)
+{
+	vote_ascii_grams_with(chars, norm, from, to, false);
+}
+
+#ifdef GRAM_SHUFFLE
+SIMD_AVX512
+static void
+vote_ascii_grams_avx512(PartVotes *chars, const char *norm, Size from, Size to)
+{
+	vote_ascii_grams_with(chars, norm, from, to, true);
+}
+#endif
+
+static void
+vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
+{
+#ifdef GRAM_SHUFFLE
+	if (avx512_usable)
+	{
+		vote_ascii_grams_avx512(chars, norm, from, to);
+		return;
+	}
+#endif
+	vote_ascii_grams_clones(chars, norm, from, to);
 }
 
 /*

@@ -8,6 +8,24 @@
 #include "simhash.h"
 
 /*
+ * A function that works on vectors (GCC's vector extensions): the compiler
+ * makes a copy of it for AVX-512 and for AVX2 besides the plain one, and the
+ * CPU's own is chosen when the library is loaded (an ifunc).
+ */
+#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__) && __GNUC__ >= 11
+#define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/* A function for AVX-512 alone, called where avx512_usable(). */
+#define SIMD_AVX512 __attribute__((target("arch=x86-64-v4")))
+#define HAVE_SIMD_AVX512 1
+#else
+#define SIMD_CLONES
+#endif
+
+/* Whether this CPU runs SIMD_AVX512 functions (vote_simd_init sets it at load). */
+extern bool avx512_usable;
+extern void vote_simd_init(void);
+
+/*
  * Unweighted vote.  count[i] is how many hashes had bit i set, out of
  * nvotes.  Bit i of the result is set iff 2 * count[i] > nvotes.
  */
