@@ -71,6 +71,16 @@ def test_vote_matches_sql(shared_db: psycopg.Connection, hashes: list[int]) -> N
     assert int(got) == hashing.compute([h & MASK64 for h in hashes]) == hashing.vote(hashes)
 
 
+@pytest.mark.parametrize("size", [127, 128, 129, 3967, 3968, 3969, 4096, 70_001])
+def test_long_votes_match_sql(shared_db: psycopg.Connection, size: int) -> None:
+    """Arrays past C's vectors of hashes (128 a step) and the byte counters'
+    capacity, of mostly all-ones hashes, so that every counter runs full."""
+    rng = random.Random(size)
+    hashes = [-1 if rng.random() < 0.9 else rng.randrange(-(2**63), 2**63) for _ in range(size)]
+    got = shared_db.execute("SELECT simhash(%s::bigint[])::text", (hashes,)).fetchone()[0]
+    assert int(got) == hashing.compute([h & MASK64 for h in hashes])
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
