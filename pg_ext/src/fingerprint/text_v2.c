@@ -62,6 +62,8 @@
  * fast path cannot disagree with them.
  */
 static char ascii_token_byte[128];
+/* Whether those are the ASCII letters and digits, lowered (write_ascii_word8 assumes it). */
+static bool ascii_word8_ok = false;
 
 /*
  * What a walk over a text emits: the features of each part (size 0: none).
@@ -126,6 +128,16 @@ simhash_text_v2_init(void)
 		}
 		Assert(value == UNICODE_WORD || value == UNICODE_SEPARATOR);
 		ascii_token_byte[c] = value == UNICODE_WORD ? (char) out : 0;
+	}
+	/* The tables' ASCII words are the letters and digits, lowered: write_ascii_word8's. */
+	ascii_word8_ok = true;
+	for (uint32 c = 0; c < 128; c++)
+	{
+		bool		upper = c >= 'A' && c <= 'Z';
+		bool		alnum = upper || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+		if (ascii_token_byte[c] != (alnum ? (char) (upper ? c + 'a' - 'A' : c) : 0))
+			ascii_word8_ok = false;
 	}
 }
 
@@ -675,6 +687,96 @@ shingles_ended(TokenWriter *w, PartVotes *tokens, const Size *ends, int nends,
 	return start;
 }
 
+/*
+ * Pass 1 of ascii_run_voting, one byte: written lowered if it is a word byte,
+ * as the joining space if it is the first separator after a word; a token
+ * end noted there.  Arithmetic, so that it stays free of branches.
+ */
+static pg_attribute_always_inline void
+write_ascii_byte(char *norm, Size *pos, Size *ends, int *nends, int *word, unsigned char c)
+{
+	char		b = ascii_token_byte[c];
+	int			was_word = *word;
+
+	*word = b != 0;
+	ends[*nends] = *pos;
+	*nends += was_word & !*word;
+	norm[*pos] = (char) (b | (' ' & (*word - 1)));
+	*pos += *word | was_word;
+}
+
+/*
+ * Eight bytes at once, in the bytes of a word (little-endian, so not where
+ * WORDS_BIGENDIAN): a word byte is a letter or digit (ascii_word8_ok: the
+ * tables say the same), found by adding to every byte at once so that its top
+ * bit tells whether it is at least lo (BYTES_AT_LEAST) or above hi.
+ */
+#define BYTES(b)	(UINT64CONST(0x0101010101010101) * (b))
+#define TOP_BITS	BYTES(0x80)
+#define BYTES_IN(x, lo, hi) (((x) + BYTES(0x80 - (lo))) & ~((x) + BYTES(0x7F - (hi))) & TOP_BITS)
+
+/*
+ * The 8 ASCII bytes x, where no separator follows a separator (each byte
+ * makes one character): written, their token ends noted.  Returns how many
+ * bytes to take one by one first where some separator does (nothing written).
+ */
+static pg_attribute_always_inline int
+write_ascii_word8(char *norm, Size *pos, Size *ends, int *nends, int *word, uint64 x)
+{
+	uint64		upper = BYTES_IN(x, 'A', 'Z');
+	uint64		words = BYTES_IN(x, '0', '9') | upper | BYTES_IN(x, 'a', 'z');
+	uint64		separators = ~words & TOP_BITS;
+	uint64		after_word = (words << 8) | ((uint64) *word << 7);
+	uint64		collapsed = separators & ~after_word;
+	uint64		word_bytes = (words >> 7) * 0xFF;
+	uint64		out = ((x | (upper >> 2)) & word_bytes) | (BYTES(' ') & ~word_bytes);
+
+	if (collapsed != 0)
+		return pg_rightmost_one_pos64(collapsed) / 8 + 1;
+	memcpy(norm + *pos, &out, sizeof(out));
+	for (uint64 m = separators & after_word; m != 0; m &= m - 1)
+		ends[(*nends)++] = *pos + pg_rightmost_one_pos64(m) / 8;
+	*pos += 8;
+	*word = (words >> 63) & 1;
+	return 0;
+}
+
+/* Pass 1 over in[i, end) up to the first byte >= 0x80: returns where it stopped. */
+static pg_attribute_always_inline int
+write_ascii_run(char *norm, Size *pos, Size *ends, int *nends, int *word,
+				const unsigned char *in, int i, int end)
+{
+	while (i < end)
+	{
+		int			one_by_one = 1;
+
+#ifndef WORDS_BIGENDIAN
+		if (ascii_word8_ok && end - i >= 8)
+		{
+			uint64		x;
+
+			memcpy(&x, in + i, sizeof(x));
+			if ((x & TOP_BITS) == 0)
+			{
+				one_by_one = write_ascii_word8(norm, pos, ends, nends, word, x);
+				if (one_by_one == 0)
+				{
+					i += 8;
+					continue;
+				}
+			}
+		}
+#endif
+		for (; one_by_one > 0 && i < end; one_by_one--, i++)
+		{
+			if (in[i] >= 0x80)
+				return i;
+			write_ascii_byte(norm, pos, ends, nends, word, in[i]);
+		}
+	}
+	return i;
+}
+
 static pg_noinline int
 ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 				 const unsigned char *in, int i, int end)
@@ -694,18 +796,7 @@ ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 	/* After a finished token, the joining space (taken back if no word follows). */
 	if (!was_open)
 		norm[pos++] = ' ';
-	for (; i < end && in[i] < 0x80; i++)
-	{
-		char		b = ascii_token_byte[in[i]];
-		int			was_word = word;
-
-		word = b != 0;
-		ends[nends] = pos;
-		nends += was_word & !word;
-		/* b, or a space where b is 0: arithmetic, so that it stays branch-free */
-		norm[pos] = (char) (b | (' ' & (word - 1)));
-		pos += word | was_word;
-	}
+	i = write_ascii_run(norm, &pos, ends, &nends, &word, in, i, end);
 	/* The space after the last word stays only if a word follows. */
 	if (!word)
 		pos--;
