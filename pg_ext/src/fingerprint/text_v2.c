@@ -466,8 +466,8 @@ part_feature(const char *data, Size len, void *arg)
  * XXH3-64 (seed 0) of n-grams of n ASCII bytes, 4 <= n <= 8, GRAM_LANES at a
  * time: XXH3's own formula for inputs of that length (xxhash.h,
  * XXH3_len_4to8_64b) on the 64-bit value its two little-endian 32-bit reads
- * make (gram_input), in the lanes of a vector (SIMD_CLONES: with AVX-512, 8
- * lanes in one register and a 64-bit multiply of its own).
+ * make (gram_input), in the lanes of a vector (vote.h's copies: with AVX-512,
+ * 8 lanes in one register and a 64-bit multiply of its own).
  */
 #define GRAM_LANES 8
 #define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
@@ -497,7 +497,7 @@ gram_input(const char *p, int n)
  * starts with (little-endian lanes).  (Without, the compiler would pick them
  * one byte at a time: then 8 pairs of reads are faster.)
  */
-#if defined(HAVE_SIMD_AVX512) && defined(__has_builtin) && !defined(WORDS_BIGENDIAN)
+#if defined(HAVE_SIMD_COPIES) && defined(__has_builtin) && !defined(WORDS_BIGENDIAN)
 #if __has_builtin(__builtin_shufflevector)
 #define GRAM_SHUFFLE
 #endif
@@ -615,33 +615,39 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, bo
 	batch->n = nbatch;
 }
 
-SIMD_CLONES
-static void
-vote_ascii_grams_clones(PartVotes *chars, const char *norm, Size from, Size to)
-{
-	vote_ascii_grams_with(chars, norm, from, to, false);
-}
-
-#ifdef GRAM_SHUFFLE
-SIMD_AVX512
+#ifdef HAVE_SIMD_COPIES
+TARGET_AVX512
 static void
 vote_ascii_grams_avx512(PartVotes *chars, const char *norm, Size from, Size to)
 {
 	vote_ascii_grams_with(chars, norm, from, to, true);
+}
+
+TARGET_AVX2
+static void
+vote_ascii_grams_avx2(PartVotes *chars, const char *norm, Size from, Size to)
+{
+	vote_ascii_grams_with(chars, norm, from, to, false);
 }
 #endif
 
 static void
 vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
 {
-#ifdef GRAM_SHUFFLE
-	if (avx512_usable)
+#ifdef HAVE_SIMD_COPIES
+	switch (simd_level())
 	{
-		vote_ascii_grams_avx512(chars, norm, from, to);
-		return;
+		case SIMD_AVX512:
+			vote_ascii_grams_avx512(chars, norm, from, to);
+			return;
+		case SIMD_AVX2:
+			vote_ascii_grams_avx2(chars, norm, from, to);
+			return;
+		case SIMD_PLAIN:
+			break;
 	}
 #endif
-	vote_ascii_grams_clones(chars, norm, from, to);
+	vote_ascii_grams_with(chars, norm, from, to, false);
 }
 
 /*

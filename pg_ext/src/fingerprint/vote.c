@@ -18,6 +18,8 @@
 
 #include <math.h>
 
+#include "utils/guc.h"
+
 /* SPREAD(b): bit j of byte b moved to bit 8*j, i.e. into byte lane j. */
 #define SPREAD_BIT(b, j)	((uint64) (((b) >> (j)) & 1) << (8 * (j)))
 #define SPREAD(b) \
@@ -33,18 +35,38 @@ static const uint64 byte_spread[256] = {
 
 #define LANE_CAPACITY 255
 
-bool		avx512_usable = false;
+/* What this CPU runs (vote_simd_init), and the most simhash.debug_simd allows. */
+static SimdLevel cpu_simd = SIMD_PLAIN;
+static int	debug_simd = SIMD_AVX512;
 
-/* Sets avx512_usable: the CPU and the OS have what arch=x86-64-v4 assumes. */
+static const struct config_enum_entry debug_simd_options[] = {
+	{"auto", SIMD_AVX512, false},
+	{"avx2", SIMD_AVX2, false},
+	{"none", SIMD_PLAIN, false},
+	{NULL, 0, false},
+};
+
+SimdLevel
+simd_level(void)
+{
+	return Min(cpu_simd, (SimdLevel) debug_simd);
+}
+
 void
 vote_simd_init(void)
 {
-#ifdef HAVE_SIMD_AVX512
+#ifdef HAVE_SIMD_COPIES
 	__builtin_cpu_init();
-	avx512_usable = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		__builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-		__builtin_cpu_supports("avx512vl");
+	if (__builtin_cpu_supports("x86-64-v4"))
+		cpu_simd = SIMD_AVX512;
+	else if (__builtin_cpu_supports("x86-64-v3"))
+		cpu_simd = SIMD_AVX2;
 #endif
+	DefineCustomEnumVariable("simhash.debug_simd",
+							 "Uses at most this instruction set in the fingerprints' vector code, for tests.",
+							 "auto (the default): the best this CPU runs; avx2; none. Every one gives the same bits.",
+							 &debug_simd, SIMD_AVX512, debug_simd_options,
+							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }
 
 void
@@ -149,9 +171,8 @@ lanes_add_counts(uint64 *lanes, uint64 ones, uint64 twos, uint64 fours, uint64 e
 #define VOTE_LANES 8
 typedef uint64 VoteLanes __attribute__((vector_size(VOTE_LANES * sizeof(uint64))));
 
-SIMD_CLONES
-static size_t
-vote_add_hash_vectors(SimhashVote *vote, const uint64 *hashes, size_t n)
+static pg_attribute_always_inline size_t
+vote_add_hash_vectors_with(SimhashVote *vote, const uint64 *hashes, size_t n)
 {
 	VoteLanes	ones = {0},
 				twos = {0},
@@ -184,6 +205,39 @@ vote_add_hash_vectors(SimhashVote *vote, const uint64 *hashes, size_t n)
 	vote_add_lanes(vote, lanes, 1);
 	vote->nvotes += i;
 	return i;
+}
+
+#ifdef HAVE_SIMD_COPIES
+TARGET_AVX512
+static size_t
+vote_add_hash_vectors_avx512(SimhashVote *vote, const uint64 *hashes, size_t n)
+{
+	return vote_add_hash_vectors_with(vote, hashes, n);
+}
+
+TARGET_AVX2
+static size_t
+vote_add_hash_vectors_avx2(SimhashVote *vote, const uint64 *hashes, size_t n)
+{
+	return vote_add_hash_vectors_with(vote, hashes, n);
+}
+#endif
+
+static size_t
+vote_add_hash_vectors(SimhashVote *vote, const uint64 *hashes, size_t n)
+{
+#ifdef HAVE_SIMD_COPIES
+	switch (simd_level())
+	{
+		case SIMD_AVX512:
+			return vote_add_hash_vectors_avx512(vote, hashes, n);
+		case SIMD_AVX2:
+			return vote_add_hash_vectors_avx2(vote, hashes, n);
+		case SIMD_PLAIN:
+			break;
+	}
+#endif
+	return vote_add_hash_vectors_with(vote, hashes, n);
 }
 
 void

@@ -8,21 +8,27 @@
 #include "simhash.h"
 
 /*
- * A function that works on vectors (GCC's vector extensions): the compiler
- * makes a copy of it for AVX-512 and for AVX2 besides the plain one, and the
- * CPU's own is chosen when the library is loaded (an ifunc).
+ * The vector code (GCC's vector extensions) is compiled once per instruction
+ * set where the compiler can (x86-64, GCC 12 or later): for AVX-512
+ * (TARGET_AVX512), for AVX2 (TARGET_AVX2) and plain, and each call takes the best
+ * copy this CPU runs (simd_level), or the one simhash.debug_simd allows.
+ * Every copy computes the same bits.
  */
-#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__) && __GNUC__ >= 11
-#define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-/* A function for AVX-512 alone, called where avx512_usable(). */
-#define SIMD_AVX512 __attribute__((target("arch=x86-64-v4")))
-#define HAVE_SIMD_AVX512 1
-#else
-#define SIMD_CLONES
+#if defined(__x86_64__) && !defined(__clang__) && __GNUC__ >= 12
+#define HAVE_SIMD_COPIES 1
+#define TARGET_AVX512 __attribute__((target("arch=x86-64-v4")))
+#define TARGET_AVX2 __attribute__((target("arch=x86-64-v3")))
 #endif
 
-/* Whether this CPU runs SIMD_AVX512 functions (vote_simd_init sets it at load). */
-extern bool avx512_usable;
+typedef enum SimdLevel
+{
+	SIMD_PLAIN,
+	SIMD_AVX2,
+	SIMD_AVX512,
+} SimdLevel;
+
+extern SimdLevel simd_level(void);
+/* Finds what the CPU runs, defines simhash.debug_simd (at load). */
 extern void vote_simd_init(void);
 
 /*
