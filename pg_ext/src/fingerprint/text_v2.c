@@ -494,8 +494,9 @@ gram_input(const char *p, int n)
 /*
  * With AVX-512, a full vector's inputs are picked from the bytes read at once
  * by one shuffle: lane k's bytes are the 4 that end its n-gram, then the 4 it
- * starts with (little-endian lanes).  (Without, the compiler would pick them
- * one byte at a time: then 8 pairs of reads are faster.)
+ * starts with (little-endian lanes).  (With AVX2, whose shuffles stay within
+ * 16 bytes, the compiler picks them one by one, or half a vector at a time
+ * with a shuffle each: 8 pairs of reads are faster, measured.)
  */
 #if defined(HAVE_SIMD_COPIES) && defined(__has_builtin) && !defined(WORDS_BIGENDIAN)
 #if __has_builtin(__builtin_shufflevector)
@@ -507,15 +508,18 @@ gram_input(const char *p, int n)
 	GRAM_BYTE(k, 4), GRAM_BYTE(k, 5), GRAM_BYTE(k, 6), GRAM_BYTE(k, 7)
 typedef unsigned char GramBytes __attribute__((vector_size(GRAM_LANES * sizeof(uint64))));
 
-/* The XXH3 inputs of the n-grams starting at src[0 .. lanes) (room for GramBytes at src). */
+/*
+ * The XXH3 inputs of the n-grams starting at src[0 .. lanes), by the code of
+ * level (room for GramBytes at src).
+ */
 static pg_attribute_always_inline void
-gram_inputs(const char *src, int lanes, bool shuffle, GramLanes *inputs)
+gram_inputs(const char *src, int lanes, SimdLevel level, GramLanes *inputs)
 {
 	GramLanes	h = {0};
 
 	StaticAssertStmt(GRAM_LANES == 8, "GRAM_LANE lists 8 lanes");
 #ifdef GRAM_SHUFFLE
-	if (shuffle && lanes == GRAM_LANES)
+	if (level == SIMD_AVX512 && lanes == GRAM_LANES)
 	{
 		GramBytes	bytes;
 
@@ -531,12 +535,14 @@ gram_inputs(const char *src, int lanes, bool shuffle, GramLanes *inputs)
 	*inputs = h;
 }
 
-/* Whether any lane is not 0. */
+/* Whether any lane of *lanes is not 0. */
 static pg_attribute_always_inline bool
-any_lane(GramLanes t, bool shuffle)
+any_lane(const GramLanes *lanes, SimdLevel level)
 {
+	GramLanes	t = *lanes;
+
 #ifdef GRAM_SHUFFLE
-	if (shuffle)
+	if (level == SIMD_AVX512)
 	{
 		t |= __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 1, 2, 3);
 		t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5);
@@ -549,11 +555,11 @@ any_lane(GramLanes t, bool shuffle)
 
 /* *hashes: those of the n-grams ending at norm[j .. j + lanes) (a pointer: no vector in the ABI). */
 static pg_attribute_always_inline void
-hash_ascii_grams(const char *norm, Size j, int lanes, bool shuffle, GramLanes *hashes)
+hash_ascii_grams(const char *norm, Size j, int lanes, SimdLevel level, GramLanes *hashes)
 {
 	GramLanes	h;
 
-	gram_inputs(norm + j + 1 - V2_CHAR_GRAM, lanes, shuffle, &h);
+	gram_inputs(norm + j + 1 - V2_CHAR_GRAM, lanes, level, &h);
 	h ^= XXH3_SECRET_8_XOR_16;
 	h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
 	h *= XXH3_RRMXMX_PRIME;
@@ -568,7 +574,7 @@ hash_ascii_grams(const char *norm, Size j, int lanes, bool shuffle, GramLanes *h
  * always) go into the batch as they are; else one at a time.
  */
 static pg_attribute_always_inline void
-vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, bool shuffle)
+vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, SimdLevel level)
 {
 	HashBatch  *batch = chars->batch;
 	uint64		last = chars->last;
@@ -580,8 +586,9 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, bo
 		int			lanes = Min(GRAM_LANES, to - j);
 		GramLanes	h;
 		GramLanes	before;
+		GramLanes	same;
 
-		hash_ascii_grams(norm, j, lanes, shuffle, &h);
+		hash_ascii_grams(norm, j, lanes, level, &h);
 		before = (GramLanes) {last, h[0], h[1], h[2], h[3], h[4], h[5], h[6]};
 
 		/* Room for the lanes. */
@@ -590,7 +597,8 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, bo
 			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
 			nbatch = 0;
 		}
-		if (lanes == GRAM_LANES && !(V2_RUNS_ONCE && any_lane((GramLanes) (h == before), shuffle)))
+		same = (GramLanes) (h == before);
+		if (lanes == GRAM_LANES && !(V2_RUNS_ONCE && any_lane(&same, level)))
 		{
 			memcpy(batch->hashes + nbatch, &h, sizeof(h));
 			nbatch += GRAM_LANES;
@@ -620,14 +628,14 @@ TARGET_AVX512
 static void
 vote_ascii_grams_avx512(PartVotes *chars, const char *norm, Size from, Size to)
 {
-	vote_ascii_grams_with(chars, norm, from, to, true);
+	vote_ascii_grams_with(chars, norm, from, to, SIMD_AVX512);
 }
 
 TARGET_AVX2
 static void
 vote_ascii_grams_avx2(PartVotes *chars, const char *norm, Size from, Size to)
 {
-	vote_ascii_grams_with(chars, norm, from, to, false);
+	vote_ascii_grams_with(chars, norm, from, to, SIMD_AVX2);
 }
 #endif
 
@@ -647,7 +655,7 @@ vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
 			break;
 	}
 #endif
-	vote_ascii_grams_with(chars, norm, from, to, false);
+	vote_ascii_grams_with(chars, norm, from, to, SIMD_PLAIN);
 }
 
 /*
