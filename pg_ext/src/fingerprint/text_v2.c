@@ -682,7 +682,9 @@ ascii_voting_ready(const TokenWriter *w)
 /*
  * The tokens the run ended (at ends[0..nends)), the first starting at
  * first_start unless it was open before the run: their starts noted, the
- * shingles they finish handed on.  Returns where the next token starts.
+ * shingles they finish hashed and voted at once (their bytes were written a
+ * pass before: no stall reading them back), after the ones held back.
+ * Returns where the next token starts.
  */
 static pg_attribute_always_inline Size
 shingles_ended(TokenWriter *w, PartVotes *tokens, const Size *ends, int nends,
@@ -690,6 +692,7 @@ shingles_ended(TokenWriter *w, PartVotes *tokens, const Size *ends, int nends,
 {
 	Size		start = first_start;
 
+	settle_part(tokens);
 	for (int k = 0; k < nends; k++)
 	{
 		if (k > 0 || !was_open)
@@ -698,8 +701,10 @@ shingles_ended(TokenWriter *w, PartVotes *tokens, const Size *ends, int nends,
 		if (V2_TOKEN_SHINGLE > 0 && w->ntokens >= V2_TOKEN_SHINGLE)
 		{
 			Size		first = w->recent[(w->ntokens - V2_TOKEN_SHINGLE) % RECENT_TOKENS];
+			uint64		hash = XXH3_64bits(w->norm + first, ends[k] - first);
 
-			part_feature(w->norm + first, ends[k] - first, tokens);
+			if (part_votes(tokens, hash))
+				hash_batch_add(tokens->batch, hash);
 		}
 		start = ends[k] + 1;
 	}
