@@ -463,17 +463,29 @@ part_feature(const char *data, Size len, void *arg)
 }
 
 /*
- * XXH3-64 (seed 0) of n-grams of n ASCII bytes, 4 <= n <= 8, GRAM_LANES at a
- * time: XXH3's own formula for inputs of that length (xxhash.h,
- * XXH3_len_4to8_64b) on the 64-bit value its two little-endian 32-bit reads
- * make (gram_input), in the lanes of a vector (vote.h's copies: with AVX-512,
- * 8 lanes in one register and a 64-bit multiply of its own).
+ * XXH3-64 (seed 0) of n-grams of n ASCII bytes, 4 <= n <= 8: XXH3's own
+ * formula for inputs of that length (xxhash.h, XXH3_len_4to8_64b) on the
+ * 64-bit value its two little-endian 32-bit reads make (gram_input); with
+ * AVX-512 (vote.h's copies) GRAM_LANES at a time in the lanes of a vector, 8
+ * in one register with a 64-bit multiply of its own.  The vectors of
+ * test_hashing_sql.py check it against xxhash itself.
  */
 #define GRAM_LANES 8
 #define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
 #define XXH3_RRMXMX_PRIME UINT64CONST(0x9FB21C651E98DF25)
 
 typedef uint64 GramLanes __attribute__((vector_size(GRAM_LANES * sizeof(uint64))));
+
+/* h, an input of V2_CHAR_GRAM bytes (or a vector of them), becomes its XXH3-64. */
+#define XXH3_4TO8(h) \
+	do { \
+		(h) ^= XXH3_SECRET_8_XOR_16; \
+		(h) ^= (((h) << 49) | ((h) >> 15)) ^ (((h) << 24) | ((h) >> 40));	/* two rotations */ \
+		(h) *= XXH3_RRMXMX_PRIME; \
+		(h) ^= ((h) >> 35) + V2_CHAR_GRAM; \
+		(h) *= XXH3_RRMXMX_PRIME; \
+		(h) ^= (h) >> 28; \
+	} while (0)
 
 /* XXH3's input of the n bytes at p: the last 4 bytes, plus the first 4 above them. */
 static pg_attribute_always_inline uint64
@@ -494,9 +506,8 @@ gram_input(const char *p, int n)
 /*
  * With AVX-512, a full vector's inputs are picked from the bytes read at once
  * by one shuffle: lane k's bytes are the 4 that end its n-gram, then the 4 it
- * starts with (little-endian lanes).  (With AVX2, whose shuffles stay within
- * 16 bytes, the compiler picks them one by one, or half a vector at a time
- * with a shuffle each: 8 pairs of reads are faster, measured.)
+ * starts with (little-endian lanes).  (AVX2's shuffles stay within 16 bytes,
+ * and it has no 64-bit multiply: there the n-grams are hashed one at a time.)
  */
 #if defined(HAVE_SIMD_COPIES) && defined(__has_builtin) && !defined(WORDS_BIGENDIAN)
 #if __has_builtin(__builtin_shufflevector)
@@ -560,12 +571,8 @@ hash_ascii_grams(const char *norm, Size j, int lanes, SimdLevel level, GramLanes
 	GramLanes	h;
 
 	gram_inputs(norm + j + 1 - V2_CHAR_GRAM, lanes, level, &h);
-	h ^= XXH3_SECRET_8_XOR_16;
-	h ^= ((h << 49) | (h >> 15)) ^ ((h << 24) | (h >> 40));	/* two rotations */
-	h *= XXH3_RRMXMX_PRIME;
-	h ^= (h >> 35) + V2_CHAR_GRAM;
-	h *= XXH3_RRMXMX_PRIME;
-	*hashes = h ^ (h >> 28);
+	XXH3_4TO8(h);
+	*hashes = h;
 }
 
 /*
@@ -581,7 +588,23 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, Si
 	int			nbatch = batch->n;
 
 	Assert(chars->any);			/* an n-gram came before */
-	for (Size j = from; j < to; j += GRAM_LANES)
+	/* Without AVX-512's 64-bit multiply and shuffles, one at a time is faster (measured). */
+	for (Size j = from; level != SIMD_AVX512 && j < to; j++)
+	{
+		uint64		hash = gram_input(norm + j + 1 - V2_CHAR_GRAM, V2_CHAR_GRAM);
+
+		XXH3_4TO8(hash);
+		if (V2_RUNS_ONCE && hash == last)
+			continue;
+		last = hash;
+		batch->hashes[nbatch++] = hash;
+		if (nbatch == HASH_BATCH)
+		{
+			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+			nbatch = 0;
+		}
+	}
+	for (Size j = from; level == SIMD_AVX512 && j < to; j += GRAM_LANES)
 	{
 		int			lanes = Min(GRAM_LANES, to - j);
 		GramLanes	h;
