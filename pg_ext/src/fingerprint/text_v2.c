@@ -467,8 +467,8 @@ part_feature(const char *data, Size len, void *arg)
  * formula for inputs of that length (xxhash.h, XXH3_len_4to8_64b) on the
  * 64-bit value its two little-endian 32-bit reads make (gram_input); with
  * AVX-512 (vote.h's copies) GRAM_LANES at a time in the lanes of a vector, 8
- * in one register with a 64-bit multiply of its own.  The vectors of
- * test_hashing_sql.py check it against xxhash itself.
+ * in one register with a 64-bit multiply of its own.  test_hashing_sql.py
+ * checks every copy against Python's hashing.
  */
 #define GRAM_LANES 8
 #define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
