@@ -12,7 +12,9 @@
  * an n-gram the slice of its n characters.  Only what the next feature needs
  * is kept: the buffer is compacted when full, so it stays small whatever the
  * text's length.  ASCII, the bulk of most text, goes through a 128-byte table
- * derived from the Unicode tables at load.
+ * derived from the Unicode tables at load, and for the fingerprint through
+ * ascii_run_voting: runs of it written 8 bytes at once, their n-grams hashed
+ * without reading memory back (8 at a time with AVX-512) and voted in vectors.
  */
 #include "fingerprint/fingerprint.h"
 
@@ -685,12 +687,14 @@ vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
  * The fingerprint's loop over ASCII: what the loop of for_each_feature_v2
  * does, in three passes over a run of ASCII bytes, each simple enough for the
  * CPU to go through without guessing:
- *   1. the bytes written, without a branch: a word byte lowered, the first
- *      separator after a word as the joining space (the one after the last
- *      word is taken back at the end), the ends of tokens noted;
- *   2. the n-grams the new characters end, hashed and voted GRAM_LANES at
- *      a time (vote_ascii_grams);
- *   3. the token shingles the noted ends finish, handed to part_feature.
+ *   1. the bytes written, without a branch, 8 at once where it can
+ *      (write_ascii_run): a word byte lowered, the first separator after a
+ *      word as the joining space (the one after the last word is taken back
+ *      at the end), the ends of tokens noted;
+ *   2. the n-grams the new characters end, hashed and voted in order
+ *      (vote_ascii_grams: GRAM_LANES at a time with AVX-512);
+ *   3. the token shingles the noted ends finish, hashed and voted
+ *      (shingles_ended).
  * It starts where every n-gram it ends is all ASCII and an n-gram came before
  * (ascii_voting_ready).  Its state lives in locals, not in w: a byte stored
  * through a char pointer may alias anything in memory, so the compiler would
