@@ -20,7 +20,7 @@
 static bool token_byte[256];
 static unsigned char lowered[256];
 
-/* Fills the byte tables above and version 2's; simhash.c's _PG_init calls it. */
+/* Fills the byte tables above and version 2's, checks the CPU; simhash.c's _PG_init calls it. */
 void
 simhash_fingerprint_init(void)
 {
@@ -31,6 +31,7 @@ simhash_fingerprint_init(void)
 		lowered[c] = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
 	}
 	simhash_text_v2_init();
+	vote_simd_init();
 }
 
 static void

@@ -22,8 +22,12 @@ typedef void (*FeatureCallback) (const char *data, Size len, void *arg);
 typedef void (*FeatureWalk) (const char *text, int len, int32 size,
 							 FeatureCallback emit, void *arg);
 
-/* Feature hashes are voted in batches of this many. */
-#define HASH_BATCH 256
+/*
+ * Feature hashes are voted in batches of this many: each call of the vote
+ * ends by adding its partial counts into the 64 counters, which a big batch
+ * pays for rarely (8 kB on the stack).
+ */
+#define HASH_BATCH 1024
 
 typedef struct HashBatch
 {

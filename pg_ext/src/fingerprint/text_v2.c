@@ -12,11 +12,14 @@
  * an n-gram the slice of its n characters.  Only what the next feature needs
  * is kept: the buffer is compacted when full, so it stays small whatever the
  * text's length.  ASCII, the bulk of most text, goes through a 128-byte table
- * derived from the Unicode tables at load.
+ * derived from the Unicode tables at load, and for the fingerprint through
+ * ascii_run_voting: runs of it written 8 bytes at once, their n-grams hashed
+ * without reading memory back (8 at a time with AVX-512) and voted in vectors.
  */
 #include "fingerprint/fingerprint.h"
 
 #include "fingerprint/unicode_tables.h"
+#include "port/pg_bswap.h"
 #include "utils/memutils.h"
 
 /*
@@ -33,6 +36,9 @@
 #define V2_CHAR_WEIGHT 2
 #define V2_RUNS_ONCE true
 
+/* XXH3 hashes an input of 4 to 8 bytes by one formula: ASCII n-grams are hashed in registers. */
+#define V2_CHAR_GRAM_IN_REGISTER (V2_CHAR_GRAM >= 4 && V2_CHAR_GRAM <= 8)
+
 /* Hangul syllables, decomposed algorithmically (Unicode §3.12). */
 #define HANGUL_FIRST 0xAC00
 #define HANGUL_COUNT 11172
@@ -46,8 +52,13 @@
 #define RECENT_TOKENS 8			/* powers of two, at least the sizes of the parts */
 #define RECENT_CHARS 16
 
-/* Bytes read from the input between two checks for room in the buffer. */
-#define ASCII_RUN 256
+/*
+ * Bytes read from the input between two checks for room in the buffer: also
+ * the most ascii_run_voting takes at once, which pays its fixed costs once a
+ * run (1024: a fifth faster on English than 256; its token ends, 8 kB of
+ * stack).
+ */
+#define ASCII_RUN 1024
 /* The most bytes one character adds to the buffer: each character it becomes, with a space. */
 #define MAX_CHAR_OUTPUT (UNICODE_MAX_MAPPING * 5)
 #define INITIAL_BUFFER 8192
@@ -58,6 +69,8 @@
  * fast path cannot disagree with them.
  */
 static char ascii_token_byte[128];
+/* Whether those are the ASCII letters and digits, lowered (write_ascii_word8 assumes it). */
+static bool ascii_word8_ok = false;
 
 /*
  * What a walk over a text emits: the features of each part (size 0: none).
@@ -75,6 +88,11 @@ typedef struct FeatureParts
 	void	   *char_arg;
 	/* Called with each arg before the buffer moves, and at the end (or NULL). */
 	void		(*settle) (void *arg);
+	/*
+	 * The fingerprint's parts (token_arg and char_arg are PartVotes of the
+	 * V2_* sizes): runs of ASCII go through ascii_run_voting.
+	 */
+	bool		vote_ascii;
 } FeatureParts;
 
 typedef struct TokenWriter
@@ -87,6 +105,7 @@ typedef struct TokenWriter
 	bool		open;			/* a token is being written */
 	Size		recent_chars[RECENT_CHARS]; /* start of character j at [j % RECENT_CHARS] */
 	int64		nchars;			/* characters written (the joining spaces too) */
+	int64		ascii_tail;		/* how many of the last characters written are ASCII */
 } TokenWriter;
 
 static inline uint32
@@ -116,6 +135,16 @@ simhash_text_v2_init(void)
 		}
 		Assert(value == UNICODE_WORD || value == UNICODE_SEPARATOR);
 		ascii_token_byte[c] = value == UNICODE_WORD ? (char) out : 0;
+	}
+	/* The tables' ASCII words are the letters and digits, lowered: write_ascii_word8's. */
+	ascii_word8_ok = true;
+	for (uint32 c = 0; c < 128; c++)
+	{
+		bool		upper = c >= 'A' && c <= 'Z';
+		bool		alnum = upper || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+		if (ascii_token_byte[c] != (alnum ? (char) (upper ? c + 'a' - 'A' : c) : 0))
+			ascii_word8_ok = false;
 	}
 }
 
@@ -188,14 +217,20 @@ char_written(TokenWriter *w, const FeatureParts *parts, Size start)
 	}
 }
 
+/* Writes one ASCII character b (ascii_tail is for ascii_run_voting). */
+static pg_attribute_always_inline void
+write_ascii(TokenWriter *w, const FeatureParts *parts, char b)
+{
+	w->norm[w->pos++] = b;
+	w->ascii_tail++;
+	char_written(w, parts, w->pos - 1);
+}
+
 static pg_attribute_always_inline void
 begin_token(TokenWriter *w, const FeatureParts *parts)
 {
 	if (w->ntokens > 0)
-	{
-		w->norm[w->pos++] = ' ';
-		char_written(w, parts, w->pos - 1);
-	}
+		write_ascii(w, parts, ' ');
 	w->recent[w->ntokens % RECENT_TOKENS] = w->pos;
 	w->open = true;
 }
@@ -224,10 +259,11 @@ write_utf8(TokenWriter *w, const FeatureParts *parts, uint32 c)
 
 	if (c < 0x80)
 	{
-		out[0] = c;
-		w->pos += 1;
+		write_ascii(w, parts, (char) c);
+		return;
 	}
-	else if (c < 0x800)
+	w->ascii_tail = 0;
+	if (c < 0x800)
 	{
 		out[0] = 0xC0 | (c >> 6);
 		out[1] = 0x80 | (c & 0x3F);
@@ -364,70 +400,6 @@ decode_utf8(const unsigned char *in, int len, int *i)
 }
 
 /*
- * Calls the parts' callbacks for every feature of the text, in order (spec
- * §6.4).  Inlined into each caller, always: then the parts are constants, and
- * the hot path pays no indirect call and no test of a part it does not have.
- */
-static pg_attribute_always_inline void
-for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
-{
-	const unsigned char *in = (const unsigned char *) text;
-	TokenWriter w;
-	int			i = 0;
-
-	Assert(parts->token_size >= 0 && parts->token_size <= RECENT_TOKENS);
-	Assert(parts->char_size >= 0 && parts->char_size <= RECENT_CHARS);
-	w.cap = INITIAL_BUFFER;
-	w.norm = MemoryContextAllocHuge(CurrentMemoryContext, w.cap);
-	w.pos = 0;
-	w.ntokens = 0;
-	w.open = false;
-	w.nchars = 0;
-
-	while (i < len)
-	{
-		int			run_end = Min(len, i + ASCII_RUN);
-
-		if (w.cap - w.pos < 2 * ASCII_RUN + MAX_CHAR_OUTPUT)
-			make_room(&w, parts, 2 * ASCII_RUN + MAX_CHAR_OUTPUT);
-		/* ASCII: at most a space and the byte each. */
-		for (; i < run_end && in[i] < 0x80; i++)
-		{
-			char		b = ascii_token_byte[in[i]];
-
-			if (b != 0)
-			{
-				if (!w.open)
-					begin_token(&w, parts);
-				w.norm[w.pos++] = b;
-				char_written(&w, parts, w.pos - 1);
-			}
-			else if (w.open)
-				end_token(&w, parts);
-		}
-		/* One other character: at most MAX_CHAR_OUTPUT bytes. */
-		if (i < run_end)
-		{
-			int32		c = decode_utf8(in, len, &i);
-
-			if (c < 0)
-				put_char(&w, parts, 0, UNICODE_SEPARATOR);
-			else
-				put_code_point(&w, parts, (uint32) c);
-		}
-	}
-	if (w.open)
-		end_token(&w, parts);
-	/* Fewer tokens, or characters, than a feature: one feature of them all. */
-	if (w.ntokens > 0 && w.ntokens < parts->token_size)
-		parts->emit_token(w.norm, w.pos, parts->token_arg);
-	if (w.nchars > 0 && w.nchars < parts->char_size)
-		parts->emit_char(w.norm, w.pos, parts->char_arg);
-	settle_parts(&w, parts);
-	pfree(w.norm);
-}
-
-/*
  * The features of one part that vote: each is hashed, the runs rule applied,
  * and the hash voted into batch or, without one, the feature handed on to
  * emit.  Voted features are hashed PENDING_FEATURES at a time, a little after
@@ -492,6 +464,477 @@ part_feature(const char *data, Size len, void *arg)
 		part->emit(data, len, part->arg);
 }
 
+/*
+ * XXH3-64 (seed 0) of n-grams of n ASCII bytes, 4 <= n <= 8: XXH3's own
+ * formula for inputs of that length (xxhash.h, XXH3_len_4to8_64b) on the
+ * 64-bit value its two little-endian 32-bit reads make (gram_input); with
+ * AVX-512 (vote.h's copies) GRAM_LANES at a time in the lanes of a vector, 8
+ * in one register with a 64-bit multiply of its own.  test_hashing_sql.py
+ * checks every copy against Python's hashing.
+ */
+#define GRAM_LANES 8
+#define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
+#define XXH3_RRMXMX_PRIME UINT64CONST(0x9FB21C651E98DF25)
+
+typedef uint64 GramLanes __attribute__((vector_size(GRAM_LANES * sizeof(uint64))));
+
+/* h, an input of V2_CHAR_GRAM bytes (or a vector of them), becomes its XXH3-64. */
+#define XXH3_4TO8(h) \
+	do { \
+		(h) ^= XXH3_SECRET_8_XOR_16; \
+		(h) ^= (((h) << 49) | ((h) >> 15)) ^ (((h) << 24) | ((h) >> 40));	/* two rotations */ \
+		(h) *= XXH3_RRMXMX_PRIME; \
+		(h) ^= ((h) >> 35) + V2_CHAR_GRAM; \
+		(h) *= XXH3_RRMXMX_PRIME; \
+		(h) ^= (h) >> 28; \
+	} while (0)
+
+/* XXH3's input of the n bytes at p: the last 4 bytes, plus the first 4 above them. */
+static pg_attribute_always_inline uint64
+gram_input(const char *p, int n)
+{
+	uint32		first;
+	uint32		last;
+
+	memcpy(&first, p, sizeof(first));
+	memcpy(&last, p + n - 4, sizeof(last));
+#ifdef WORDS_BIGENDIAN
+	first = pg_bswap32(first);
+	last = pg_bswap32(last);
+#endif
+	return last + ((uint64) first << 32);
+}
+
+/*
+ * With AVX-512, a full vector's inputs are picked from the bytes read at once
+ * by one shuffle: lane k's bytes are the 4 that end its n-gram, then the 4 it
+ * starts with (little-endian lanes).  (AVX2's shuffles stay within 16 bytes,
+ * and it has no 64-bit multiply: there the n-grams are hashed one at a time.)
+ */
+#if defined(HAVE_SIMD_COPIES) && defined(__has_builtin) && !defined(WORDS_BIGENDIAN)
+#if __has_builtin(__builtin_shufflevector)
+#define GRAM_SHUFFLE
+#endif
+#endif
+#define GRAM_BYTE(k, t) ((t) < 4 ? (k) + V2_CHAR_GRAM - 4 + (t) : (k) + (t) - 4)
+#define GRAM_LANE(k) GRAM_BYTE(k, 0), GRAM_BYTE(k, 1), GRAM_BYTE(k, 2), GRAM_BYTE(k, 3), \
+	GRAM_BYTE(k, 4), GRAM_BYTE(k, 5), GRAM_BYTE(k, 6), GRAM_BYTE(k, 7)
+typedef unsigned char GramBytes __attribute__((vector_size(GRAM_LANES * sizeof(uint64))));
+
+/*
+ * The XXH3 inputs of the n-grams starting at src[0 .. lanes), by the code of
+ * level (room for GramBytes at src).
+ */
+static pg_attribute_always_inline void
+gram_inputs(const char *src, int lanes, SimdLevel level, GramLanes *inputs)
+{
+	GramLanes	h = {0};
+
+	StaticAssertStmt(GRAM_LANES == 8, "GRAM_LANE lists 8 lanes");
+#ifdef GRAM_SHUFFLE
+	if (level == SIMD_AVX512 && lanes == GRAM_LANES)
+	{
+		GramBytes	bytes;
+
+		memcpy(&bytes, src, sizeof(bytes));
+		*inputs = (GramLanes) __builtin_shufflevector(bytes, bytes, GRAM_LANE(0), GRAM_LANE(1),
+													  GRAM_LANE(2), GRAM_LANE(3), GRAM_LANE(4),
+													  GRAM_LANE(5), GRAM_LANE(6), GRAM_LANE(7));
+		return;
+	}
+#endif
+	for (int k = 0; k < lanes; k++)
+		h[k] = gram_input(src + k, V2_CHAR_GRAM);
+	*inputs = h;
+}
+
+/* Whether any lane of *lanes is not 0. */
+static pg_attribute_always_inline bool
+any_lane(const GramLanes *lanes, SimdLevel level)
+{
+	GramLanes	t = *lanes;
+
+#ifdef GRAM_SHUFFLE
+	if (level == SIMD_AVX512)
+	{
+		t |= __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 1, 2, 3);
+		t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5);
+		t |= __builtin_shufflevector(t, t, 1, 0, 3, 2, 5, 4, 7, 6);
+		return t[0] != 0;
+	}
+#endif
+	return (t[0] | t[1] | t[2] | t[3] | t[4] | t[5] | t[6] | t[7]) != 0;
+}
+
+/* *hashes: those of the n-grams ending at norm[j .. j + lanes) (a pointer: no vector in the ABI). */
+static pg_attribute_always_inline void
+hash_ascii_grams(const char *norm, Size j, int lanes, SimdLevel level, GramLanes *hashes)
+{
+	GramLanes	h;
+
+	gram_inputs(norm + j + 1 - V2_CHAR_GRAM, lanes, level, &h);
+	XXH3_4TO8(h);
+	*hashes = h;
+}
+
+/*
+ * The n-grams ending at each byte of norm[from, to), hashed and voted in
+ * order (the runs rule).  Lanes that all differ from the lane before (almost
+ * always) go into the batch as they are; else one at a time.
+ */
+static pg_attribute_always_inline void
+vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, SimdLevel level)
+{
+	HashBatch  *batch = chars->batch;
+	uint64		last = chars->last;
+	int			nbatch = batch->n;
+
+	Assert(chars->any);			/* an n-gram came before */
+	/* Without AVX-512's 64-bit multiply and shuffles, one at a time is faster (measured). */
+	for (Size j = from; level != SIMD_AVX512 && j < to; j++)
+	{
+		uint64		hash = gram_input(norm + j + 1 - V2_CHAR_GRAM, V2_CHAR_GRAM);
+
+		XXH3_4TO8(hash);
+		if (V2_RUNS_ONCE && hash == last)
+			continue;
+		last = hash;
+		batch->hashes[nbatch++] = hash;
+		if (nbatch == HASH_BATCH)
+		{
+			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+			nbatch = 0;
+		}
+	}
+	for (Size j = from; level == SIMD_AVX512 && j < to; j += GRAM_LANES)
+	{
+		int			lanes = Min(GRAM_LANES, to - j);
+		GramLanes	h;
+		GramLanes	before;
+		GramLanes	same;
+
+		hash_ascii_grams(norm, j, lanes, level, &h);
+		before = (GramLanes) {last, h[0], h[1], h[2], h[3], h[4], h[5], h[6]};
+
+		/* Room for the lanes. */
+		if (nbatch > HASH_BATCH - GRAM_LANES)
+		{
+			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+			nbatch = 0;
+		}
+		same = (GramLanes) (h == before);
+		if (lanes == GRAM_LANES && !(V2_RUNS_ONCE && any_lane(&same, level)))
+		{
+			memcpy(batch->hashes + nbatch, &h, sizeof(h));
+			nbatch += GRAM_LANES;
+			last = h[GRAM_LANES - 1];
+			continue;
+		}
+		for (int k = 0; k < lanes; k++)
+		{
+			if (V2_RUNS_ONCE && h[k] == last)
+				continue;
+			last = h[k];
+			batch->hashes[nbatch++] = last;
+		}
+	}
+	/* A full batch is voted at once (hash_batch_add's rule). */
+	if (nbatch == HASH_BATCH)
+	{
+		vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+		nbatch = 0;
+	}
+	chars->last = last;
+	batch->n = nbatch;
+}
+
+#ifdef HAVE_SIMD_COPIES
+TARGET_AVX512
+static void
+vote_ascii_grams_avx512(PartVotes *chars, const char *norm, Size from, Size to)
+{
+	vote_ascii_grams_with(chars, norm, from, to, SIMD_AVX512);
+}
+
+TARGET_AVX2
+static void
+vote_ascii_grams_avx2(PartVotes *chars, const char *norm, Size from, Size to)
+{
+	vote_ascii_grams_with(chars, norm, from, to, SIMD_AVX2);
+}
+#endif
+
+static void
+vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
+{
+#ifdef HAVE_SIMD_COPIES
+	switch (simd_level())
+	{
+		case SIMD_AVX512:
+			vote_ascii_grams_avx512(chars, norm, from, to);
+			return;
+		case SIMD_AVX2:
+			vote_ascii_grams_avx2(chars, norm, from, to);
+			return;
+		case SIMD_PLAIN:
+			break;
+	}
+#endif
+	vote_ascii_grams_with(chars, norm, from, to, SIMD_PLAIN);
+}
+
+/*
+ * The fingerprint's loop over ASCII: what the loop of for_each_feature_v2
+ * does, in three passes over a run of ASCII bytes, each simple enough for the
+ * CPU to go through without guessing:
+ *   1. the bytes written, without a branch, 8 at once where it can
+ *      (write_ascii_run): a word byte lowered, the first separator after a
+ *      word as the joining space (the one after the last word is taken back
+ *      at the end), the ends of tokens noted;
+ *   2. the n-grams the new characters end, hashed and voted in order
+ *      (vote_ascii_grams: GRAM_LANES at a time with AVX-512);
+ *   3. the token shingles the noted ends finish, hashed and voted
+ *      (shingles_ended).
+ * It starts where every n-gram it ends is all ASCII and an n-gram came before
+ * (ascii_voting_ready).  Its state lives in locals, not in w: a byte stored
+ * through a char pointer may alias anything in memory, so the compiler would
+ * read every field of w back after each byte.
+ */
+static pg_attribute_always_inline bool
+ascii_voting_ready(const TokenWriter *w)
+{
+	return V2_CHAR_GRAM_IN_REGISTER && w->nchars >= V2_CHAR_GRAM && w->ascii_tail >= V2_CHAR_GRAM - 1;
+}
+
+/*
+ * The tokens the run ended (at ends[0..nends)), the first starting at
+ * first_start unless it was open before the run: their starts noted, the
+ * shingles they finish hashed and voted at once (their bytes were written a
+ * pass before: no stall reading them back), after the ones held back.
+ * Returns where the next token starts.
+ */
+static pg_attribute_always_inline Size
+shingles_ended(TokenWriter *w, PartVotes *tokens, const Size *ends, int nends,
+			   bool was_open, Size first_start)
+{
+	Size		start = first_start;
+
+	settle_part(tokens);
+	for (int k = 0; k < nends; k++)
+	{
+		if (k > 0 || !was_open)
+			w->recent[w->ntokens % RECENT_TOKENS] = start;
+		w->ntokens++;
+		if (V2_TOKEN_SHINGLE > 0 && w->ntokens >= V2_TOKEN_SHINGLE)
+		{
+			Size		first = w->recent[(w->ntokens - V2_TOKEN_SHINGLE) % RECENT_TOKENS];
+			uint64		hash = XXH3_64bits(w->norm + first, ends[k] - first);
+
+			if (part_votes(tokens, hash))
+				hash_batch_add(tokens->batch, hash);
+		}
+		start = ends[k] + 1;
+	}
+	return start;
+}
+
+/*
+ * Pass 1 of ascii_run_voting, one byte: written lowered if it is a word byte,
+ * as the joining space if it is the first separator after a word; a token
+ * end noted there.  Arithmetic, so that it stays free of branches.
+ */
+static pg_attribute_always_inline void
+write_ascii_byte(char *norm, Size *pos, Size *ends, int *nends, int *word, unsigned char c)
+{
+	char		b = ascii_token_byte[c];
+	int			was_word = *word;
+
+	*word = b != 0;
+	ends[*nends] = *pos;
+	*nends += was_word & !*word;
+	norm[*pos] = (char) (b | (' ' & (*word - 1)));
+	*pos += *word | was_word;
+}
+
+/*
+ * Eight bytes at once, in the bytes of a word (little-endian, so not where
+ * WORDS_BIGENDIAN): a word byte is a letter or digit (ascii_word8_ok: the
+ * tables say the same), found by adding to every byte at once so that its top
+ * bit tells whether it is at least lo (BYTES_AT_LEAST) or above hi.
+ */
+#define BYTES(b)	(UINT64CONST(0x0101010101010101) * (b))
+#define TOP_BITS	BYTES(0x80)
+#define BYTES_IN(x, lo, hi) (((x) + BYTES(0x80 - (lo))) & ~((x) + BYTES(0x7F - (hi))) & TOP_BITS)
+
+/*
+ * The 8 ASCII bytes x, where no separator follows a separator (each byte
+ * makes one character): written, their token ends noted.  Returns how many
+ * bytes to take one by one first where some separator does (nothing written).
+ */
+static pg_attribute_always_inline int
+write_ascii_word8(char *norm, Size *pos, Size *ends, int *nends, int *word, uint64 x)
+{
+	uint64		upper = BYTES_IN(x, 'A', 'Z');
+	uint64		words = BYTES_IN(x, '0', '9') | upper | BYTES_IN(x, 'a', 'z');
+	uint64		separators = ~words & TOP_BITS;
+	uint64		after_word = (words << 8) | ((uint64) *word << 7);
+	uint64		collapsed = separators & ~after_word;
+	uint64		word_bytes = (words >> 7) * 0xFF;
+	uint64		out = ((x | (upper >> 2)) & word_bytes) | (BYTES(' ') & ~word_bytes);
+
+	if (collapsed != 0)
+		return pg_rightmost_one_pos64(collapsed) / 8 + 1;
+	memcpy(norm + *pos, &out, sizeof(out));
+	for (uint64 m = separators & after_word; m != 0; m &= m - 1)
+		ends[(*nends)++] = *pos + pg_rightmost_one_pos64(m) / 8;
+	*pos += 8;
+	*word = (words >> 63) & 1;
+	return 0;
+}
+
+/* Pass 1 over in[i, end) up to the first byte >= 0x80: returns where it stopped. */
+static pg_attribute_always_inline int
+write_ascii_run(char *norm, Size *pos, Size *ends, int *nends, int *word,
+				const unsigned char *in, int i, int end)
+{
+	while (i < end)
+	{
+		int			one_by_one = 1;
+
+#ifndef WORDS_BIGENDIAN
+		if (ascii_word8_ok && end - i >= 8)
+		{
+			uint64		x;
+
+			memcpy(&x, in + i, sizeof(x));
+			if ((x & TOP_BITS) == 0)
+			{
+				one_by_one = write_ascii_word8(norm, pos, ends, nends, word, x);
+				if (one_by_one == 0)
+				{
+					i += 8;
+					continue;
+				}
+			}
+		}
+#endif
+		for (; one_by_one > 0 && i < end; one_by_one--, i++)
+		{
+			if (in[i] >= 0x80)
+				return i;
+			write_ascii_byte(norm, pos, ends, nends, word, in[i]);
+		}
+	}
+	return i;
+}
+
+static pg_noinline int
+ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
+				 const unsigned char *in, int i, int end)
+{
+	char	   *norm = w->norm;
+	const Size	start = w->pos;
+	const bool	was_open = w->open;
+	Size		pos = start;
+	Size		ends[ASCII_RUN];
+	int			nends = 0;
+	int			word = was_open;
+	Size		next_start;
+	Size		written;
+
+	/* The n-grams held back come first (the runs rule's order). */
+	settle_part(chars);
+	/* After a finished token, the joining space (taken back if no word follows). */
+	if (!was_open)
+		norm[pos++] = ' ';
+	i = write_ascii_run(norm, &pos, ends, &nends, &word, in, i, end);
+	/* The space after the last word stays only if a word follows. */
+	if (!word)
+		pos--;
+	written = pos - start;
+	vote_ascii_grams(chars, norm, start, pos);
+	next_start = shingles_ended(w, tokens, ends, nends, was_open, start + 1);
+	if (word && (nends > 0 || !was_open))
+		w->recent[w->ntokens % RECENT_TOKENS] = next_start;
+	w->open = word;
+	for (Size k = Min(written, RECENT_CHARS); k > 0; k--)
+		w->recent_chars[(w->nchars + written - k) % RECENT_CHARS] = pos - k;
+	w->nchars += written;
+	w->ascii_tail += written;
+	w->pos = pos;
+	CHECK_FOR_INTERRUPTS();
+	return i;
+}
+
+/*
+ * Calls the parts' callbacks for every feature of the text, in order (spec
+ * §6.4).  Inlined into each caller, always: then the parts are constants, and
+ * the hot path pays no indirect call and no test of a part it does not have.
+ */
+static pg_attribute_always_inline void
+for_each_feature_v2(const char *text, int len, const FeatureParts *parts)
+{
+	const unsigned char *in = (const unsigned char *) text;
+	TokenWriter w;
+	int			i = 0;
+
+	Assert(parts->token_size >= 0 && parts->token_size <= RECENT_TOKENS);
+	Assert(parts->char_size >= 0 && parts->char_size <= RECENT_CHARS);
+	w.cap = INITIAL_BUFFER;
+	w.norm = MemoryContextAllocHuge(CurrentMemoryContext, w.cap);
+	w.pos = 0;
+	w.ntokens = 0;
+	w.open = false;
+	w.nchars = 0;
+	w.ascii_tail = 0;
+
+	while (i < len)
+	{
+		int			run_end = Min(len, i + ASCII_RUN);
+
+		if (w.cap - w.pos < 2 * ASCII_RUN + MAX_CHAR_OUTPUT)
+			make_room(&w, parts, 2 * ASCII_RUN + MAX_CHAR_OUTPUT);
+		/* ASCII: at most a space and the byte each. */
+		if (parts->vote_ascii && in[i] < 0x80 && ascii_voting_ready(&w))
+			i = ascii_run_voting(&w, parts->token_arg, parts->char_arg, in, i, run_end);
+		for (; i < run_end && in[i] < 0x80; i++)
+		{
+			char		b = ascii_token_byte[in[i]];
+
+			if (parts->vote_ascii && ascii_voting_ready(&w))
+				break;
+
+			if (b != 0)
+			{
+				if (!w.open)
+					begin_token(&w, parts);
+				write_ascii(&w, parts, b);
+			}
+			else if (w.open)
+				end_token(&w, parts);
+		}
+		/* One other character: at most MAX_CHAR_OUTPUT bytes. */
+		if (i < run_end && in[i] >= 0x80)
+		{
+			int32		c = decode_utf8(in, len, &i);
+
+			if (c < 0)
+				put_char(&w, parts, 0, UNICODE_SEPARATOR);
+			else
+				put_code_point(&w, parts, (uint32) c);
+		}
+	}
+	if (w.open)
+		end_token(&w, parts);
+	/* Fewer tokens, or characters, than a feature: one feature of them all. */
+	if (w.ntokens > 0 && w.ntokens < parts->token_size)
+		parts->emit_token(w.norm, w.pos, parts->token_arg);
+	if (w.nchars > 0 && w.nchars < parts->char_size)
+		parts->emit_char(w.norm, w.pos, parts->char_arg);
+	settle_parts(&w, parts);
+	pfree(w.norm);
+}
+
 /* ---------- simhash_v2(text) ---------- */
 
 PG_FUNCTION_INFO_V1(simhash_text_v2);
@@ -504,7 +947,7 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 				char_batch;
 	PartVotes	tokens = {.batch = &token_batch};
 	PartVotes	chars = {.batch = &char_batch};
-	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER};
 	SimhashVote vote;
 
 	hash_batch_init(&token_batch);
@@ -525,7 +968,7 @@ simhash_text_v2(PG_FUNCTION_ARGS)
 static void
 walk_tokens_v2(const char *text, int len, int32 unused, FeatureCallback emit, void *arg)
 {
-	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL};
+	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL, false};
 
 	for_each_feature_v2(text, len, &parts);
 }
@@ -541,14 +984,14 @@ walk_features_v2(const char *text, int len, int32 unused, FeatureCallback emit, 
 	for (int k = 0; V2_TOKEN_SHINGLE > 0 && k < V2_TOKEN_WEIGHT; k++)
 	{
 		PartVotes	tokens = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL};
+		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL, false};
 
 		for_each_feature_v2(text, len, &parts);
 	}
 	for (int k = 0; V2_CHAR_GRAM > 0 && k < V2_CHAR_WEIGHT; k++)
 	{
 		PartVotes	chars = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL};
+		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL, false};
 
 		for_each_feature_v2(text, len, &parts);
 	}

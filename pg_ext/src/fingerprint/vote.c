@@ -18,6 +18,8 @@
 
 #include <math.h>
 
+#include "utils/guc.h"
+
 /* SPREAD(b): bit j of byte b moved to bit 8*j, i.e. into byte lane j. */
 #define SPREAD_BIT(b, j)	((uint64) (((b) >> (j)) & 1) << (8 * (j)))
 #define SPREAD(b) \
@@ -33,18 +35,44 @@ static const uint64 byte_spread[256] = {
 
 #define LANE_CAPACITY 255
 
+/* What this CPU runs (vote_simd_init), and the most simhash.debug_simd allows. */
+static SimdLevel cpu_simd = SIMD_PLAIN;
+static int	debug_simd = SIMD_AVX512;
+
+static const struct config_enum_entry debug_simd_options[] = {
+	{"auto", SIMD_AVX512, false},
+	{"avx2", SIMD_AVX2, false},
+	{"none", SIMD_PLAIN, false},
+	{NULL, 0, false},
+};
+
+SimdLevel
+simd_level(void)
+{
+	return Min(cpu_simd, (SimdLevel) debug_simd);
+}
+
+void
+vote_simd_init(void)
+{
+#ifdef HAVE_SIMD_COPIES
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("x86-64-v4"))
+		cpu_simd = SIMD_AVX512;
+	else if (__builtin_cpu_supports("x86-64-v3"))
+		cpu_simd = SIMD_AVX2;
+#endif
+	DefineCustomEnumVariable("simhash.debug_simd",
+							 "Uses at most this instruction set in the fingerprints' vector code, for tests.",
+							 "auto (the default): the best this CPU runs; avx2; none. Every one gives the same bits.",
+							 &debug_simd, SIMD_AVX512, debug_simd_options,
+							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+}
+
 void
 vote_init(SimhashVote *vote)
 {
 	memset(vote, 0, sizeof(*vote));
-}
-
-/* Adds the bits of word, each counted `weight` times, to the counters. */
-static inline void
-vote_add_word(SimhashVote *vote, uint64 word, int64 weight)
-{
-	for (int j = 0; j < SIMHASH64_BITS; j++)
-		vote->count[j] += weight * (int64) ((word >> j) & 1);
 }
 
 /* Adds the byte lanes, each lane's count weighing `weight`, and clears them. */
@@ -77,13 +105,140 @@ vote_add_block(SimhashVote *vote, const uint64 *hashes, size_t n)
 	vote->nvotes += n;
 }
 
-/* A full adder of words: high gets the carries, low the sums of a + b + c. */
+/* A full adder of words (or of vectors of them): high gets the carries, low the sums of a + b + c. */
 #define CSA(high, low, a, b, c) \
 	do { \
-		uint64		u_ = (a) ^ (b); \
+		__typeof__(a) u_ = (a) ^ (b); \
 		(high) = ((a) & (b)) | (u_ & (c)); \
 		(low) = u_ ^ (c); \
 	} while (0)
+
+/*
+ * The tree of 15 full adders over d[0..15]: ones, twos, fours and eights
+ * keep the counts below 16, sixteens gets one more sixteen (CSA_FOURS: the
+ * fours of 4 more).  The temporaries are the caller's locals, of d's type
+ * (CSA_TEMPORARIES).
+ */
+#define CSA_TEMPORARIES(type) \
+	type		twos_a, twos_b, fours_a, fours_b, eights_a, eights_b, sixteens
+#define CSA_FOURS(fours_out, d) \
+	do { \
+		CSA(twos_a, ones, ones, (d)[0], (d)[1]); \
+		CSA(twos_b, ones, ones, (d)[2], (d)[3]); \
+		CSA(fours_out, twos, twos, twos_a, twos_b); \
+	} while (0)
+#define CSA_TREE16(d) \
+	do { \
+		CSA_FOURS(fours_a, (d)); \
+		CSA_FOURS(fours_b, (d) + 4); \
+		CSA(eights_a, fours, fours, fours_a, fours_b); \
+		CSA_FOURS(fours_a, (d) + 8); \
+		CSA_FOURS(fours_b, (d) + 12); \
+		CSA(eights_b, fours, fours, fours_a, fours_b); \
+		CSA(sixteens, eights, eights, eights_a, eights_b); \
+	} while (0)
+
+/* Adds each bit of word, counted once, to the byte lanes. */
+static inline void
+lanes_add_word(uint64 *lanes, uint64 word)
+{
+	for (int b = 0; b < 8; b++)
+		lanes[b] += byte_spread[(word >> (8 * b)) & 0xff];
+}
+
+/*
+ * Adds the bits of the words of ones, twos, fours and eights, each with its
+ * weight (at most 15 a byte lane): one pass over the lanes, not four of a bit
+ * each.
+ */
+static inline void
+lanes_add_counts(uint64 *lanes, uint64 ones, uint64 twos, uint64 fours, uint64 eights)
+{
+	for (int b = 0; b < 8; b++)
+		lanes[b] += byte_spread[(ones >> (8 * b)) & 0xff] +
+			2 * byte_spread[(twos >> (8 * b)) & 0xff] +
+			4 * byte_spread[(fours >> (8 * b)) & 0xff] +
+			8 * byte_spread[(eights >> (8 * b)) & 0xff];
+}
+
+/*
+ * The same tree on vectors of VOTE_LANES hashes: 16 vectors, 128 hashes, per
+ * step, each word operation done on every lane at once.  The words of the
+ * vectors are counted into the byte lanes (a lane's count of sixteens grows by
+ * up to VOTE_LANES a step).  Returns how many hashes it voted, a multiple of
+ * 16 * VOTE_LANES; vote_add_hashes votes the rest.
+ */
+#define VOTE_LANES 8
+typedef uint64 VoteLanes __attribute__((vector_size(VOTE_LANES * sizeof(uint64))));
+
+static pg_attribute_always_inline size_t
+vote_add_hash_vectors_with(SimhashVote *vote, const uint64 *hashes, size_t n)
+{
+	VoteLanes	ones = {0},
+				twos = {0},
+				fours = {0},
+				eights = {0};
+	uint64		lanes[8] = {0};
+	int			in_lanes = 0;
+	size_t		i = 0;
+
+	for (; i + 16 * VOTE_LANES <= n; i += 16 * VOTE_LANES)
+	{
+		VoteLanes	d[16];
+		CSA_TEMPORARIES(VoteLanes);
+
+		memcpy(d, hashes + i, sizeof(d));
+		CSA_TREE16(d);
+		for (int k = 0; k < VOTE_LANES; k++)
+			lanes_add_word(lanes, sixteens[k]);
+		in_lanes += VOTE_LANES;
+		if (in_lanes > LANE_CAPACITY - VOTE_LANES)
+		{
+			vote_add_lanes(vote, lanes, 16);
+			in_lanes = 0;
+		}
+	}
+	vote_add_lanes(vote, lanes, 16);
+	/* Each vector lane's ones, twos, fours and eights: at most VOTE_LANES * 15 a byte lane. */
+	for (int k = 0; k < VOTE_LANES; k++)
+		lanes_add_counts(lanes, ones[k], twos[k], fours[k], eights[k]);
+	vote_add_lanes(vote, lanes, 1);
+	vote->nvotes += i;
+	return i;
+}
+
+#ifdef HAVE_SIMD_COPIES
+TARGET_AVX512
+static size_t
+vote_add_hash_vectors_avx512(SimhashVote *vote, const uint64 *hashes, size_t n)
+{
+	return vote_add_hash_vectors_with(vote, hashes, n);
+}
+
+TARGET_AVX2
+static size_t
+vote_add_hash_vectors_avx2(SimhashVote *vote, const uint64 *hashes, size_t n)
+{
+	return vote_add_hash_vectors_with(vote, hashes, n);
+}
+#endif
+
+static size_t
+vote_add_hash_vectors(SimhashVote *vote, const uint64 *hashes, size_t n)
+{
+#ifdef HAVE_SIMD_COPIES
+	switch (simd_level())
+	{
+		case SIMD_AVX512:
+			return vote_add_hash_vectors_avx512(vote, hashes, n);
+		case SIMD_AVX2:
+			return vote_add_hash_vectors_avx2(vote, hashes, n);
+		case SIMD_PLAIN:
+			break;
+	}
+#endif
+	return vote_add_hash_vectors_with(vote, hashes, n);
+}
 
 void
 vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
@@ -96,6 +251,14 @@ vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
 	int			in_lanes = 0;
 	size_t		i = 0;
 
+	/* Long runs of hashes: most of them in vectors. */
+	if (n >= 16 * VOTE_LANES)
+	{
+		size_t		done = vote_add_hash_vectors(vote, hashes, n);
+
+		hashes += done;
+		n -= done;
+	}
 	/* One hash at a time (an aggregate's): the lanes alone. */
 	if (n < 16)
 	{
@@ -105,31 +268,10 @@ vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
 	for (; i + 16 <= n; i += 16)
 	{
 		const uint64 *d = hashes + i;
-		uint64		twos_a,
-					twos_b,
-					fours_a,
-					fours_b,
-					eights_a,
-					eights_b,
-					sixteens;
+		CSA_TEMPORARIES(uint64);
 
-		CSA(twos_a, ones, ones, d[0], d[1]);
-		CSA(twos_b, ones, ones, d[2], d[3]);
-		CSA(fours_a, twos, twos, twos_a, twos_b);
-		CSA(twos_a, ones, ones, d[4], d[5]);
-		CSA(twos_b, ones, ones, d[6], d[7]);
-		CSA(fours_b, twos, twos, twos_a, twos_b);
-		CSA(eights_a, fours, fours, fours_a, fours_b);
-		CSA(twos_a, ones, ones, d[8], d[9]);
-		CSA(twos_b, ones, ones, d[10], d[11]);
-		CSA(fours_a, twos, twos, twos_a, twos_b);
-		CSA(twos_a, ones, ones, d[12], d[13]);
-		CSA(twos_b, ones, ones, d[14], d[15]);
-		CSA(fours_b, twos, twos, twos_a, twos_b);
-		CSA(eights_b, fours, fours, fours_a, fours_b);
-		CSA(sixteens, eights, eights, eights_a, eights_b);
-		for (int b = 0; b < 8; b++)
-			lanes[b] += byte_spread[(sixteens >> (8 * b)) & 0xff];
+		CSA_TREE16(d);
+		lanes_add_word(lanes, sixteens);
 		if (++in_lanes == LANE_CAPACITY)
 		{
 			vote_add_lanes(vote, lanes, 16);
@@ -137,10 +279,8 @@ vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
 		}
 	}
 	vote_add_lanes(vote, lanes, 16);
-	vote_add_word(vote, ones, 1);
-	vote_add_word(vote, twos, 2);
-	vote_add_word(vote, fours, 4);
-	vote_add_word(vote, eights, 8);
+	lanes_add_counts(lanes, ones, twos, fours, eights);
+	vote_add_lanes(vote, lanes, 1);
 	vote->nvotes += i;
 	/* The last n % 16 hashes. */
 	if (i < n)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -69,6 +70,29 @@ hash_lists = st.lists(st.integers(-(2**63), 2**63 - 1), max_size=600)
 def test_vote_matches_sql(shared_db: psycopg.Connection, hashes: list[int]) -> None:
     got = shared_db.execute("SELECT simhash(%s::bigint[])::text", (hashes,)).fetchone()[0]
     assert int(got) == hashing.compute([h & MASK64 for h in hashes]) == hashing.vote(hashes)
+
+
+# Every copy of C's vector code (simhash.debug_simd: the best this CPU runs, AVX2, none).
+SIMD_LEVELS = ["auto", "avx2", "none"]
+
+
+@pytest.fixture(params=SIMD_LEVELS)
+def simd_db(shared_db: psycopg.Connection, request: pytest.FixtureRequest) -> Iterator[psycopg.Connection]:
+    shared_db.execute(f"SET simhash.debug_simd = {request.param}")
+    try:
+        yield shared_db
+    finally:
+        shared_db.execute("RESET simhash.debug_simd")
+
+
+@pytest.mark.parametrize("size", [127, 128, 129, 3967, 3968, 3969, 4096, 70_001])
+def test_long_votes_match_sql(simd_db: psycopg.Connection, size: int) -> None:
+    """Arrays past C's vectors of hashes (128 a step) and the byte counters'
+    capacity, of mostly all-ones hashes, so that every counter runs full."""
+    rng = random.Random(size)
+    hashes = [-1 if rng.random() < 0.9 else rng.randrange(-(2**63), 2**63) for _ in range(size)]
+    got = simd_db.execute("SELECT simhash(%s::bigint[])::text", (hashes,)).fetchone()[0]
+    assert int(got) == hashing.compute([h & MASK64 for h in hashes])
 
 
 @settings(max_examples=300, deadline=None)
@@ -146,3 +170,15 @@ def test_text_v2_long_texts_match_sql(shared_db: psycopg.Connection) -> None:
     for text in texts:
         got = shared_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
         assert int(got) == hashing.simhash_v2(text)
+
+
+def test_text_v2_mixed_runs_match_sql(simd_db: psycopg.Connection) -> None:
+    """ASCII words of every length among characters of other scripts, as in
+    translated manual pages: C's runs of ASCII start and stop everywhere, and
+    its batches of hashes fill at every offset."""
+    rng = random.Random(2828)
+    pieces = ["中", "文", "é", "ß", "—", "。", "passwd", "a", "to", "the", "[options]", " ", "  ", "\n", "-h", "x1"]
+    for _ in range(20):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(500, 5000)))
+        got = simd_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
+        assert int(got) == hashing.simhash_v2(text), text[:200]
