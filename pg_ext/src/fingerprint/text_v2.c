@@ -69,7 +69,7 @@
  * fast path cannot disagree with them.
  */
 static char ascii_token_byte[128];
-/* Whether those are the ASCII letters and digits, lowered (write_ascii_word8 assumes it). */
+/* Whether those are the ASCII letters, lowered (digits separate: write_ascii_word8 assumes it). */
 static bool ascii_word8_ok = false;
 
 /*
@@ -136,14 +136,14 @@ simhash_text_v2_init(void)
 		Assert(value == UNICODE_WORD || value == UNICODE_SEPARATOR);
 		ascii_token_byte[c] = value == UNICODE_WORD ? (char) out : 0;
 	}
-	/* The tables' ASCII words are the letters and digits, lowered: write_ascii_word8's. */
+	/* The tables' ASCII words are the letters, lowered (numbers separate): write_ascii_word8's. */
 	ascii_word8_ok = true;
 	for (uint32 c = 0; c < 128; c++)
 	{
 		bool		upper = c >= 'A' && c <= 'Z';
-		bool		alnum = upper || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		bool		letter = upper || (c >= 'a' && c <= 'z');
 
-		if (ascii_token_byte[c] != (alnum ? (char) (upper ? c + 'a' - 'A' : c) : 0))
+		if (ascii_token_byte[c] != (letter ? (char) (upper ? c + 'a' - 'A' : c) : 0))
 			ascii_word8_ok = false;
 	}
 }
@@ -758,7 +758,7 @@ write_ascii_byte(char *norm, Size *pos, Size *ends, int *nends, int *word, unsig
 
 /*
  * Eight bytes at once, in the bytes of a word (little-endian, so not where
- * WORDS_BIGENDIAN): a word byte is a letter or digit (ascii_word8_ok: the
+ * WORDS_BIGENDIAN): a word byte is a letter (ascii_word8_ok: the
  * tables say the same), found by adding to every byte at once so that its top
  * bit tells whether it is at least lo (BYTES_AT_LEAST) or above hi.
  */
@@ -775,7 +775,7 @@ static pg_attribute_always_inline int
 write_ascii_word8(char *norm, Size *pos, Size *ends, int *nends, int *word, uint64 x)
 {
 	uint64		upper = BYTES_IN(x, 'A', 'Z');
-	uint64		words = BYTES_IN(x, '0', '9') | upper | BYTES_IN(x, 'a', 'z');
+	uint64		words = upper | BYTES_IN(x, 'a', 'z');
 	uint64		separators = ~words & TOP_BITS;
 	uint64		after_word = (words << 8) | ((uint64) *word << 7);
 	uint64		collapsed = separators & ~after_word;
