@@ -304,7 +304,9 @@ def test_ingest_makes_the_index_asked_for_and_keeps_it(db: psycopg.Connection, t
 def test_ingest_jsonl_from_stdin_with_pg_environment_variables(db: psycopg.Connection) -> None:
     info = db.info
     env = {**os.environ, "PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
-    lines = "".join(json.dumps({"id": f"doc{i}", "text": f"document number {i} " * 5}) + "\n" for i in range(50))
+    # distinct words, not numbers: text spec 2 (the default) reads numbers as separators
+    words = [chr(97 + i % 26) + chr(97 + i // 26) for i in range(50)]
+    lines = "".join(json.dumps({"id": f"doc{i}", "text": f"document {w} " * 5}) + "\n" for i, w in enumerate(words))
     run("ingest", "--table", "public.docs", "--fingerprints", "local", "-", input=lines, env=env)
     assert db.execute("SELECT count(*), count(DISTINCT fingerprint) FROM docs").fetchone() == (50, 50)
 
