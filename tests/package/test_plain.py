@@ -249,12 +249,12 @@ def test_plain_sql_is_exact_for_any_layout_and_radius(shared_plain_and_extension
     rows, _, _ = data
     rows = [(i, fp) for i, fp in rows if fp is not None]
     centres = [centre, *(fp for _, fp in rows[:2])]
-    values = ", ".join(f"({i}, {plain.to_signed(fp)}::bigint)" for i, fp in rows) or "(0, 0::bigint)"
+    values = ", ".join(f"({i}, ({plain.to_signed(fp)})::bigint)" for i, fp in rows) or "(0, 0::bigint)"
     present = "" if rows else " WHERE false"
     for k in RADII:
         for q in centres:
             expected = sorted(i for i, fp in rows if distance(fp, q) <= k)
-            near = plain.PlainLayout(*layout).within_sql("fp", f"{plain.to_signed(q)}::bigint", str(k), k)
+            near = plain.PlainLayout(*layout).within_sql("fp", f"({plain.to_signed(q)})::bigint", str(k), k)
             got = plain_conn.execute(f"SELECT id FROM (SELECT * FROM (VALUES {values}) r (id, fp){present}) r "
                                      f"WHERE {near} ORDER BY id").fetchall()
             assert [i for (i,) in got] == expected, (layout, k)
