@@ -10,9 +10,16 @@
 # BENCH_SERVER_OPTIONS: more -c settings, after these (the last of a name wins),
 # e.g. "-c shared_buffers=8GB" for an index of 100M rows to stay in memory.
 export SIMHASH_SERVER_OPTIONS="-c shared_buffers=1GB -c work_mem=256MB -c maintenance_work_mem=1GB -c max_wal_size=4GB -c synchronous_commit=off ${BENCH_SERVER_OPTIONS:-}"
+# Every benchmark runs; one that fails (a mismatch with brute force exits 1) is
+# named at the end and makes `make bench` fail.
 exec "$ROOT/scripts/with-server.sh" bench bash -c '
+    failed=()
     for bench in "$0"/bench/bench_${BENCH:-*}.py; do
         echo "== $(basename "$bench")"
-        python "$bench" "$@"
+        python "$bench" "$@" || failed+=("$(basename "$bench")")
         echo
-    done' "$ROOT" "$@"
+    done
+    if [ ${#failed[@]} -gt 0 ]; then
+        echo "benchmarks that failed: ${failed[*]}" >&2
+        exit 1
+    fi' "$ROOT" "$@"

@@ -211,7 +211,6 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
     assert final["flushes"] >= inserted // (20 * PENDING_LIMIT) and final["merges"] > 0
     # every row with a fingerprint in one run set or the pending list, once (no VACUUM, no delete)
     assert sum(final["set_rows"]) + final["pending_rows"] + final["sealed_rows"] == len(stored) + inserted
-    # recycled by inserts, not left for a VACUUM: the index stays near a rebuilt one's size
     size = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
     db.execute("SELECT simhash_mih_check('docs_fp')")
 
@@ -226,7 +225,14 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
             expected = sorted(row_ids[np.bitwise_count(values ^ np.uint64(centre)) <= k].tolist())
             assert ids(db, centre, k) == expected, (centre, k)
     db.execute("REINDEX INDEX docs_fp")
-    assert size <= 3 * db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
+    rebuilt = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
+    # recycled by inserts, not left for a VACUUM: without reuse the index would hold every set
+    # page ever written (the flushed rows, then each merge's rows again); with it, at most half
+    # of those. How much, depends on how long the readers' snapshots kept pages retired, and so
+    # on the machine's speed (2.1-2.8x a rebuilt index here, idle to loaded; 3.0x seen in CI)
+    indexed = len(stored) + inserted
+    never_reused = rebuilt * (indexed + final["merged_rows"]) / indexed
+    assert final["recycled"] > 0 and size <= never_reused / 2, (size, rebuilt, final)
 
 
 def fail_for_temp_file_limit(db: psycopg.Connection, sql: str) -> None:
