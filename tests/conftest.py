@@ -18,6 +18,32 @@ import psycopg
 import pytest
 from toolbox import ROOT
 
+# What these tests do not depend on the PostgreSQL major: Python-only code
+# (the package's hashing, text spec 2, HTML text, simhash-py's API, the
+# benchmarks' corpus and copies) and the distributions (sdist, wheel, Docker
+# context, README).  Marked ``major_independent``: `make test-all` runs them
+# on the newest major only (SIMHASH_SKIP_MAJOR_INDEPENDENT, scripts/test.sh),
+# `make test` on any major runs them.  Paths relative to tests/.
+MAJOR_INDEPENDENT = (
+    "package/test_hashing.py",
+    "package/test_html.py",
+    "package/test_simhash_py_compat.py",
+    "package/test_text_v2.py",
+    "package/test_unicode_tables.py",
+    "bench/test_fingerprint_corpus.py",
+    "bench/test_fingerprint_quality.py",
+    "packaging/test_docker.py",
+    "packaging/test_packaging.py",
+    "packaging/test_private_paths.py",
+    "packaging/test_readme.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = ROOT / "tests"
+    for item in items:
+        if item.path.relative_to(tests).as_posix() in MAJOR_INDEPENDENT:
+            item.add_marker(pytest.mark.major_independent)
 
 
 def pytest_configure(config: pytest.Config) -> None:
