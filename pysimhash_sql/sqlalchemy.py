@@ -60,18 +60,13 @@ _INDEX_INFO_KEY = "simhash64_ops"
 _INDEX_METHOD_KEY = "simhash_index_method"
 
 
-def spec_of_type(expression: Any) -> int | None:
-    """The text spec version an expression's type declares (a ``SimHash64``
-    column or ORM attribute, ``func.simhash_v2(...)``), None if none."""
-    return getattr(getattr(expression, "type", None), "text_spec", None)
-
-
 def as_fingerprint(value: Any, type_: SimHash64 | None = None) -> ClauseElement:
     """A SQL expression for ``value``: itself if already one, else a bind of
     ``type_`` (the column's, so that its text spec is checked) or SimHash64."""
     if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
-        # two declared columns of different versions: refused
-        text_spec_module.check_columns(getattr(type_, "text_spec", None), spec_of_type(value))
+        # two declared columns (or func.simhash_v2(...)) of different versions: refused
+        text_spec_module.check_columns(getattr(type_, "text_spec", None),
+                                       getattr(getattr(value, "type", None), "text_spec", None))
         return value
     type_ = type_ if type_ is not None else SimHash64()
     type_._checked(value)  # a value of another text spec: ValueError now, not when the statement runs

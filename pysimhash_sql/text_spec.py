@@ -12,7 +12,9 @@ never mixed silently.
 - In the database the version is the column's comment, ``simhash text spec
   2`` (``comment``): written when our tools make the column (SQLAlchemy's
   CREATE TABLE, Django's migration, the CLI's ingest and refingerprint) and
-  read by the CLI.  A fingerprint column without it was made before versions
+  read by the CLI and SQLAlchemy's reflection (``SimHash64(text_spec=2)``).
+- Two declared columns of different versions are never compared
+  (``check_columns``).  A fingerprint column without it was made before versions
   were recorded: version 1 (UNDECLARED_COLUMN_SPEC).
 
 SQL itself is explicit by name: ``simhash(text)`` is version 1,

@@ -19,7 +19,8 @@ While the application keeps reading and writing the table:
    ``<column>_v<old version>`` with its version as its comment, nullable, its
    indexes dropped, and the trigger stays to keep it in step with the text
    (the rollback: the same command with ``--to <old version>``, which finds
-   it as its shadow column, docs/cli.md).
+   it as its shadow column, docs/cli.md); ``--drop-kept`` drops it and the
+   trigger.
 
 Every step is idempotent and finds its work in the catalog, so a run that was
 interrupted (Ctrl-C, a lost connection, a server restart) is resumed by
@@ -70,6 +71,10 @@ INDEXES_ON = """SELECT c.relname, pg_get_indexdef(c.oid), i.indisvalid FROM pg_d
                 JOIN pg_index i ON i.indexrelid = c.oid
                 WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = %s::regclass AND d.refobjsubid = %s
                 ORDER BY c.relname"""
+# The views that use a column (their rewrite rules depend on it).
+VIEWS_ON = """SELECT DISTINCT r.ev_class::regclass::text FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+              WHERE d.classid = 'pg_rewrite'::regclass AND d.refobjid = %s::regclass AND d.refobjsubid = %s
+              ORDER BY 1"""
 TEXT_FUNCTION = """SELECT EXISTS (SELECT FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
                    AND d.objid = p.oid AND d.refclassid = 'pg_extension'::regclass
                    JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash'
@@ -138,21 +143,28 @@ def plan(conn, args) -> Move | None:
         say(f"{args.table}.{args.column} holds text spec version {args.to} fingerprints already: nothing to do")
         return None
     kept = shadow_name(args.column, current)
-    if args.keep_old and kept in columns:
-        raise UserError(f"--keep-old: table {args.table} has a column {kept} already (kept by an earlier move?): "
-                        "drop or rename it first")
+    if args.keep_old:
+        if kept in columns:
+            raise UserError(f"--keep-old: table {args.table} has a column {kept} already (kept by an earlier move?): "
+                            "drop or rename it first")
+        check_no_views(conn, regclass, args.column, columns[args.column][4])
     backend = choose_backend(conn, args, args.column, creating=True)
     server = None
     if backend == EXTENSION:
         server = server_function(conn, args.to)
-    oid = conn.execute("SELECT %s::regclass::oid", (regclass,)).fetchone()[0]
-    schema = sql.Identifier(conn.execute("SELECT nspname FROM pg_class c JOIN pg_namespace n ON n.oid = "
-                                         "c.relnamespace WHERE c.oid = %s", (oid,)).fetchone()[0])
+    schema, function_name = trigger_function(conn, regclass)
     return Move(table=table_identifier(args.table), regclass=regclass, key=sql.Identifier(keys[0]),
                 text=sql.Identifier(args.text_column), column=args.column, shadow=shadow, schema=schema,
-                function_name=sql.SQL("{}.{}").format(schema, sql.Identifier(f"{TRIGGER}_{oid}")),
-                server=server, column_type=column_type, version=args.to, not_null=not_null,
-                old_version=current, keep_old=args.keep_old)
+                function_name=function_name, server=server, column_type=column_type, version=args.to,
+                not_null=not_null, old_version=current, keep_old=args.keep_old)
+
+
+def trigger_function(conn, regclass: str) -> tuple[sql.Identifier, sql.Composable]:
+    """The table's schema, and the name of its trigger's function (one per table, by its oid)."""
+    oid, schema = conn.execute("SELECT c.oid, n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                               "WHERE c.oid = %s::regclass", (regclass,)).fetchone()
+    schema = sql.Identifier(schema)
+    return schema, sql.SQL("{}.{}").format(schema, sql.Identifier(f"{TRIGGER}_{oid}"))
 
 
 def server_function(conn, version: int) -> sql.Composable:
@@ -178,8 +190,9 @@ def keep_in_step(conn, move: Move, column: str, server: sql.Composable | None, *
     """The trigger that keeps ``column`` in step with the text of the rows
     inserted or updated: ``server``'s fingerprint of it, or (None: the plain
     back end) emptied for the command to fill.  ``guard``: it also depends on
-    the column, so that dropping the column needs CASCADE, which drops it too
-    (the column kept by --keep-old, which the application may drop)."""
+    the column (the one --keep-old kept), so that a plain DROP COLUMN is
+    refused rather than leave a trigger that fails every write (--drop-kept
+    drops both)."""
     body = COMPUTE_BODY if server is not None else EMPTY_BODY
     body_sql = sql.SQL(body).format(shadow=sql.Identifier(column), text=move.text,
                                     function=server or sql.SQL("")).as_string(conn)
@@ -340,12 +353,23 @@ def swap(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
                     "table is less busy (the work done so far is kept)")
 
 
+def check_no_views(conn, regclass: str, column: str, attnum: int) -> None:
+    """--keep-old renames the old column, and a view follows a column it uses
+    through a rename: it would go on showing the old version.  UserError."""
+    views = [name for (name,) in conn.execute(VIEWS_ON, (regclass, attnum))]
+    if views:
+        raise UserError(f"--keep-old: view {', '.join(views)} uses {column}, and would show the kept old "
+                        "fingerprints after the swap: drop the view first (and make it again after), or move "
+                        "without --keep-old")
+
+
 def keep_old_column(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
     """In the swap, --keep-old: the old column renamed to its version's name,
     nullable (new rows' values come from the trigger, or none on the plain
     back end), its version as its comment, its indexes dropped (a rollback
     makes them again, concurrently), and kept in step by the trigger."""
     kept = shadow_name(move.column, move.old_version)
+    check_no_views(conn, move.regclass, move.column, columns_of(conn, move.regclass)[move.column][4])
     for name, _ in index_pairs:
         conn.execute(sql.SQL("DROP INDEX {}.{}").format(move.schema, sql.Identifier(name)))
     conn.execute(sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(
@@ -371,11 +395,37 @@ def catch_up(conn, move: Move) -> None:
         key=move.key, text=move.text, table=move.table, shadow=shadow)).fetchall())
 
 
+def drop_kept(conn, args) -> None:
+    """--drop-kept: the column --keep-old kept (a ``<column>_v<N>`` whose
+    comment records version N: a shadow column of a move under way has none)
+    and the trigger that keeps it in step, in one transaction."""
+    require_table(conn, args.table)
+    regclass = table_identifier(args.table).as_string(conn)
+    columns = columns_of(conn, regclass)
+    kept = [name for name in (shadow_name(args.column, version) for version in text_spec.TEXT_SPEC_VERSIONS)
+            if name in columns and text_spec.spec_of_comment(
+                conn.execute(text_spec.COLUMN_COMMENT_SQL, (regclass, name)).fetchone()[0]) is not None]
+    if not kept:
+        say(f"table {args.table} keeps no old fingerprints of {args.column}: nothing to do")
+        return
+    _, function_name = trigger_function(conn, regclass)
+    table = table_identifier(args.table)
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(TRIGGER), table))
+        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}()").format(function_name))
+        for name in kept:
+            conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN {}").format(table, sql.Identifier(name)))
+    say(f"dropped {', '.join(kept)} and the trigger that kept it in step")
+
+
 def refingerprint_command(args) -> None:
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
     with connect(args.dsn) as conn:
         conn.execute("SET application_name = 'pysimhash-sql refingerprint'")
+        if args.drop_kept:
+            drop_kept(conn, args)
+            return
         move = plan(conn, args)
         if move is None:
             return
@@ -386,8 +436,6 @@ def refingerprint_command(args) -> None:
         say(f"{args.table}.{args.column} holds text spec version {move.version} fingerprints now "
             f"(recorded as its comment); {len(pairs)} index(es) moved")
         if move.keep_old:
-            kept = sql.Identifier(shadow_name(move.column, move.old_version))
-            say(f"the version {move.old_version} fingerprints are kept in {kept.as_string(conn)} (kept in step by a "
-                f"trigger, without an index): roll back with --to {move.old_version}; or, once sure, drop them: "
-                + sql.SQL("ALTER TABLE {} DROP COLUMN {} CASCADE; DROP FUNCTION {}()").format(
-                    move.table, kept, move.function_name).as_string(conn))
+            say(f"the version {move.old_version} fingerprints are kept in {shadow_name(move.column, move.old_version)} "
+                f"(kept in step by a trigger, without an index): roll back with --to {move.old_version}; "
+                "once sure, drop them with --drop-kept")
