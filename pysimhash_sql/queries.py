@@ -31,7 +31,7 @@ from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
 from . import plain
-from . import sqlalchemy as _typed_functions  # noqa: F401  (func.hamming_within etc. typed)
+from .sqlalchemy import SimHash64, as_fingerprint  # (and func.hamming_within etc. typed)
 from ._find_all import id_clusters, id_pairs
 from .backends import PLAIN, backend_of, set_backend
 
@@ -81,7 +81,15 @@ def has_near_duplicate(new_fingerprint: Any, stored_fingerprint_column: Any, max
     Page.fp, 3))`` keeps the new rows nothing stored resembles.  Each new row
     is one index lookup in the stored table, and the new rows' side runs in
     parallel workers where the planner gives it some."""
-    return exists().where(func.hamming_within(stored_fingerprint_column, new_fingerprint, max_distance))
+    return exists().where(_within(stored_fingerprint_column, new_fingerprint, max_distance))
+
+
+def _within(stored_fingerprint_column: Any, new_fingerprint: Any, max_distance: int) -> Any:
+    """``hamming_within(stored, new, k)``; the comparator's ValueError
+    (sqlalchemy.as_fingerprint) when the two declare different text spec versions."""
+    stored_type = getattr(stored_fingerprint_column, "type", None)
+    new_fingerprint = as_fingerprint(new_fingerprint, stored_type if isinstance(stored_type, SimHash64) else None)
+    return func.hamming_within(stored_fingerprint_column, new_fingerprint, max_distance)
 
 
 def near_duplicate_matches(new_fingerprint: Any, stored_fingerprint_column: Any, max_distance: int) -> Select:
@@ -89,11 +97,11 @@ def near_duplicate_matches(new_fingerprint: Any, stored_fingerprint_column: Any,
     new rows' entity (or table) and the stored one's, joined by an index
     lookup per new row.  For new rows in the stored table itself, alias one
     side (``aliased(Page)``)."""
+    within = _within(stored_fingerprint_column, new_fingerprint, max_distance)
     distance = stored_fingerprint_column.hamming_distance(new_fingerprint).label("distance")
     return (
         select(_owner(new_fingerprint), _owner(stored_fingerprint_column), distance)
-        .join_from(_owner(new_fingerprint), _owner(stored_fingerprint_column),
-                   func.hamming_within(stored_fingerprint_column, new_fingerprint, max_distance))
+        .join_from(_owner(new_fingerprint), _owner(stored_fingerprint_column), within)
     )
 
 

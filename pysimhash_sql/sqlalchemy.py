@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, Text, cast, event, func, literal
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, Table, Text, cast, event, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.ext.compiler import compiles
@@ -64,11 +64,9 @@ def as_fingerprint(value: Any, type_: SimHash64 | None = None) -> ClauseElement:
     """A SQL expression for ``value``: itself if already one, else a bind of
     ``type_`` (the column's, so that its text spec is checked) or SimHash64."""
     if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
-        other = getattr(value, "type", None)
-        mine, theirs = getattr(type_, "text_spec", None), getattr(other, "text_spec", None)
-        if None not in (mine, theirs) and mine != theirs:  # two declared columns of different versions
-            raise ValueError(f"a text spec version {mine} column compared with a version {theirs} one: "
-                             "their fingerprints are never comparable (docs/fingerprint-spec.md §7)")
+        # two declared columns (or func.simhash_v2(...)) of different versions: refused
+        text_spec_module.check_columns(getattr(type_, "text_spec", None),
+                                       getattr(getattr(value, "type", None), "text_spec", None))
         return value
     type_ = type_ if type_ is not None else SimHash64()
     type_._checked(value)  # a value of another text spec: ValueError now, not when the statement runs
@@ -149,6 +147,27 @@ class SimHash64(SchemaEventTarget, UserDefinedType[int]):
 
 
 ischema_names["simhash64"] = SimHash64  # reflected columns come back as SimHash64
+
+
+@event.listens_for(Table, "column_reflect")
+def _reflected_text_spec(inspector, table: Table, column_info: dict) -> None:
+    """A reflected fingerprint column declares the text spec version its
+    comment records (text_spec.comment), as the model that made it did:
+    ``Table(..., autoload_with=engine)``, ``MetaData.reflect`` and Alembic's
+    autogenerate get ``SimHash64(text_spec=2)``, not an undeclared
+    ``SimHash64()``.  On the plain back end a ``bigint`` column with that
+    comment is one of ours too: it comes back as ``SimHash64(text_spec=N)``
+    (which compiles to bigint there).  Without the comment the column stays
+    undeclared (no check), as ``SimHash64()`` in a model is."""
+    recorded = text_spec_module.spec_of_comment(column_info.get("comment"))
+    if recorded is None:
+        return
+    type_ = column_info["type"]
+    ours = isinstance(type_, SimHash64) and type_.text_spec is None
+    plain_bigint = isinstance(type_, BigInteger) and backend_of(inspector.dialect) == PLAIN
+    if ours or plain_bigint:
+        column_info["type"] = SimHash64(text_spec=text_spec_module.check_version(
+            recorded, f"the comment of {table.fullname}.{column_info['name']}"))
 
 
 

@@ -12,7 +12,9 @@ never mixed silently.
 - In the database the version is the column's comment, ``simhash text spec
   2`` (``comment``): written when our tools make the column (SQLAlchemy's
   CREATE TABLE, Django's migration, the CLI's ingest and refingerprint) and
-  read by the CLI.  A fingerprint column without it was made before versions
+  read by the CLI and SQLAlchemy's reflection (``SimHash64(text_spec=2)``).
+- Two declared columns of different versions are never compared
+  (``check_columns``).  A fingerprint column without it was made before versions
   were recorded: version 1 (UNDECLARED_COLUMN_SPEC).
 
 SQL itself is explicit by name: ``simhash(text)`` is version 1,
@@ -25,7 +27,8 @@ import operator
 import re
 
 __all__ = ["COLUMN_COMMENT_SQL", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS", "TEXT_SPEC_VERSION_LATEST",
-           "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_shingle_size", "check_spec", "check_version", "comment",
+           "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns", "check_shingle_size", "check_spec",
+           "check_version", "comment",
            "comment_on_column_sql", "spec_of", "spec_of_comment", "tagged"]
 
 # The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
@@ -87,6 +90,17 @@ def check_spec(value, column_spec: int | None, where: str = "this column"):
             f"(hashing.fingerprint(text, version={column_spec}), SQL {SQL_FUNCTIONS[column_spec]}(text)), "
             "or move the column with pysimhash-sql refingerprint (docs/fingerprint-spec.md §7)")
     return value
+
+
+def check_columns(mine: int | None, theirs: int | None) -> None:
+    """ValueError when two columns (or expressions) that declare text spec
+    versions ``mine`` and ``theirs`` are compared and the versions differ
+    (None: undeclared, compared with anything).  The one check of every tool
+    that compares two columns: SQLAlchemy's comparator and queries, Django's
+    lookup and HammingDistance."""
+    if None not in (mine, theirs) and mine != theirs:
+        raise ValueError(f"a text spec version {mine} column compared with a version {theirs} one: "
+                         "their fingerprints are never comparable (docs/fingerprint-spec.md §7)")
 
 
 def check_shingle_size(shingle_size: int | None, version: int) -> None:

@@ -154,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     refingerprint.add_argument("--to", type=int, choices=TEXT_SPEC_VERSIONS, default=TEXT_SPEC_VERSION_LATEST,
                                help=f"the text spec version to move to (default {TEXT_SPEC_VERSION_LATEST})")
     refingerprint.add_argument("--batch-size", type=int, default=1000, help="rows per batch and commit (default 1000)")
+    kept = refingerprint.add_mutually_exclusive_group()
+    kept.add_argument("--keep-old", action="store_true",
+                      help="keep the old fingerprints after the swap in <column>_v<old version> (kept in step by a "
+                           "trigger, no index), for a rollback with --to <old version>")
+    kept.add_argument("--drop-kept", action="store_true",
+                      help="drop the old fingerprints --keep-old kept, and their trigger (no move)")
     command("dupes", "database:dupes_command", "near-duplicate pairs of a table's rows: id1, id2, distance (simhash_find_all)",
             options(database, table_rows, lambda p: near(p, None), parallel, records_out))
     clusters = command("clusters", "database:clusters_command",

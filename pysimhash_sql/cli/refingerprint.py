@@ -15,6 +15,12 @@ While the application keeps reading and writing the table:
    still empty, drops the old column (and its indexes) and the trigger,
    renames the shadow column and its indexes to the old names, restores NOT
    NULL and records the version as the column's comment (text_spec.comment).
+   With ``--keep-old`` the old column is kept instead, renamed
+   ``<column>_v<old version>`` with its version as its comment, nullable, its
+   indexes dropped, and the trigger stays to keep it in step with the text
+   (the rollback: the same command with ``--to <old version>``, which finds
+   it as its shadow column, docs/cli.md); ``--drop-kept`` drops it and the
+   trigger.
 
 Every step is idempotent and finds its work in the catalog, so a run that was
 interrupted (Ctrl-C, a lost connection, a server restart) is resumed by
@@ -33,7 +39,7 @@ from dataclasses import dataclass
 
 from .. import hashing, plain, text_spec
 from ..backends import EXTENSION
-from .database import choose_backend, column_spec, connect, has_function, require_table, table_identifier
+from .database import choose_backend, column_spec, connect, require_table, table_identifier
 from .errors import UserError
 
 try:
@@ -65,6 +71,14 @@ INDEXES_ON = """SELECT c.relname, pg_get_indexdef(c.oid), i.indisvalid FROM pg_d
                 JOIN pg_index i ON i.indexrelid = c.oid
                 WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = %s::regclass AND d.refobjsubid = %s
                 ORDER BY c.relname"""
+# The views that use a column (their rewrite rules depend on it).
+VIEWS_ON = """SELECT DISTINCT r.ev_class::regclass::text FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+              WHERE d.classid = 'pg_rewrite'::regclass AND d.refobjid = %s::regclass AND d.refobjsubid = %s
+              ORDER BY 1"""
+TEXT_FUNCTION = """SELECT EXISTS (SELECT FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
+                   AND d.objid = p.oid AND d.refclassid = 'pg_extension'::regclass
+                   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash'
+                   WHERE p.proname = %s AND p.proargtypes[0] = 'text'::regtype)"""
 EXTENSION_SCHEMA = """SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                       WHERE e.extname = 'simhash'"""
 
@@ -91,6 +105,8 @@ class Move:
     column_type: str  # simhash64, or bigint (the plain back end's: signed)
     version: int
     not_null: bool
+    old_version: int  # the column's before the move
+    keep_old: bool  # --keep-old: the old column kept as shadow_name(column, old_version)
 
 
 def say(message: str) -> None:
@@ -126,38 +142,67 @@ def plan(conn, args) -> Move | None:
     if current == args.to and shadow not in columns:
         say(f"{args.table}.{args.column} holds text spec version {args.to} fingerprints already: nothing to do")
         return None
+    kept = shadow_name(args.column, current)
+    if args.keep_old:
+        if kept in columns:
+            raise UserError(f"--keep-old: table {args.table} has a column {kept} already (kept by an earlier move?): "
+                            "drop or rename it first")
+        check_no_views(conn, regclass, args.column, columns[args.column][4])
     backend = choose_backend(conn, args, args.column, creating=True)
-    function = text_spec.SQL_FUNCTIONS[args.to]
     server = None
     if backend == EXTENSION:
-        if not has_function(conn, f"{function}(text)"):
-            raise UserError(f"this database has no {function}(text): it comes with the simhash extension 1.3 "
-                            "(ALTER EXTENSION simhash UPDATE), or move with --backend plain")
-        schema = conn.execute(EXTENSION_SCHEMA).fetchone()[0]
-        server = sql.Identifier(schema, function)
-    oid = conn.execute("SELECT %s::regclass::oid", (regclass,)).fetchone()[0]
-    schema = sql.Identifier(conn.execute("SELECT nspname FROM pg_class c JOIN pg_namespace n ON n.oid = "
-                                         "c.relnamespace WHERE c.oid = %s", (oid,)).fetchone()[0])
+        server = server_function(conn, args.to)
+    schema, function_name = trigger_function(conn, regclass)
     return Move(table=table_identifier(args.table), regclass=regclass, key=sql.Identifier(keys[0]),
                 text=sql.Identifier(args.text_column), column=args.column, shadow=shadow, schema=schema,
-                function_name=sql.SQL("{}.{}").format(schema, sql.Identifier(f"{TRIGGER}_{oid}")),
-                server=server, column_type=column_type, version=args.to, not_null=not_null)
+                function_name=function_name, server=server, column_type=column_type, version=args.to,
+                not_null=not_null, old_version=current, keep_old=args.keep_old)
+
+
+def trigger_function(conn, regclass: str) -> tuple[sql.Identifier, sql.Composable]:
+    """The table's schema, and the name of its trigger's function (one per table, by its oid)."""
+    oid, schema = conn.execute("SELECT c.oid, n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                               "WHERE c.oid = %s::regclass", (regclass,)).fetchone()
+    schema = sql.Identifier(schema)
+    return schema, sql.SQL("{}.{}").format(schema, sql.Identifier(f"{TRIGGER}_{oid}"))
+
+
+def server_function(conn, version: int) -> sql.Composable:
+    """The extension's SQL fingerprint function of ``version``, schema-qualified."""
+    function = text_spec.SQL_FUNCTIONS[version]
+    # of a text first (simhash(text) has a second parameter, with a default)
+    if not conn.execute(TEXT_FUNCTION, (function,)).fetchone()[0]:
+        raise UserError(f"this database has no {function}(text): it comes with the simhash extension 1.3 "
+                        "(ALTER EXTENSION simhash UPDATE), or move with --backend plain")
+    schema = conn.execute(EXTENSION_SCHEMA).fetchone()[0]
+    return sql.Identifier(schema, function)
 
 
 def prepare(conn, move: Move) -> None:
     """The shadow column and the trigger that keeps it in step (again, if there)."""
-    body = COMPUTE_BODY if move.server is not None else EMPTY_BODY
-    body_sql = sql.SQL(body).format(shadow=sql.Identifier(move.shadow), text=move.text,
-                                    function=move.server or sql.SQL("")).as_string(conn)
     with conn.transaction():
         conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}").format(
             move.table, sql.Identifier(move.shadow), sql.SQL(move.column_type)))
-        conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}").format(
-            move.function_name, sql.Literal(body_sql)))
-        conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(TRIGGER), move.table))
-        conn.execute(sql.SQL("CREATE TRIGGER {} BEFORE INSERT OR UPDATE OF {} ON {} FOR EACH ROW "
-                             "EXECUTE FUNCTION {}()").format(sql.Identifier(TRIGGER), move.text, move.table,
-                                                             move.function_name))
+        keep_in_step(conn, move, move.shadow, move.server)
+
+
+def keep_in_step(conn, move: Move, column: str, server: sql.Composable | None, *, guard: bool = False) -> None:
+    """The trigger that keeps ``column`` in step with the text of the rows
+    inserted or updated: ``server``'s fingerprint of it, or (None: the plain
+    back end) emptied for the command to fill.  ``guard``: it also depends on
+    the column (the one --keep-old kept), so that a plain DROP COLUMN is
+    refused rather than leave a trigger that fails every write (--drop-kept
+    drops both)."""
+    body = COMPUTE_BODY if server is not None else EMPTY_BODY
+    body_sql = sql.SQL(body).format(shadow=sql.Identifier(column), text=move.text,
+                                    function=server or sql.SQL("")).as_string(conn)
+    columns = sql.SQL(", ").join([move.text, sql.Identifier(column)] if guard else [move.text])
+    conn.execute(sql.SQL("CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}").format(
+        move.function_name, sql.Literal(body_sql)))
+    conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(TRIGGER), move.table))
+    conn.execute(sql.SQL("CREATE TRIGGER {} BEFORE INSERT OR UPDATE OF {} ON {} FOR EACH ROW "
+                         "EXECUTE FUNCTION {}()").format(sql.Identifier(TRIGGER), columns, move.table,
+                                                         move.function_name))
 
 
 def empty_rows(conn, move: Move) -> int:
@@ -288,8 +333,11 @@ def swap(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
                 conn.execute("SET LOCAL lock_timeout = 0")
                 catch_up(conn, move)
                 conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(TRIGGER), move.table))
-                conn.execute(sql.SQL("DROP FUNCTION {}()").format(move.function_name))
-                conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN {}").format(move.table, column))
+                if move.keep_old:
+                    keep_old_column(conn, move, index_pairs)
+                else:
+                    conn.execute(sql.SQL("DROP FUNCTION {}()").format(move.function_name))
+                    conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN {}").format(move.table, column))
                 conn.execute(sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(move.table, shadow, column))
                 if move.not_null:
                     conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET NOT NULL").format(move.table, column))
@@ -303,6 +351,34 @@ def swap(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
             say(f"waiting for the table's lock (attempt {attempt + 1} of {LOCK_ATTEMPTS})")
     raise UserError(f"could not take {move.regclass}'s lock for the swap: run the same command again when the "
                     "table is less busy (the work done so far is kept)")
+
+
+def check_no_views(conn, regclass: str, column: str, attnum: int) -> None:
+    """--keep-old renames the old column, and a view follows a column it uses
+    through a rename: it would go on showing the old version.  UserError."""
+    views = [name for (name,) in conn.execute(VIEWS_ON, (regclass, attnum))]
+    if views:
+        raise UserError(f"--keep-old: view {', '.join(views)} uses {column}, and would show the kept old "
+                        "fingerprints after the swap: drop the view first (and make it again after), or move "
+                        "without --keep-old")
+
+
+def keep_old_column(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
+    """In the swap, --keep-old: the old column renamed to its version's name,
+    nullable (new rows' values come from the trigger, or none on the plain
+    back end), its version as its comment, its indexes dropped (a rollback
+    makes them again, concurrently), and kept in step by the trigger."""
+    kept = shadow_name(move.column, move.old_version)
+    check_no_views(conn, move.regclass, move.column, columns_of(conn, move.regclass)[move.column][4])
+    for name, _ in index_pairs:
+        conn.execute(sql.SQL("DROP INDEX {}.{}").format(move.schema, sql.Identifier(name)))
+    conn.execute(sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(
+        move.table, sql.Identifier(move.column), sql.Identifier(kept)))
+    conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP NOT NULL").format(move.table, sql.Identifier(kept)))
+    conn.execute(text_spec.comment_on_column_sql(move.table.as_string(conn), sql.Identifier(kept).as_string(conn),
+                                                 move.old_version))
+    server = None if move.server is None else server_function(conn, move.old_version)
+    keep_in_step(conn, move, kept, server, guard=True)
 
 
 def catch_up(conn, move: Move) -> None:
@@ -319,11 +395,37 @@ def catch_up(conn, move: Move) -> None:
         key=move.key, text=move.text, table=move.table, shadow=shadow)).fetchall())
 
 
+def drop_kept(conn, args) -> None:
+    """--drop-kept: the column --keep-old kept (a ``<column>_v<N>`` whose
+    comment records version N: a shadow column of a move under way has none)
+    and the trigger that keeps it in step, in one transaction."""
+    require_table(conn, args.table)
+    regclass = table_identifier(args.table).as_string(conn)
+    columns = columns_of(conn, regclass)
+    kept = [name for name in (shadow_name(args.column, version) for version in text_spec.TEXT_SPEC_VERSIONS)
+            if name in columns and text_spec.spec_of_comment(
+                conn.execute(text_spec.COLUMN_COMMENT_SQL, (regclass, name)).fetchone()[0]) is not None]
+    if not kept:
+        say(f"table {args.table} keeps no old fingerprints of {args.column}: nothing to do")
+        return
+    _, function_name = trigger_function(conn, regclass)
+    table = table_identifier(args.table)
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(sql.Identifier(TRIGGER), table))
+        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}()").format(function_name))
+        for name in kept:
+            conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN {}").format(table, sql.Identifier(name)))
+    say(f"dropped {', '.join(kept)} and the trigger that kept it in step")
+
+
 def refingerprint_command(args) -> None:
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
     with connect(args.dsn) as conn:
         conn.execute("SET application_name = 'pysimhash-sql refingerprint'")
+        if args.drop_kept:
+            drop_kept(conn, args)
+            return
         move = plan(conn, args)
         if move is None:
             return
@@ -333,3 +435,7 @@ def refingerprint_command(args) -> None:
         swap(conn, move, pairs)
         say(f"{args.table}.{args.column} holds text spec version {move.version} fingerprints now "
             f"(recorded as its comment); {len(pairs)} index(es) moved")
+        if move.keep_old:
+            say(f"the version {move.old_version} fingerprints are kept in {shadow_name(move.column, move.old_version)} "
+                f"(kept in step by a trigger, without an index): roll back with --to {move.old_version}; "
+                "once sure, drop them with --drop-kept")

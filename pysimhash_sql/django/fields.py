@@ -20,7 +20,7 @@ from django.db.models import Lookup, Value
 from django.db.models.expressions import ExpressionList
 
 from ..fingerprint import coerce_fingerprint, from_hex, to_hex
-from ..text_spec import check_spec, check_version, tagged
+from ..text_spec import check_columns, check_spec, check_version, tagged
 from ..text_spec import comment as spec_comment
 
 __all__ = ["FingerprintValue", "HammingWithin", "SimhashField", "SimhashFormField", "check_radius"]
@@ -157,6 +157,19 @@ class FingerprintValue(Value):
         return "%s::simhash64", [str(self.value)]
 
 
+def spec_of_expression(expression: Any) -> int | None:
+    """The text spec version a resolved expression's output field declares
+    (a ``SimhashField(text_spec=N)`` column, ``Simhash(..., version=N)``),
+    None if none."""
+    return getattr(getattr(expression, "_output_field_or_none", None), "text_spec", None)
+
+
+def check_comparable(a: Any, b: Any) -> None:
+    """ValueError when two resolved expressions declare different text spec
+    versions: text_spec.check_columns, the SQLAlchemy comparator's check."""
+    check_columns(spec_of_expression(a), spec_of_expression(b))
+
+
 @SimhashField.register_lookup
 class HammingWithin(Lookup):
     """``filter(fp__hamming_within=(value, k))``: ``hamming_within(fp, value,
@@ -182,6 +195,7 @@ class HammingWithin(Lookup):
     def as_sql(self, compiler, connection):
         lhs_sql, lhs_params = self.process_lhs(compiler, connection)
         center, radius = self.rhs.get_source_expressions()
+        check_comparable(self.lhs, center)  # F("other_fp"), OuterRef("fp"), Simhash(...): resolved by now
         center_sql, center_params = compiler.compile(center)
         radius_sql, radius_params = compiler.compile(radius)
         return f"hamming_within({lhs_sql}, {center_sql}, {radius_sql})", [*lhs_params, *center_params, *radius_params]

@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Func, IntegerField
 
 from ..text_spec import SQL_FUNCTIONS, check_shingle_size, check_version
-from .fields import FingerprintValue, SimhashField
+from .fields import FingerprintValue, SimhashField, check_comparable
 
 __all__ = ["HammingDistance", "Simhash"]
 
@@ -31,6 +31,10 @@ class HammingDistance(Func):
 
     def __init__(self, a: Any, b: Any, **extra: Any) -> None:
         super().__init__(_fingerprint(a), _fingerprint(b), **extra)
+
+    def as_sql(self, compiler, connection, **extra: Any):
+        check_comparable(*self.get_source_expressions())  # two declared versions that differ: ValueError
+        return super().as_sql(compiler, connection, **extra)
 
 
 class Simhash(Func):

@@ -76,13 +76,14 @@ def write_as_the_application(dsn: str, plain_backend: bool, seed: int, stop: thr
             time.sleep(0.005)
 
 
-def assert_moved_to_v2(conn: psycopg.Connection, plain_backend: bool = False) -> None:
-    """Every row's fingerprint is its text's version 2 fingerprint, computed
-    here (brute force); the column records it, kept NOT NULL and its index;
-    nothing of the move is left; the index answers as brute force does."""
-    assert wrong_rows(conn, 2, plain_backend) == []
+def assert_moved_to_v2(conn: psycopg.Connection, plain_backend: bool = False, version: int = 2) -> None:
+    """Every row's fingerprint is its text's version 2 (or ``version``)
+    fingerprint, computed here (brute force); the column records it, kept NOT
+    NULL and its index; nothing of the move is left; the index answers as
+    brute force does."""
+    assert wrong_rows(conn, version, plain_backend) == []
     rows = conn.execute("SELECT id, body, fingerprint::text FROM docs").fetchall()
-    assert column_spec(conn, "docs") == "simhash text spec 2"
+    assert column_spec(conn, "docs") == text_spec.comment(version)
     assert conn.execute("SELECT attnotnull FROM pg_attribute WHERE attrelid = 'docs'::regclass "
                         "AND attname = 'fingerprint'").fetchone() == (True,)
     assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs'::regclass AND attnum > 0 "
@@ -158,6 +159,52 @@ def test_fingerprints_computed_here_into_a_simhash64_column(db: psycopg.Connecti
     assert_moved_to_v2(db)
 
 
+@pytest.mark.parametrize("backend", ["extension", "plain"])
+def test_keep_old_keeps_the_old_fingerprints_for_a_rollback(db: psycopg.Connection, plain_url, backend: str) -> None:
+    """--keep-old: the old column kept beside the moved one, holding exactly
+    the old fingerprints, kept in step with the application's writes after the
+    swap (extension) or emptied where the text changed (plain); the rollback
+    (--to 1) takes it as its shadow column; --drop-kept drops it and its
+    trigger."""
+    plain_backend = backend == "plain"
+    dsn = plain_dsn(plain_url) if plain_backend else db.info.dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        make_v1_table(conn, plain_backend)
+        before = dict(conn.execute("SELECT id, fingerprint::text FROM docs").fetchall())
+        assert 'kept in fingerprint_v1' in refingerprint(dsn, "--keep-old").stderr
+        assert wrong_rows(conn, 2, plain_backend) == []
+        assert dict(conn.execute("SELECT id, fingerprint_v1::text FROM docs").fetchall()) == before
+        assert column_spec(conn, "docs", "fingerprint_v1") == "simhash text spec 1"
+        assert conn.execute("SELECT attnotnull FROM pg_attribute WHERE attrelid = 'docs'::regclass "
+                            "AND attname = 'fingerprint_v1'").fetchone() == (False,)
+        assert {name for (name,) in conn.execute("SELECT indexrelid::regclass::text FROM pg_index "
+                                                 "WHERE indrelid = 'docs'::regclass")} == {"docs_pkey",
+                                                                                         "docs_fingerprint_idx"}
+        # the application, on version 2 now: a new row, a changed text
+        for statement, text in (("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)", "apples in the orchard"),
+                                ("UPDATE docs SET body = %s, fingerprint = %s WHERE id = 1", "ferry to the islands")):
+            conn.execute(statement, (text, stored(hashing.fingerprint(text, version=2), plain_backend)))
+        written = conn.execute("SELECT id, body, fingerprint_v1::text FROM docs WHERE id = 1 OR id > %s",
+                               (ROWS,)).fetchall()
+        assert [fp for _, _, fp in written] == ([None, None] if plain_backend else
+                                                [stored(hashing.simhash(text), False) for _, text, _ in written])
+
+        moved = dict(conn.execute("SELECT id, fingerprint::text FROM docs").fetchall())
+        rollback = refingerprint(dsn, "--to", "1", "--keep-old").stderr
+        assert f"filling fingerprint_v1: {2 if plain_backend else 0} rows to fingerprint" in rollback
+        assert 'kept in fingerprint_v2' in rollback
+        assert dict(conn.execute("SELECT id, fingerprint_v2::text FROM docs").fetchall()) == moved
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist):  # its trigger: not dropped by mistake
+            conn.execute("ALTER TABLE docs DROP COLUMN fingerprint_v2")
+        assert "dropped fingerprint_v2 and the trigger" in refingerprint(dsn, "--drop-kept").stderr
+        assert "keeps no old fingerprints" in refingerprint(dsn, "--drop-kept").stderr
+        conn.execute("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)",
+                     ("harbour", stored(hashing.simhash("harbour"), plain_backend)))
+        assert_moved_to_v2(conn, plain_backend, version=1)
+        conn.execute("ALTER TABLE docs ADD COLUMN fingerprint_v1 bigint")
+        assert_user_error(refingerprint(dsn, "--keep-old", ok=False), "has a column fingerprint_v1 already")
+
+
 def test_refingerprint_refuses_what_it_cannot_move(db: psycopg.Connection) -> None:
     dsn = db.info.dsn
     db.execute("CREATE TABLE docs (body text, fingerprint simhash64)")
@@ -167,6 +214,9 @@ def test_refingerprint_refuses_what_it_cannot_move(db: psycopg.Connection) -> No
     db.execute("ALTER TABLE docs ALTER COLUMN fingerprint SET DEFAULT '0'")
     assert_user_error(refingerprint(dsn, ok=False), "has a default")
     assert_user_error(refingerprint(dsn, "--batch-size", "0", ok=False), "--batch-size must be at least 1")
+    db.execute("ALTER TABLE docs ALTER COLUMN fingerprint DROP DEFAULT")
+    db.execute("CREATE VIEW recent_docs AS SELECT id, fingerprint FROM docs")
+    assert_user_error(refingerprint(dsn, "--keep-old", ok=False), "view recent_docs uses fingerprint")
 
 
 def test_ingest_keeps_a_table_s_version(db: psycopg.Connection) -> None:

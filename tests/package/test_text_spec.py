@@ -1,6 +1,8 @@
 """pysimhash_sql/text_spec.py: values that carry their text spec version,
 columns that declare theirs, and the refusals where they differ — in the
-hashing layer, SQLAlchemy's SimHash64 (both back ends) and the dedupe helper."""
+hashing layer, SQLAlchemy's SimHash64 (both back ends; reflected columns,
+Alembic's autogenerate), the queries that compare two columns and the dedupe
+helper."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pysimhash_sql import hashing, text_spec
 from pysimhash_sql.alembic import render_item
 from pysimhash_sql.dedupe import insert_unless_near_duplicate
 from pysimhash_sql.html import simhash_html
+from pysimhash_sql.queries import has_near_duplicate, near_duplicate_matches
 from pysimhash_sql.sqlalchemy import TEXT_SPEC_VERSION_LATEST, SimHash64, simhash_index
 
 TEXT = "Near-duplicate detection in every language: 近似重复检测。"
@@ -109,3 +112,72 @@ def test_dedupe_refuses_a_fingerprint_of_the_other_version(simhash_engine) -> No
         for v1 in (func.simhash(TEXT), hashing.simhash(TEXT)):
             with pytest.raises((ValueError, StatementError), match="computed with version 1"):
                 insert_unless_near_duplicate(conn, docs, {"body": TEXT, "fp": v1}, fingerprint="fp")
+
+
+def versioned_docs(metadata: MetaData) -> Table:
+    """Columns of each version, and an undeclared one."""
+    return Table("docs", metadata, Column("id", BigInteger, primary_key=True, autoincrement=True),
+                 Column("body", Text), Column("fp", SimHash64(text_spec=2)), Column("old_fp", SimHash64(text_spec=1)),
+                 Column("any_fp", SimHash64()))
+
+
+def autogenerate_diffs(conn, metadata: MetaData) -> list:
+    """What autogenerate (with the package's plugin) finds between the models and the database."""
+    plugins = ["alembic.autogenerate.*", "pysimhash_sql"]
+    context = MigrationContext.configure(conn, opts={"autogenerate_plugins": plugins})
+    return compare_metadata(context, metadata)
+
+
+@pytest.mark.parametrize("backend", ["extension", "plain"])
+def test_reflected_columns_declare_the_version_their_comment_records(simhash_engine, plain_engine,
+                                                                     backend: str) -> None:
+    engine = simhash_engine if backend == "extension" else plain_engine
+    model = MetaData()
+    versioned_docs(model)
+    model.create_all(engine)
+    reflected_all = MetaData()
+    reflected_all.reflect(engine)
+    undeclared = SimHash64 if backend == "extension" else BigInteger  # plain: a bigint without the comment
+    for docs in (Table("docs", MetaData(), autoload_with=engine), reflected_all.tables["docs"]):
+        assert (docs.c.fp.type.text_spec, docs.c.old_fp.type.text_spec) == (2, 1)
+        assert isinstance(docs.c.any_fp.type, undeclared) and getattr(docs.c.any_fp.type, "text_spec", None) is None
+        assert type(docs.c.id.type) is not SimHash64
+        with pytest.raises(ValueError, match="holds text spec version 2 fingerprints, but this value was computed "
+                                             "with version 1"):
+            docs.c.fp.within(hashing.simhash(TEXT), 3)
+    with engine.begin() as conn:
+        assert autogenerate_diffs(conn, model) == []  # the model's SimHash64(text_spec=N) is what was reflected
+        moved = MetaData()
+        versioned_docs(moved).c.old_fp.type = SimHash64(text_spec=2)
+        moved.tables["docs"].c.old_fp.comment = text_spec.comment(2)
+        (diff,), = autogenerate_diffs(conn, moved)  # the model moved to version 2: the comment, from version 1
+        assert diff[0] == "modify_comment" and (diff[5], diff[6]) == ("simhash text spec 1", "simhash text spec 2")
+        assert diff[4]["existing_type"].text_spec == 1
+        conn.execute(insert(docs), [{"body": TEXT, "fp": hashing.simhash_v2(TEXT), "old_fp": hashing.simhash(TEXT)}])
+        stored = conn.execute(select(docs.c.fp, docs.c.old_fp)).one()
+        assert (stored.fp.text_spec, stored.old_fp.text_spec) == (2, 1)  # values carry the reflected version
+        conn.execute(text("COMMENT ON COLUMN docs.any_fp IS 'simhash text spec 9'"))
+        with pytest.raises(ValueError, match="the comment of docs.any_fp: no text fingerprint spec version 9"):
+            Table("docs", MetaData(), autoload_with=conn)
+
+
+def test_queries_refuse_two_columns_of_different_versions(simhash_engine) -> None:
+    """has_near_duplicate and near_duplicate_matches compare two columns: of
+    different declared versions, the comparator's ValueError."""
+    docs = versioned_docs(MetaData())
+    docs.create(simhash_engine)
+    fresh = versioned_docs(MetaData()).to_metadata(MetaData(), name="fresh")
+    fresh.create(simhash_engine)
+    v1, v2 = hashing.simhash(TEXT), hashing.simhash_v2(TEXT)
+    with simhash_engine.begin() as conn:
+        conn.execute(insert(docs), [{"body": TEXT, "fp": v2, "old_fp": v1, "any_fp": v2}])
+        conn.execute(insert(fresh), [{"body": TEXT, "fp": v2 ^ 1, "old_fp": v1 ^ 1, "any_fp": v1}])
+        for query in (has_near_duplicate, near_duplicate_matches):
+            for new, stored in ((fresh.c.old_fp, docs.c.fp), (fresh.c.fp, docs.c.old_fp)):
+                with pytest.raises(ValueError, match="a text spec version . column compared with a version . one"):
+                    query(new, stored, 3)
+        # the same version, or an undeclared side: answered
+        fresh_rows = select(func.count()).select_from(fresh)
+        assert conn.scalar(fresh_rows.where(has_near_duplicate(fresh.c.fp, docs.c.fp, 1))) == 1
+        assert conn.scalar(fresh_rows.where(has_near_duplicate(fresh.c.any_fp, docs.c.old_fp, 0))) == 1
+        assert len(conn.execute(near_duplicate_matches(fresh.c.old_fp, docs.c.old_fp, 1)).all()) == 1

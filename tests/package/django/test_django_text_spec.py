@@ -1,16 +1,17 @@
 """The text spec version in Django (pysimhash_sql/text_spec.py): a
 SimhashField that declares its version records it as the column comment and
-refuses values of the other one; Simhash(..., version=2) is simhash_v2."""
+refuses values of the other one; Simhash(..., version=2) is simhash_v2; two
+expressions of different versions are never compared."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.models import Value
+from django.db.models import F, OuterRef, Value
 from simhash_testapp.models import Page
 
 from pysimhash_sql import hashing
-from pysimhash_sql.django import Simhash, SimhashField, insert_unless_near_duplicate
+from pysimhash_sql.django import HammingDistance, Simhash, SimhashField, insert_unless_near_duplicate
 
 pytestmark = pytest.mark.django_db
 TEXT = "Near-duplicate detection in every language: 近似重复检测。"
@@ -48,3 +49,21 @@ def test_simhash_function_by_version() -> None:
     stored = insert_unless_near_duplicate(Page, {"body": TEXT, "fp": Simhash(Value(TEXT), version=2)},
                                           fingerprint="fp")
     assert stored.inserted and Page.objects.get(pk=stored.pk).fp == hashing.simhash_v2(TEXT)
+
+
+def test_two_expressions_of_different_versions_are_refused() -> None:
+    """The lookup and HammingDistance compare two expressions: of different
+    declared versions, the SQLAlchemy comparator's ValueError (when the query
+    is compiled); the same version, or an undeclared side, is answered."""
+    Page.objects.create(body=TEXT, fp=hashing.simhash(TEXT))
+    pages = Page.objects.annotate(v2=Simhash("body", version=2), v1=Simhash("body"))
+    refused = (pages.filter(v2__hamming_within=(Simhash("body"), 3)),
+               pages.filter(v2__hamming_within=(F("v1"), 3)),
+               pages.annotate(distance=HammingDistance("v2", Simhash("body"))),
+               pages.filter(id__in=Page.objects.annotate(v2=Simhash("body", version=2))
+                            .filter(v2__hamming_within=(OuterRef("v1"), 3)).values("id")))
+    for queryset in refused:
+        with pytest.raises(ValueError, match="a text spec version . column compared with a version . one"):
+            list(queryset)
+    assert pages.filter(v2__hamming_within=(Simhash("body", version=2), 0)).count() == 1
+    assert pages.filter(v1__hamming_within=(F("fp"), 0)).annotate(d=HammingDistance("v2", "fp")).count() == 1
