@@ -40,6 +40,8 @@ META_NSCOPE = 4016                 # after retired[32] (88 bytes each, from 1200
 # The merge policy's cap: run sets once merges catch up (MIH_SET_CAP); the metapage's room (MIH_MAX_SETS).
 SET_CAP = 4
 MAX_SETS = 16
+# While a sealed list waits for its flusher, the pending list grows up to this many times the limit (MIH_PENDING_BOUND).
+PENDING_BOUND = 2
 KIND_RUN, KIND_DIRECTORY, KIND_PENDING, KIND_DELETED = 0x5201, 0x5202, 0x5203, 0x52FF
 # A run page's header fields: (offset in the contents, struct format)
 RUN_FIELDS = {"kind": (0, "<H"), "n": (2, "<H"), "key_bits": (4, "B"), "bucket_bits": (5, "B"),

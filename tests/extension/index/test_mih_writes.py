@@ -1,6 +1,7 @@
 """simhash_mih under continuous inserts and no VACUUM (issue 29): flushes never
-stop, the flushes' size-tiered merges keep the run sets within the cap
-(mih_insert.c), inserts recycle the retired pages, and every answer equals
+stop and run in a worker (the insert that fills the list only seals it), the
+flushes' size-tiered merges keep the run sets within the cap (mih_insert.c,
+mih_merge.c), inserts recycle the retired pages, and every answer equals
 brute force meanwhile and after; simhash_mih_stats reports it all and refuses
 what is not a simhash_mih index with a clear error."""
 
@@ -16,9 +17,9 @@ import pytest
 
 from toolbox import MIH, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
-from toolbox.mih_merges import mih_stats, wait_for_merges
-from toolbox.mih_pages import (BLCKSZ, CONTENTS, MAX_SETS, META_NSCOPE, PD_LOWER, SET_CAP, connect, edit_index,
-                               own_server)
+from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges
+from toolbox.mih_pages import (BLCKSZ, CONTENTS, MAX_SETS, META_NSCOPE, PD_LOWER, PENDING_BOUND, SET_CAP, connect,
+                               edit_index, own_server)
 from toolbox.workers import run_together
 
 PENDING_LIMIT = 128
@@ -250,6 +251,7 @@ def test_a_failed_flush_leaves_a_sealed_list_scans_read_and_the_next_flush_takes
     rng = random.Random(5)
     fps = [rng.getrandbits(64) for _ in range(1000)]
     load(db, fps)
+    db.execute("SET simhash.mih_background_merges = off")  # the insert flushes itself (a worker has its own work_mem)
     db.execute("SET simhash.mih_pending_limit = 20000")
     db.execute("INSERT INTO docs SELECT 1000 + g, hashint8extended(g, 11)::simhash64 FROM generate_series(1, 19999) g")
     assert (stats(db)["pending_rows"], stats(db)["flushes"]) == (19999, 0)
@@ -263,11 +265,14 @@ def test_a_failed_flush_leaves_a_sealed_list_scans_read_and_the_next_flush_takes
     for centre in centres:
         for k in (0, 4, 8):
             assert ids_of_plan(db, centre, k, index=True) == ids_of_plan(db, centre, k, index=False)
-    # the next flush, whoever makes it, takes the sealed list over first
+    # the insert that brings the pending list to its bound (twice the limit: no flusher came)
+    # takes the sealed list over
     db.execute("SET simhash.mih_pending_limit = 1")
     db.execute("INSERT INTO docs VALUES (30001, '6'::simhash64)")
+    assert (stats(db)["sealed_rows"], stats(db)["flushes"]) == (20000, 0)
+    db.execute("INSERT INTO docs VALUES (30002, '7'::simhash64)")
     now = stats(db)
-    assert (now["sealed_rows"], now["flushes"]) == (0, 1) and sum(now["set_rows"]) + now["pending_rows"] == 1000 + 20001
+    assert (now["sealed_rows"], now["flushes"]) == (0, 1) and sum(now["set_rows"]) + now["pending_rows"] == 1000 + 20002
     # the failed flush may have written pages: VACUUM looks for them and frees none in use
     assert now["lost_pages"]
     db.execute("VACUUM docs")
@@ -275,6 +280,71 @@ def test_a_failed_flush_leaves_a_sealed_list_scans_read_and_the_next_flush_takes
     db.execute("SELECT simhash_mih_check('docs_fp', true)")
     for centre in centres:
         assert ids_of_plan(db, centre, 8, index=True) == ids_of_plan(db, centre, 8, index=False)
+
+
+@pytest.mark.parametrize("background", ["on", "off"])
+def test_the_insert_that_fills_the_list_leaves_its_flush_to_a_worker(db: psycopg.Connection, background: str) -> None:
+    """The insert that fills the pending list seals it and hands it to a
+    flush worker: its own flush would spill past its temp_file_limit, yet it
+    succeeds, and the worker (the server's settings) flushes the list.  With
+    background work off, the insert flushes it itself before it returns."""
+    rng = random.Random(6)
+    fps = [rng.getrandbits(64) for _ in range(1000)]
+    load(db, fps)
+    db.execute(f"SET simhash.mih_background_merges = {background}")
+    db.execute("SET simhash.mih_pending_limit = 20000")
+    db.execute("INSERT INTO docs SELECT 1000 + g, hashint8extended(g, 13)::simhash64 FROM generate_series(1, 19999) g")
+    if background == "on":
+        db.execute("SET work_mem = '64kB'; SET temp_file_limit = '64kB'")
+        db.execute("INSERT INTO docs VALUES (30000, '5'::simhash64)")
+        right_after = stats(db)
+        db.execute("RESET work_mem; RESET temp_file_limit")
+        # sealed, and flushed by the worker unless it already has (its start takes a few ms)
+        assert right_after["pending_rows"] == 0
+        assert (right_after["sealed_rows"], right_after["flushes"]) in ((20000, 0), (0, 1)), right_after
+        now = wait_for_flush(db, "docs_fp")
+    else:
+        db.execute("INSERT INTO docs VALUES (30000, '5'::simhash64)")
+        now = stats(db)
+    assert (now["pending_rows"], now["sealed_rows"], now["flushes"], now["set_rows"], now["lost_pages"]) == \
+        (0, 0, 1, [1000, 20000], False)
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(5)] + [5]:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
+
+
+def test_a_sealed_list_no_worker_flushes_waits_until_the_pending_list_reaches_its_bound(db: psycopg.Connection) -> None:
+    """A sealed list whose worker could not flush it (here: it cannot lock
+    the table) stays sealed, read by queries, while the pending list grows
+    past the limit; the insert that brings it to PENDING_BOUND times the
+    limit flushes the sealed list itself, which no flusher had begun: no
+    pages lost."""
+    rng = random.Random(7)
+    fps = [rng.getrandbits(64) for _ in range(1000)]
+    load(db, fps)
+    limit = 500
+    db.execute(f"SET simhash.mih_pending_limit = {limit}")
+    insert = "INSERT INTO docs SELECT g, hashint8extended(g, 14)::simhash64 FROM generate_series(%s::bigint, %s) g"
+    with db.transaction():
+        # conflicts with the RowExclusiveLock a worker only tries for: the worker leaves
+        db.execute("LOCK TABLE docs IN SHARE ROW EXCLUSIVE MODE")
+        db.execute(insert, (10_000, 10_000 + limit - 1))
+        assert (stats(db)["sealed_rows"], stats(db)["pending_rows"], stats(db)["flushes"]) == (limit, 0, 0)
+        db.execute(insert, (20_000, 20_000 + PENDING_BOUND * limit - 2))
+        waiting = stats(db)
+        assert (waiting["sealed_rows"], waiting["pending_rows"], waiting["flushes"]) == \
+            (limit, PENDING_BOUND * limit - 1, 0)
+        centres = [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(4)] + \
+            [int(r[0]) for r in db.execute("SELECT fp::text FROM docs WHERE id IN (10001, 20002)")]
+        for centre in centres:
+            assert ids_of_plan(db, centre, 5, index=True) == ids_of_plan(db, centre, 5, index=False)
+        db.execute(insert, (30_000, 30_000))
+        now = stats(db)
+        assert (now["sealed_rows"], now["pending_rows"], now["flushes"], now["set_rows"], now["lost_pages"]) == \
+            (0, PENDING_BOUND * limit, 1, [1000, limit], False)
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in centres:
+        assert ids_of_plan(db, centre, 5, index=True) == ids_of_plan(db, centre, 5, index=False)
 
 
 def test_a_failed_merge_leaves_claims_the_next_merge_drops(db: psycopg.Connection) -> None:
@@ -384,7 +454,8 @@ def test_an_index_built_before_the_write_path_fields_flushes_and_merges(tmp_path
                 conn.execute("INSERT INTO docs SELECT 10000 * %s + g, hashint8extended(g, %s)::simhash64"
                              " FROM generate_series(1, 50) g", (batch + 1, batch))
             now = wait_for_merges(conn, "docs_fp")
-            assert now["flushes"] >= 20 and now["merges"] > 0
+            # a flush at least every PENDING_BOUND times the limit and a batch (flush workers behind)
+            assert now["flushes"] >= 30 * 50 // (PENDING_BOUND * 64 + 50) and now["merges"] > 0
             assert sum(now["set_rows"]) + now["pending_rows"] + now["sealed_rows"] == 3000 + 30 * 50
             conn.execute("SELECT simhash_mih_check('docs_fp', true)")
             for centre in [flip_random(rng.choice(fps), 2, rng) for _ in range(5)] + [fps[0]]:

@@ -15,10 +15,12 @@
  *   first run of its set (one more page read per match);
  * - the pending list: new rows, unsorted (fingerprint, TID), in a chain of
  *   pages that every scan reads whole.  When it reaches
- *   simhash.mih_pending_limit rows, an inserting backend seals it (the
+ *   simhash.mih_pending_limit rows, the insert that fills it seals it (the
  *   metapage names it as the sealed chain, a new pending list starts) and
- *   sorts it into a new run set with the metapage unlocked; scans read the
- *   sealed chain meanwhile, and the new set replaces it under a brief lock.
+ *   hands it to a flush worker (mih_merge.c), which sorts it into a new run
+ *   set with the metapage unlocked (where no worker can start, the insert
+ *   flushes itself); scans read the sealed chain meanwhile, and the new set
+ *   replaces it under a brief lock.
  *   Merges of run sets run apart (mih_merge.c: size-tiered, claimed sets
  *   sorted unlocked, in a background worker), so a query probes about
  *   MIH_SET_CAP sets.  One flush at a time: the flusher holds the
@@ -89,6 +91,13 @@
  */
 #define MIH_SET_CAP 4
 #define MIH_FOLD_SHARE 2
+/*
+ * The pending list's hard bound, in pending limits (mih_insert.c): while a
+ * sealed chain waits for its flusher (the worker is behind, or failed), the
+ * list grows past simhash.mih_pending_limit up to this many times it, and
+ * then the insert that reaches it flushes the sealed chain itself.
+ */
+#define MIH_PENDING_BOUND 2
 /*
  * Heavyweight page locks (LockPage) on the index, on block numbers used for
  * nothing else there: one flush at a time; VACUUM's bulk delete against
@@ -182,6 +191,13 @@ typedef struct MihMeta
 	 * nowhere, for VACUUM to find and free (mih_vacuum.c).
 	 */
 	int32		lost_pages;
+	/*
+	 * Added with flushes in a worker (zero in an older index): 1 while the
+	 * sealed chain waits for its flusher, which has written nothing of it
+	 * yet (the sealing insert handed it to a worker): taking it over then
+	 * leaves no lost pages.
+	 */
+	int32		sealed_waits;
 } MihMeta;
 
 StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
@@ -377,6 +393,7 @@ extern bool mih_background_merges;
 extern bool mih_merge_due(const MihMeta *meta);
 extern void mih_merge(Relation index, int steps);
 extern void mih_after_flush(Relation index);
+extern bool mih_flush_in_background(Relation index);
 
 /* mih_check.c */
 extern void mih_require_index(Relation index, const char *caller);
@@ -400,5 +417,6 @@ extern IndexBulkDeleteResult *mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDel
 extern IndexBulkDeleteResult *mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats);
 extern int64 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern uint64 mih_recycles_now(Relation index);
+extern void mih_flush(Relation index, int memory_kb, bool wait);
 
 #endif							/* SIMHASH_MIH_H */

@@ -1,8 +1,9 @@
 /*
  * mih_insert.c — inserts into simhash_mih: appended to the pending list under
- * the metapage's lock; a full list is sealed and sorted into a new run set
- * with the metapage unlocked (one flusher at a time), after which a merge is
- * seen to if one is due (mih_merge.c); retired pages recycled by inserts
+ * the metapage's lock; a full list is sealed, and sorted into a new run set
+ * with the metapage unlocked (one flusher at a time) by a flush worker
+ * (mih_merge.c) or the insert itself, after which a merge is seen to if one
+ * is due (mih_merge.c); retired pages recycled by inserts
  * once no snapshot can have read them, or when no one else pins the
  * metapage (mih.h).
  */
@@ -14,37 +15,35 @@
 #include "utils/snapmgr.h"
 
 /*
- * Seals the pending list for a flush, under the metapage's exclusive lock:
- * the sealed chain takes its place among what scans read, and a new pending
- * list starts.  A sealed chain already there (its flusher failed: the flush
- * lock is free) is taken over.  False when there is nothing to flush.
+ * Whether a flush has room to publish a set: the sealed chain takes an entry
+ * of the retired list (merges reserve one for each set they claim) and the
+ * set one of the run sets.  While either lacks room (recycling or merges
+ * lag), the list is not sealed, or a sealed chain stays sealed.
  */
 static bool
-mih_seal(Relation index, Buffer meta_buffer)
+mih_flush_has_room(const MihMeta *meta)
 {
-	MihMeta    *meta = mih_meta_of(BufferGetPage(meta_buffer));
-	GenericXLogState *state;
+	return meta->nretired + meta->nclaimed + 1 <= MIH_MAX_RETIRED && meta->nsets + 1 <= MIH_MAX_SETS;
+}
 
-	if (meta->sealed_count > 0)
-	{
-		/* its flusher failed, maybe after writing pages of its set */
-		if (!meta->lost_pages)
-		{
-			state = GenericXLogStart(index);
-			mih_meta_for_update(state, meta_buffer)->lost_pages = 1;
-			GenericXLogFinish(state);
-		}
-		return true;
-	}
-	if (meta->pending_count < mih_pending_limit || meta->pending_head == InvalidBlockNumber)
+/*
+ * Seals the pending list once it holds simhash.mih_pending_limit rows and no
+ * sealed chain waits, in the metapage `meta` (the caller's update of it,
+ * exclusively locked): the sealed chain takes its place among what scans
+ * read, waiting for its flusher, and a new pending list starts.  Whether it
+ * sealed.
+ */
+static bool
+mih_seal(MihMeta *meta)
+{
+	if (meta->sealed_count > 0 || meta->pending_count < mih_pending_limit ||
+		meta->pending_head == InvalidBlockNumber || !mih_flush_has_room(meta))
 		return false;
-	state = GenericXLogStart(index);
-	meta = mih_meta_for_update(state, meta_buffer);
 	meta->sealed_head = meta->pending_head;
 	meta->sealed_count = meta->pending_count;
+	meta->sealed_waits = 1;
 	meta->pending_head = meta->pending_tail = InvalidBlockNumber;
 	meta->pending_count = 0;
-	GenericXLogFinish(state);
 	return true;
 }
 
@@ -69,46 +68,57 @@ mih_publish_flush(Relation index, Buffer meta_buffer, const MihRunSet *set)
 }
 
 /*
- * Flushes the pending list, if no other backend is flushing: seals it, sorts
- * the sealed chain into a new run set with the metapage unlocked (inserts
- * and scans go on; scans read the sealed chain meanwhile), then publishes
- * the set, and sees to a merge if one is due (mih_merge.c).  The sealed
- * chain takes an entry of the retired list, and the set one of the run sets:
- * while either lacks room (recycling or merges lag), the chain stays sealed
- * for a later flush.
+ * Flushes the sealed chain, if there is one and no other backend flushes
+ * (`wait`: waits for the one that does, which leaves nothing or a chain it
+ * failed on): sorts it into a new run set in `memory_kb` with the metapage
+ * unlocked (inserts and scans go on; scans read the sealed chain
+ * meanwhile), publishes the set, and sees to a merge if one is due
+ * (mih_merge.c).  A chain no flusher waits for any more was left by one that
+ * failed, maybe after writing pages of its set: the metapage says so
+ * (lost_pages, for VACUUM).  One flusher at a time: MIH_FLUSH_LOCK.
  */
-static void
-mih_flush(Relation index)
+void
+mih_flush(Relation index, int memory_kb, bool wait)
 {
 	Buffer		meta_buffer;
 	MihMeta		meta;
 	MihCollect	collect = {NULL, 0};
 	SimhashBlocks blocks;
 	MihRunSet	set;
+	GenericXLogState *state;
+	MihMeta    *update;
 
-	if (!ConditionalLockPage(index, MIH_FLUSH_LOCK, ExclusiveLock))
-		return;					/* another backend flushes; these rows wait for the next flush */
+	if (wait)
+		LockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
+	else if (!ConditionalLockPage(index, MIH_FLUSH_LOCK, ExclusiveLock))
+		return;					/* another backend flushes; the sealed chain waits for it */
 	meta_buffer = ReadBuffer(index, 0);
 	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
 	mih_check_meta(index, mih_meta_of(BufferGetPage(meta_buffer)));
 	meta = *mih_meta_of(BufferGetPage(meta_buffer));
-	/* merges reserve a retired entry for each set they claim */
-	if (meta.nretired + meta.nclaimed + 1 > MIH_MAX_RETIRED || meta.nsets + 1 > MIH_MAX_SETS ||
-		!mih_seal(index, meta_buffer))
+	if (meta.sealed_count == 0 || !mih_flush_has_room(&meta))
 	{
 		UnlockReleaseBuffer(meta_buffer);
 		UnlockPage(index, MIH_FLUSH_LOCK, ExclusiveLock);
 		return;
 	}
-	meta = *mih_meta_of(BufferGetPage(meta_buffer));
+	if (meta.sealed_waits || !meta.lost_pages)
+	{
+		state = GenericXLogStart(index);
+		update = mih_meta_for_update(state, meta_buffer);
+		if (meta.sealed_waits)
+			update->sealed_waits = 0;	/* this flusher writes from now on */
+		else
+			update->lost_pages = 1; /* its flusher failed */
+		GenericXLogFinish(state);
+	}
 	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
 
 	simhash_blocks_init(&blocks, meta.ntables);
-	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert (spilling past it). */
-	collect.sorter = mih_sorter_begin(meta.ntables, (Size) work_mem * 1024, NULL, -1, (double) meta.sealed_count);
+	collect.sorter = mih_sorter_begin(meta.ntables, (Size) memory_kb * 1024, NULL, -1, (double) meta.sealed_count);
 	collect.mask = blocks.mask[0];
 	mih_visit_chain(index, meta.sealed_head, meta.sealed_count, mih_collect_pending, &collect);
-	set = mih_sorter_write_set(collect.sorter, index, true, (Size) work_mem * 1024);
+	set = mih_sorter_write_set(collect.sorter, index, true, (Size) memory_kb * 1024);
 	mih_sorter_end(collect.sorter, NULL);
 
 	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
@@ -159,9 +169,13 @@ mih_should_recycle(const MihMeta *meta)
 }
 
 /*
- * Appends (fp, tid) to the pending list.  The metapage's exclusive lock
- * orders appends (a few microseconds each); the pages are WAL-logged
- * together.  Then, with the metapage unlocked: recycling, a flush.
+ * Appends (fp, tid) to the pending list, and seals the list if that filled
+ * it.  The metapage's exclusive lock orders appends (a few microseconds
+ * each); the pages are WAL-logged together.  Then, with the metapage
+ * unlocked: recycling; the list it sealed handed to a flush worker, or
+ * flushed here where none can start; or, when the list reached
+ * MIH_PENDING_BOUND times the limit while a sealed chain still waits (its
+ * worker is behind, or failed), that chain flushed here.
  */
 bool
 mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
@@ -177,7 +191,8 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	MihScope	scope;
 	uint64		fp;
 	bool		recycle;
-	bool		flush;
+	bool		sealed;
+	bool		behind;
 
 	mih_scope_init(&scope, index);
 	if (!mih_fold(&scope, values, isnull, &fp))
@@ -220,6 +235,7 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	tail->tids[tail->n] = *ht_ctid;
 	tail->n++;
 	meta->pending_count++;
+	sealed = mih_seal(meta);
 	GenericXLogFinish(state);
 	if (BufferIsValid(new_buffer))
 		UnlockReleaseBuffer(new_buffer);
@@ -227,12 +243,14 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		UnlockReleaseBuffer(tail_buffer);
 	meta = mih_meta_of(BufferGetPage(meta_buffer));
 	recycle = mih_should_recycle(meta);
-	flush = meta->pending_count >= mih_pending_limit;
+	behind = meta->sealed_count > 0 && !sealed &&
+		meta->pending_count >= MIH_PENDING_BOUND * (int64) mih_pending_limit;
 	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
 	if (recycle)
 		mih_recycle(index, meta_buffer);
 	ReleaseBuffer(meta_buffer);
-	if (flush)
-		mih_flush(index);
+	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert (spilling past it). */
+	if ((sealed && !mih_flush_in_background(index)) || behind)
+		mih_flush(index, work_mem, false);
 	return false;
 }

@@ -3,8 +3,10 @@
  * size-tiered merge policy, and merges that claim their sets in the
  * metapage, sort them into one set with no lock held (queries and flushes go
  * on), and publish it in their place under a brief lock.  A dynamic
- * background worker runs them, started by the insert whose flush made a
- * merge due; where none can start, that insert runs one merge itself.  Up to
+ * background worker runs them, started by the flush that made a merge due;
+ * where none can start, that flush runs one merge itself.  The same workers
+ * flush: the insert that seals the pending list starts one for it
+ * (mih_insert.c), one job a worker (MihJob).  Up to
  * MIH_MERGE_SLOTS merges run at once, on sets no other merge claims (a long
  * fold of the base, and merges of the small sets flushes keep adding beside
  * it), each holding its slot's heavyweight lock, which an ERROR or crash
@@ -26,17 +28,27 @@
 
 bool		mih_background_merges = true;
 
-/* What a merge worker is told: bgw_extra. */
-typedef struct MihMergeTarget
+/* A worker's job, and its backend_type (pg_stat_activity). */
+typedef enum MihJob
+{
+	MIH_JOB_MERGE,				/* merges until none is due */
+	MIH_JOB_FLUSH				/* flushes the sealed chain, then as after any flush */
+} MihJob;
+
+static const char *const mih_job_type[] = {"simhash_mih merge", "simhash_mih flush"};
+
+/* What a worker is told: bgw_extra. */
+typedef struct MihWorkerTarget
 {
 	Oid			database;
 	Oid			user;
 	Oid			index;
-} MihMergeTarget;
+	int32		job;			/* MihJob */
+} MihWorkerTarget;
 
-StaticAssertDecl(sizeof(MihMergeTarget) <= BGW_EXTRALEN, "the target fits bgw_extra");
+StaticAssertDecl(sizeof(MihWorkerTarget) <= BGW_EXTRALEN, "the target fits bgw_extra");
 
-PGDLLEXPORT void simhash_mih_merge_main(Datum arg);
+PGDLLEXPORT void simhash_mih_worker_main(Datum arg);
 
 static bool
 mih_is_claimed(const MihMeta *meta, int s)
@@ -338,21 +350,32 @@ mih_slot_free(Relation index)
 	return false;
 }
 
-/* Starts a merge worker for the index; false when none can start (no free worker slot). */
+/*
+ * Whether a worker may take the index's work: simhash.mih_background_merges
+ * is on, and the index is not a temporary table's (it lives in this
+ * backend's buffers: no worker can read it).
+ */
 static bool
-mih_start_worker(Relation index)
+mih_background(Relation index)
+{
+	return mih_background_merges && !RelationUsesLocalBuffers(index);
+}
+
+/* Starts a worker for the index's job; false when none can start (no free worker slot). */
+static bool
+mih_start_worker(Relation index, MihJob job)
 {
 	BackgroundWorker worker;
-	MihMergeTarget target = {MyDatabaseId, GetUserId(), RelationGetRelid(index)};
+	MihWorkerTarget target = {MyDatabaseId, GetUserId(), RelationGetRelid(index), job};
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, sizeof(worker.bgw_library_name), "simhash");
-	snprintf(worker.bgw_function_name, sizeof(worker.bgw_function_name), "simhash_mih_merge_main");
-	snprintf(worker.bgw_name, sizeof(worker.bgw_name), "simhash_mih merge of index %u", target.index);
-	snprintf(worker.bgw_type, sizeof(worker.bgw_type), "simhash_mih merge");
+	snprintf(worker.bgw_function_name, sizeof(worker.bgw_function_name), "simhash_mih_worker_main");
+	snprintf(worker.bgw_name, sizeof(worker.bgw_name), "%s of index %u", mih_job_type[job], target.index);
+	snprintf(worker.bgw_type, sizeof(worker.bgw_type), "%s", mih_job_type[job]);
 	memcpy(worker.bgw_extra, &target, sizeof(target));
 	return RegisterDynamicBackgroundWorker(&worker, NULL);
 }
@@ -391,37 +414,50 @@ mih_unclaimed_sets(const MihMeta *meta)
  * simhash.mih_background_merges is off, or the table is temporary), or the
  * sets no merge claims reach
  * twice MIH_SET_CAP (merges lag behind flushes), this backend runs one merge
- * itself: the one wait a writer may have.
+ * itself (in an insert: the one wait a writer may have).
  */
 void
 mih_after_flush(Relation index)
 {
 	MihMeta		meta = mih_read_meta(index);
-	bool		background;
+	bool		background = mih_background(index);
 
 	if (!(mih_merge_due(&meta) || mih_stale_claims(index, &meta)) || !mih_slot_free(index))
 		return;
-	/* a temporary table's index lives in this backend's buffers: no worker can read it */
-	background = mih_background_merges && !RelationUsesLocalBuffers(index);
-	if (background && mih_unclaimed_sets(&meta) < 2 * MIH_SET_CAP && mih_start_worker(index))
+	if (background && mih_unclaimed_sets(&meta) < 2 * MIH_SET_CAP && mih_start_worker(index, MIH_JOB_MERGE))
 		return;
 	mih_merge(index, 1);
 	/* what remains due, to a worker if one can start now */
 	meta = mih_read_meta(index);
 	if (background && mih_merge_due(&meta) && mih_slot_free(index))
-		mih_start_worker(index);
+		mih_start_worker(index, MIH_JOB_MERGE);
 }
 
 /*
- * A merge worker: connects to the index's database as the user whose insert
+ * Hands the sealed chain the caller just sealed to a flush worker; false
+ * where none can start (or simhash.mih_background_merges is off, or the
+ * table is temporary): the caller flushes it itself.
+ */
+bool
+mih_flush_in_background(Relation index)
+{
+	return mih_background(index) && mih_start_worker(index, MIH_JOB_FLUSH);
+}
+
+/*
+ * A worker: connects to the index's database as the user whose insert
  * started it, locks the table as an insert does (a DROP or REINDEX waits for
- * the merge), and merges until none is due.  No snapshot is held: a merge
- * reads no table, and a long one must not hold back the recycling horizon.
+ * the worker), and does its job: merges until none is due, or flushes the
+ * sealed chain (waiting for a flusher that holds the flush lock, which
+ * leaves nothing or a chain it failed on) in maintenance_work_mem, as
+ * merges sort, then sees to merges as after any flush.  No snapshot is
+ * held: flushes and merges read no table, and a long one must not hold back
+ * the recycling horizon.
  */
 void
-simhash_mih_merge_main(Datum arg)
+simhash_mih_worker_main(Datum arg)
 {
-	MihMergeTarget target;
+	MihWorkerTarget target;
 	Oid			heap;
 	Relation	index;
 
@@ -430,14 +466,19 @@ simhash_mih_merge_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(target.database, target.user, 0);
 	StartTransactionCommand();
-	pgstat_report_activity(STATE_RUNNING, "simhash_mih: merging");
+	pgstat_report_activity(STATE_RUNNING, target.job == MIH_JOB_FLUSH ? "simhash_mih: flushing" : "simhash_mih: merging");
 	heap = IndexGetRelation(target.index, true);
 	if (OidIsValid(heap) && ConditionalLockRelationOid(heap, RowExclusiveLock))
 	{
 		index = try_relation_open(target.index, RowExclusiveLock);
 		InvalidateCatalogSnapshot();
 		if (index && index->rd_rel->relkind == RELKIND_INDEX && index->rd_indam->ambuild == mih_build)
-			mih_merge(index, INT_MAX);
+		{
+			if (target.job == MIH_JOB_FLUSH)
+				mih_flush(index, maintenance_work_mem, true);
+			else
+				mih_merge(index, INT_MAX);
+		}
 		if (index)
 			relation_close(index, RowExclusiveLock);
 		UnlockRelationOid(heap, RowExclusiveLock);
