@@ -15,10 +15,9 @@ end (pysimhash_sql/backends.py): with the extension, the SQL functions; on
 the plain back end (docs/managed.md), the rows (id, fingerprint) are streamed
 to the client in plain.STREAM_CHUNKS chunks (two bytea each, in binary format
 through psycopg 3) into two numpy arrays (16 bytes a row) and searched, in
-threads, by
-the package's numpy find_all (pysimhash_sql/_find_all.py: radix-sorted
-block tables), which was faster than block self-joins in SQL (docs/managed.md
-has the figures).
+threads, by the package's numpy find_all (pysimhash_sql/_find_all.py:
+radix-sorted block tables), which was faster than block self-joins in SQL
+(docs/managed.md has the figures).
 """
 
 from __future__ import annotations
