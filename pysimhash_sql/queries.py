@@ -13,8 +13,8 @@ then sent as a bound parameter.
 ``run_find_all`` and ``run_clusters`` run them on a connection of either back
 end (pysimhash_sql/backends.py): with the extension, the SQL functions; on
 the plain back end (docs/managed.md), the rows (id, fingerprint) are streamed
-to the client in plain.STREAM_CHUNKS chunks (two bytea each, in binary format
-through psycopg 3) into two numpy arrays (16 bytes a row) and searched, in
+to the client in one chunk or plain.STREAM_CHUNKS (two bytea each, in binary
+format through psycopg 3) into two numpy arrays (16 bytes a row) and searched, in
 threads, by the package's numpy find_all (pysimhash_sql/_find_all.py:
 radix-sorted block tables), which was faster than block self-joins in SQL
 (docs/managed.md has the figures).
@@ -221,14 +221,11 @@ def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: 
 
 def _stream_rows(connection: Any, query: Select) -> tuple:
     """The (id, fingerprint) rows of ``query`` with a fingerprint, as int64 ids
-    and uint64 fingerprints, in plain.STREAM_CHUNKS chunks; in binary format
-    through psycopg 3's own connection, else through ``connection``."""
+    and uint64 fingerprints (plain.stream_rows); in binary format through
+    psycopg 3's own connection, else through ``connection``."""
     _check_two_columns(query)
     id_column, fp_column = query.subquery().c
     rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
-    sql = plain.rows_in_chunks_sql(str(rows.compile(dialect=_INLINE_PLAIN, compile_kwargs={"literal_binds": True})))
     database = connection.connection() if callable(getattr(connection, "connection", None)) else connection
-    chunks = plain.execute_for_chunks(database.connection.dbapi_connection, sql)
-    if chunks is None:
-        chunks = connection.execute(text(sql))
-    return plain.rows_of_chunks(chunks)
+    execute = plain.binary_execute(database.connection.dbapi_connection) or (lambda sql: connection.execute(text(sql)))
+    return plain.stream_rows(execute, str(rows.compile(dialect=_INLINE_PLAIN, compile_kwargs={"literal_binds": True})))

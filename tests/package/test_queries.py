@@ -289,10 +289,24 @@ def test_plain_find_all_refuses_null_and_repeated_ids_through_each_driver(plain_
             run_clusters(session, query, 3)
 
 
-def test_plain_rows_in_binary_format_through_psycopg_alone(plain_engine_of_driver) -> None:
+def test_plain_rows_in_one_chunk_or_many_through_each_driver(plain_engine_of_driver) -> None:
+    # Both forms of the rows' SQL on the server, in binary format through
+    # psycopg 3 alone; the planner's estimate chooses between them.
+    rows_sql = "SELECT i, i * 7919 FROM generate_series(-40, 40) AS i"
+    expected = [(i, plain.to_unsigned(i * 7919)) for i in range(-40, 41)]
     with plain_engine_of_driver.connect() as conn:
-        binary = plain.execute_for_chunks(conn.connection.dbapi_connection, plain.rows_in_chunks_sql("SELECT 1, 2"))
-        if plain_engine_of_driver.dialect.driver == "psycopg":
-            assert plain.rows_of_chunks(binary) == (np.array([1]), np.array([2], np.uint64))
-        else:
-            assert binary is None
+        execute = plain.binary_execute(conn.connection.dbapi_connection)
+        assert (execute is None) == (plain_engine_of_driver.dialect.driver != "psycopg")
+        execute = execute or (lambda sql: conn.execute(text(sql)))
+        for chunks in (1, plain.STREAM_CHUNKS):
+            ids, fps = plain.rows_of_chunks(execute(plain.rows_in_chunks_sql(rows_sql, chunks=chunks)))
+            assert sorted(zip(ids.tolist(), fps.tolist())) == expected
+            assert [a.size for a in plain.rows_of_chunks(execute(plain.rows_in_chunks_sql(
+                rows_sql + " WHERE false", chunks=chunks)))] == [0, 0]
+            for bad, error in [("SELECT NULL::bigint, 5", "NULL id"), ("SELECT 1, 2 UNION ALL SELECT NULL, 3", "NULL id"),
+                               ("SELECT 7, 2 UNION ALL SELECT 7, 3", "unique ids")]:
+                with pytest.raises(ValueError, match=error):
+                    plain.rows_of_chunks(execute(plain.rows_in_chunks_sql(bad, chunks=chunks)))
+        assert sorted(zip(*(a.tolist() for a in plain.stream_rows(execute, rows_sql)))) == expected
+        assert plain.chunks_for(81) == 1
+        assert plain.chunks_for(plain.ONE_CHUNK_ROWS + 1) == plain.STREAM_CHUNKS
