@@ -16,7 +16,8 @@ extension's find_all runs in $SIMHASH_DSN's database.  Prints, at --rows
    (where it drops below 1, the scan wins); every query's ids checked
    against brute force (numpy);
 3. find_all at k = 3: run_find_all on the plain back end (rows to the
-   client, numpy; each stage timed too) and the SQL block self-join, against
+   client, numpy in threads; each stage timed too, the search also in one
+   thread) and the SQL block self-join, against
    the extension's simhash_find_all on the same rows (best of 3 runs each);
 4. insert_unless_near_duplicate with 8 writers on the plain back end: inserts
    per second and the near-duplicate pairs stored (must be 0);
@@ -45,7 +46,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.schema import CreateIndex
 
 from pysimhash_sql import plain
-from pysimhash_sql._find_all import extension_block_masks, id_pairs, popcount
+from pysimhash_sql._find_all import extension_block_masks, id_pairs, popcount, search_threads
 from pysimhash_sql.backends import PLAIN
 from pysimhash_sql.dedupe import insert_unless_near_duplicate
 from pysimhash_sql.queries import _stream_rows, run_find_all
@@ -235,7 +236,8 @@ def find_all_side_by_side(plain_conn, engine, dsn, fps) -> None:
         plain_seconds, pairs = best_of(FIND_ALL_RUNS, lambda: run_find_all(session, rows, 3))
         stream_seconds, (ids, values) = best_of(FIND_ALL_RUNS, lambda: _stream_rows(session, rows))
     search_seconds, searched = best_of(FIND_ALL_RUNS, lambda: id_pairs(ids, values, 3))
-    assert len(pairs) == len(searched) == ext_pairs, (len(pairs), ext_pairs)
+    one_thread_seconds, one_thread = best_of(FIND_ALL_RUNS, lambda: id_pairs(ids, values, 3, threads=1))
+    assert len(pairs) == len(searched) == len(one_thread) == ext_pairs, (len(pairs), ext_pairs)
     joins = " UNION ".join(
         f"SELECT a.id, b.id FROM docs a JOIN docs b ON {e.replace('fp', 'a.fp')} = {e.replace('fp', 'b.fp')} "
         f"AND a.id < b.id AND bit_count((a.fp # b.fp)::bit(64)) <= 3" for e, _, _ in block_sql(plain.PlainLayout()))
@@ -251,9 +253,9 @@ def find_all_side_by_side(plain_conn, engine, dsn, fps) -> None:
     print(f"Table 3: find_all k = 3, {len(fps):,} rows ({ext_pairs:,} pairs)")
     print(f"(best of {FIND_ALL_RUNS} runs each)")
     print("extension simhash_find_all | plain run_find_all | of which rows to the client | of which numpy search "
-          "| plain SQL block self-join | plain / ext")
-    print(f"{ext_seconds:.2f}s | {plain_seconds:.2f}s | {stream_seconds:.2f}s | {search_seconds:.2f}s | {join_cell} "
-          f"| {plain_seconds / ext_seconds:.1f}x")
+          f"({search_threads()} threads) | the search in 1 thread | plain SQL block self-join | plain / ext")
+    print(f"{ext_seconds:.2f}s | {plain_seconds:.2f}s | {stream_seconds:.2f}s | {search_seconds:.2f}s | "
+          f"{one_thread_seconds:.2f}s | {join_cell} | {plain_seconds / ext_seconds:.1f}x")
     print()
 
 

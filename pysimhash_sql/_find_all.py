@@ -9,6 +9,8 @@ exactly as simhash-cpp does; the C code widens the first blocks
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 
 import numpy as np
@@ -67,7 +69,7 @@ def _block_values(h: np.ndarray, masks: list[int]) -> list[np.ndarray]:
     return values
 
 
-def row_pairs(h: np.ndarray, masks: list[int], k: int) -> tuple[np.ndarray, np.ndarray]:
+def row_pairs(h: np.ndarray, masks: list[int], k: int, threads: int | None = 1) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of rows (a < b, indices into the uint64 array ``h``) within k
     bits, each once, in no order; ``masks``: the blocks (0 <= k < len(masks)).
 
@@ -77,34 +79,59 @@ def row_pairs(h: np.ndarray, masks: list[int], k: int) -> tuple[np.ndarray, np.n
     keys end up side by side and only they are compared.  A pair agreeing on
     more blocks than a table needs is kept only in the first table of
     combinations() order it agrees on (it differs in every block before the
-    table's last one that the table does not hold).  The tables are visited
-    grouped by their last block, so each block's first pass is sorted once."""
+    table's last one that the table does not hold), whatever order the
+    tables are searched in.  The tables are searched grouped by their last
+    block, so each block's first pass is sorted once; the groups run in
+    ``threads`` threads (None: one per CPU, search_threads), numpy's sorts
+    and gathers releasing the GIL."""
     values = _block_values(h, masks)
     per_table = len(masks) - k
-    found_a, found_b = [], []
-    for last in range(per_table - 1, len(masks)):
-        first_order = np.argsort(values[last], kind="stable")
-        last_sorted = values[last][first_order]
-        for rest in combinations(range(last), per_table - 1):
-            order, outer, keys = first_order, np.arange(h.size), [last_sorted]  # rows in key order: order[outer]
-            for n, block in enumerate(reversed(rest)):
-                if n:
-                    order = order[outer]
-                block_sorted = values[block][order]
-                outer = np.argsort(block_sorted, kind="stable")
-                keys = [block_sorted[outer], *(key[outer] for key in keys)]
-            same = keys[0][1:] == keys[0][:-1]
-            for key in keys[1:]:
-                same &= key[1:] == key[:-1]
-            a, b = _runs_within(h, same, order, outer, k)
-            # the first table the pair agrees on: every block before `last` the table does not hold differs
-            x = h[a] ^ h[b]
-            keep = np.ones(x.size, bool)
-            for j in set(range(last)) - set(rest):
-                keep &= (x & np.uint64(masks[j])) != 0
-            found_a.append(np.minimum(a, b)[keep])
-            found_b.append(np.maximum(a, b)[keep])
-    return (np.concatenate(found_a), np.concatenate(found_b)) if found_a else (np.empty(0, np.intp),) * 2
+    lasts = range(len(masks) - 1, per_table - 2, -1)  # the groups of most tables first
+    threads = min(search_threads() if threads is None else threads, len(lasts))
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            groups = list(pool.map(lambda last: _tables_ending_at(h, values, masks, k, last), lasts))
+    else:
+        groups = [_tables_ending_at(h, values, masks, k, last) for last in lasts]
+    found = [pairs for group in groups for pairs in group]
+    if not found:
+        return (np.empty(0, np.intp),) * 2
+    return np.concatenate([a for a, _ in found]), np.concatenate([b for _, b in found])
+
+
+def search_threads() -> int:
+    """The threads row_pairs uses by default: the CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _tables_ending_at(h: np.ndarray, values: list[np.ndarray], masks: list[int], k: int,
+                      last: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """row_pairs's pairs (a < b) of the tables whose last block is ``last``, a
+    pair of arrays per table."""
+    found = []
+    first_order = np.argsort(values[last], kind="stable")
+    last_sorted = values[last][first_order]
+    for rest in combinations(range(last), len(masks) - k - 1):
+        order, outer, keys = first_order, None, [last_sorted]  # rows in key order: order[outer]
+        for n, block in enumerate(reversed(rest)):
+            if n:
+                order = order[outer]
+            block_sorted = values[block][order]
+            outer = np.argsort(block_sorted, kind="stable")
+            keys = [block_sorted[outer], *(key[outer] for key in keys)]
+        if outer is None:  # a table of one block
+            outer = np.arange(h.size)
+        same = keys[0][1:] == keys[0][:-1]
+        for key in keys[1:]:
+            same &= key[1:] == key[:-1]
+        a, b = _runs_within(h, same, order, outer, k)
+        # the first table the pair agrees on: every block before `last` the table does not hold differs
+        x = h[a] ^ h[b]
+        keep = np.ones(x.size, bool)
+        for j in set(range(last)) - set(rest):
+            keep &= (x & np.uint64(masks[j])) != 0
+        found.append((np.minimum(a, b)[keep], np.maximum(a, b)[keep]))
+    return found
 
 
 def _runs_within(h: np.ndarray, same: np.ndarray, order: np.ndarray, outer: np.ndarray,
@@ -147,9 +174,10 @@ def near_pairs(hashes: np.ndarray, blocks: int, k: int) -> tuple[np.ndarray, np.
 
 def check_unique_ids(ids: np.ndarray) -> None:
     """ValueError if an id comes twice (as the extension's find_all refuses);
-    ids already increasing (a table read in its key's order) cost no sort."""
+    ids already increasing (a table read in its key's order) cost no sort,
+    and a few increasing runs (a parallel scan's) a merge (timsort)."""
     if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
-        ordered = np.sort(ids)
+        ordered = np.sort(ids, kind="stable")
         if (ordered[1:] == ordered[:-1]).any():
             raise ValueError("find_all/clusters need unique ids: the query returned an id twice")
 
@@ -160,19 +188,22 @@ def default_blocks(max_distance: int) -> int:
     return min(max(max_distance + 2, 4), MAX_BLOCKS)
 
 
-def id_pairs(ids: np.ndarray, fps: np.ndarray, max_distance: int,
-             blocks: int | None = None) -> list[tuple[int, int, int]]:
+def id_pairs(ids: np.ndarray, fps: np.ndarray, max_distance: int, blocks: int | None = None,
+             threads: int | None = None, ids_checked: bool = False) -> list[tuple[int, int, int]]:
     """Every pair of rows (unique int64 ids, uint64 fingerprints) within
     max_distance bits, as (id1 < id2, distance), in no order; rows sharing a
-    fingerprint pair at distance 0.  blocks: row_pairs's (default_blocks).
-    The plain back end's find_all (pysimhash_sql/queries.py, the CLI)."""
+    fingerprint pair at distance 0.  blocks: row_pairs's (default_blocks);
+    threads: row_pairs's (None: one per CPU); ids_checked: the ids are known
+    unique (plain.rows_of_chunks checked them).  The plain back end's
+    find_all (pysimhash_sql/queries.py, the CLI)."""
     if blocks is None:
         blocks = default_blocks(max_distance)
     if not blocks_exceed_distance(blocks, max_distance):
         raise ValueError(f"blocks must be greater than max_distance and at most {MAX_BLOCKS}, "
                          f"got blocks {blocks} and max_distance {max_distance}")
-    check_unique_ids(ids)
-    a, b = row_pairs(fps, block_masks(blocks), max_distance)
+    if not ids_checked:
+        check_unique_ids(ids)
+    a, b = row_pairs(fps, block_masks(blocks), max_distance, threads)
     x, y = ids[a], ids[b]
     return list(zip(np.minimum(x, y).tolist(), np.maximum(x, y).tolist(), popcount(fps[a] ^ fps[b]).tolist()))
 

@@ -31,6 +31,7 @@ fingerprint wait for each other.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
@@ -271,35 +272,87 @@ other writer committed)."""
 
 # ------------------------------------------------ rows to the client (find_all)
 
-STREAM_CHUNK = 1_000_000
-"""Rows a chunk holds when the plain back end sends rows to the client (8 MB
-of ids and 8 MB of fingerprints): fewer, larger chunks cost the server less,
-and no chunk comes near PostgreSQL's 1 GB limit on a value."""
+STREAM_CHUNKS = 16
+"""The chunks the plain back end sends many rows to the client in
+(rows_in_chunks_sql): a row's chunk is ``hashint8(id) & (STREAM_CHUNKS - 1)``,
+so an id that comes twice comes twice in one chunk, and a chunk of unique ids
+holds about 1/16 of them: each column's bytea of a chunk stays below
+PostgreSQL's 1 GB limit on a value up to about 2 billion rows."""
+
+ONE_CHUNK_ROWS = 16_000_000
+"""Up to this many rows by the planner's estimate, the rows come in one chunk
+(one aggregate, no grouping: 0.05-0.07 s less at 1M rows, and parallel from
+PostgreSQL 16), 128 MB a column: a bytea holds 134M rows, so an estimate 8
+times too low still fits."""
 
 
-def rows_in_chunks_sql(rows_sql: str, columns: int = 2) -> str:
-    """The rows of ``rows_sql`` (id, fingerprint, and up to ``columns`` non-NULL
-    bigints in all), STREAM_CHUNK at a time, each chunk one bytea of
-    big-endian bigints per column: a few values a chunk to the client instead
-    of a few a row.  One aggregate per column, not one of
-    ``int8send(id) || int8send(fp)``: at 1M rows 0.37 s against 0.66 s (the
-    concatenation costs).  The server aggregates every chunk before sending
-    the first (8 bytes a row and column)."""
+def rows_in_chunks_sql(rows_sql: str, columns: int = 2, chunks: int = STREAM_CHUNKS) -> str:
+    """The rows of ``rows_sql`` (id, fingerprint, and up to ``columns``
+    bigints in all; fingerprints not NULL), in ``chunks`` chunks (1, or
+    STREAM_CHUNKS by the id's hash), each chunk one bytea of big-endian
+    bigints per column: a few values to the client instead of a few a row,
+    which numpy reads as they are (rows_of_chunks).  Measured at 1M rows
+    (docs/managed.md): one aggregate per column, not one of
+    ``int8send(id) || int8send(fp)`` (0.37 s against 0.66 s, the
+    concatenation costs); chunks by the id's hash, not by
+    ``row_number() OVER ()`` (the window costs about 0.15 s: its rows go
+    through a tuplestore); the bytea rather than binary COPY (psycopg 3 reads
+    COPY a row at a time: 0.7 s).  The server aggregates every chunk before
+    sending the first (8 bytes a row and column, in the backend running the
+    query)."""
     names = [f"c{n}" for n in range(columns)]
-    return ("SELECT " + ", ".join(f"string_agg(int8send({name}), ''::bytea)" for name in names) + " FROM "
-            f"(SELECT *, (row_number() OVER ()) / {STREAM_CHUNK} AS chunk FROM ({rows_sql}) AS r ({', '.join(names)})) "
-            "AS c GROUP BY chunk")
+    grouped = "" if chunks == 1 else f" GROUP BY hashint8(c0) & {STREAM_CHUNKS - 1}"
+    return ("SELECT " + ", ".join(f"string_agg(int8send({name}), ''::bytea)" for name in names) +
+            f" FROM ({rows_sql}) AS r ({', '.join(names)}){grouped}")
+
+
+def chunks_for(estimated_rows: float) -> int:
+    """rows_in_chunks_sql's chunks for the planner's estimate of the rows."""
+    return 1 if estimated_rows <= ONE_CHUNK_ROWS else STREAM_CHUNKS
+
+
+def stream_rows(execute: Any, rows_sql: str, columns: int = 2) -> tuple[np.ndarray, ...]:
+    """The rows of ``rows_sql`` (as rows_in_chunks_sql's) as rows_of_chunks's
+    arrays; ``execute(sql)`` runs a statement and returns its rows.  The
+    planner's estimate (``EXPLAIN``, no execution) chooses the chunks."""
+    ((plan,),) = list(execute(f"EXPLAIN (FORMAT JSON) {rows_sql}"))
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    chunks = chunks_for(plan[0]["Plan"]["Plan Rows"])
+    return rows_of_chunks(execute(rows_in_chunks_sql(rows_sql, columns, chunks)), columns)
 
 
 def rows_of_chunks(chunks: Any, columns: int = 2) -> tuple[np.ndarray, ...]:
     """The chunks of rows_in_chunks_sql (a bytea per column each) as int64 ids,
     uint64 fingerprints and int64 others (8 bytes a row and column);
-    ValueError if an id comes twice."""
+    ValueError if an id comes twice or is NULL (as the extension's find_all
+    refuses them: string_agg skips a NULL, so its chunk's columns differ in
+    length).  Each chunk's ids are checked on their own (an id given twice
+    is in one chunk), without a sort where the scan read them in order.  One
+    chunk of no rows is all NULLs."""
     parts: list[list[np.ndarray]] = [[] for _ in range(columns)]
     for chunk in chunks:
+        if all(data is None for data in chunk):
+            continue
+        if any(data is None for data in chunk) or len({len(data) for data in chunk}) != 1:
+            raise ValueError("find_all/clusters need ids: the query returned a NULL id")
         for part, data in zip(parts, chunk, strict=True):
-            part.append(np.frombuffer(data, ">i8").astype(np.int64))
-    arrays = [np.concatenate(part) if part else np.empty(0, np.int64) for part in parts]
-    check_unique_ids(arrays[0])
+            part.append(np.frombuffer(data, ">i8"))
+        check_unique_ids(parts[0][-1])
+    arrays = [np.concatenate(part, dtype=np.int64) if part else np.empty(0, np.int64) for part in parts]
     arrays[1] = arrays[1].view(np.uint64)
     return tuple(arrays)
+
+
+def binary_execute(dbapi_connection: Any) -> Any:
+    """stream_rows's ``execute`` on a DBAPI connection in PostgreSQL's binary
+    format when it is psycopg 3's (the bytea as it is stored, not hex:
+    0.05-0.09 s less at 1M rows), else None (the caller executes its own
+    way)."""
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    if not isinstance(dbapi_connection, psycopg.Connection):
+        return None
+    return lambda sql: dbapi_connection.cursor(binary=True).execute(sql)

@@ -13,11 +13,11 @@ then sent as a bound parameter.
 ``run_find_all`` and ``run_clusters`` run them on a connection of either back
 end (pysimhash_sql/backends.py): with the extension, the SQL functions; on
 the plain back end (docs/managed.md), the rows (id, fingerprint) are streamed
-to the client in chunks (two bytea of plain.STREAM_CHUNK rows each) into two numpy
-arrays (16 bytes a row) and searched by
-the package's numpy find_all (pysimhash_sql/_find_all.py: radix-sorted
-block tables), which was faster than block self-joins in SQL (docs/managed.md
-has the figures).
+to the client in one chunk or plain.STREAM_CHUNKS (two bytea each, in binary
+format through psycopg 3) into two numpy arrays (16 bytes a row) and searched, in
+threads, by the package's numpy find_all (pysimhash_sql/_find_all.py:
+radix-sorted block tables), which was faster than block self-joins in SQL
+(docs/managed.md has the figures).
 """
 
 from __future__ import annotations
@@ -206,12 +206,12 @@ def run_find_all(connection: Any, query: Select, max_distance: int = 3, blocks: 
     """``find_all(query, ...)`` executed on ``connection`` (a Session or
     Connection) on either back end: the pairs (id1 < id2, distance), in no
     particular order.  On the plain back end the search runs here (module
-    notes), ``workers`` unused; ``blocks`` is the numpy search's (default
-    max_distance + 2)."""
+    notes), in ``workers`` threads (None: one per CPU); ``blocks`` is the
+    numpy search's (default max_distance + 2)."""
     if backend_of(_bind(connection)) != PLAIN:
         return [Pair(*row) for row in connection.execute(find_all(query, max_distance, blocks, workers))]
     ids, fps = _stream_rows(connection, query)
-    return [Pair(*pair) for pair in id_pairs(ids, fps, max_distance, blocks)]
+    return [Pair(*pair) for pair in id_pairs(ids, fps, max_distance, blocks, workers, ids_checked=True)]
 
 
 def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: int | None = None,
@@ -223,14 +223,17 @@ def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: 
                 connection.execute(clusters(query, max_distance, blocks, include_singletons, workers))]
     ids, fps = _stream_rows(connection, query)
     return [Member(*member) for member in
-            id_clusters(id_pairs(ids, fps, max_distance, blocks), ids if include_singletons else None)]
+            id_clusters(id_pairs(ids, fps, max_distance, blocks, workers, ids_checked=True),
+                        ids if include_singletons else None)]
 
 
 def _stream_rows(connection: Any, query: Select) -> tuple:
     """The (id, fingerprint) rows of ``query`` with a fingerprint, as int64 ids
-    and uint64 fingerprints, in chunks of plain.STREAM_CHUNK rows."""
+    and uint64 fingerprints (plain.stream_rows); in binary format through
+    psycopg 3's own connection, else through ``connection``."""
     _check_two_columns(query)
     id_column, fp_column = query.subquery().c
     rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
-    sql = plain.rows_in_chunks_sql(str(rows.compile(dialect=_INLINE_PLAIN, compile_kwargs={"literal_binds": True})))
-    return plain.rows_of_chunks(connection.execute(text(sql), execution_options={"yield_per": 1}))
+    database = connection.connection() if callable(getattr(connection, "connection", None)) else connection
+    execute = plain.binary_execute(database.connection.dbapi_connection) or (lambda sql: connection.execute(text(sql)))
+    return plain.stream_rows(execute, str(rows.compile(dialect=_INLINE_PLAIN, compile_kwargs={"literal_binds": True})))

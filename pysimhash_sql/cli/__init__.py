@@ -86,7 +86,8 @@ def records_out(p: argparse.ArgumentParser) -> None:
 def parallel(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int,
                    help="parallel workers of the server besides its backend (default: the server's "
-                        "max_parallel_maintenance_workers; needs the extension at 1.2)")
+                        "max_parallel_maintenance_workers; needs the extension at 1.2); on the plain back end, "
+                        "the threads of the search here (default: one per CPU)")
 
 
 def database(p: argparse.ArgumentParser) -> None:

@@ -353,10 +353,10 @@ def plain_report(conn: psycopg.Connection, args, function: str, id_columns: list
         id=sql.Identifier(args.id_column), fp=sql.Identifier(args.fingerprint_column),
         table=table_identifier(args.table)).as_string(conn)
     try:
-        ids, fps = plain.rows_of_chunks(conn.execute(plain.rows_in_chunks_sql(rows)))
+        ids, fps = plain.stream_rows(plain.binary_execute(conn), rows)
     except ValueError as e:
         raise UserError(f"{args.table}.{args.id_column}: {e}") from None
-    pairs = id_pairs(ids, fps, args.distance, args.blocks)
+    pairs = id_pairs(ids, fps, args.distance, args.blocks, args.workers, ids_checked=True)
     if function == "simhash_find_all":
         records = sorted(pairs)
     else:

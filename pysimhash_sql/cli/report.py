@@ -178,8 +178,8 @@ def plain_nearest_distances(conn, table: str, args) -> tuple[Nearest, PlainRows]
     sample = [(row_id, scope) for row_id, _, scope in
               conn.execute(sql.SQL(PLAIN_SAMPLE).format(**names), (args.sample_size,)).fetchall()]
     try:
-        ids, fps, scopes = plain.rows_of_chunks(conn.execute(
-            plain.rows_in_chunks_sql(sql.SQL(PLAIN_ROWS).format(**names).as_string(conn), columns=3)), columns=3)
+        ids, fps, scopes = plain.stream_rows(plain.binary_execute(conn),
+                                             sql.SQL(PLAIN_ROWS).format(**names).as_string(conn), columns=3)
     except ValueError as e:
         raise UserError(f"{table}.{args.id_column}: {e}") from None
     order = np.lexsort((ids, scopes))  # rows by scope, then id: ties go to the smallest id

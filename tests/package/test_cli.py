@@ -553,7 +553,8 @@ def test_plain_backend_dupes_and_clusters_equal_the_extensions(db: psycopg.Conne
     db.execute("INSERT INTO documents SELECT 5, 'same as doc10', fingerprint FROM documents WHERE id = 10")
     db.execute("INSERT INTO documents VALUES (6, 'no fingerprint', NULL)")
     for command in (["dupes", "--label", "name"], ["dupes", "--distance", "5", "--blocks", "8"],
-                    ["clusters", "--singletons", "--format", "jsonl", "--label", "name"], ["clusters"]):
+                    ["clusters", "--singletons", "--format", "jsonl", "--label", "name"], ["clusters"],
+                    ["dupes", "--workers", "1"], ["clusters", "--workers", "2"]):  # plain: the search's threads
         extension = run(*command, "--dsn", db.info.dsn).stdout
         assert run(*command, "--dsn", dsn).stdout == extension, command
         assert run(*command, "--dsn", dsn, "--backend", "plain").stdout == extension, command

@@ -486,16 +486,31 @@ def test_find_all_matches_brute_force_property(hashes, data):
     assert find_all(hashes + near, blocks, k) == brute_force_pairs(hashes + near, k)
 
 
+@pytest.mark.parametrize("threads", [1, 3])
 @settings(max_examples=100, deadline=None)
 @given(data=clustered_rows(max_k=8))
-def test_id_pairs_match_brute_force(data):
+def test_id_pairs_match_brute_force(threads, data):
     # The plain back end's find_all: rows (ids in any order, exact duplicates),
-    # every blocks the caller may give, and the default.
+    # every blocks the caller may give, and the default; the tables searched
+    # in one thread or several (each pair still once).
     rows, k, blocks = data
     rows = [(i, fp) for i, fp in rows if fp is not None]
     ids = np.array([i for i, _ in rows], np.int64)
     fps = np.array([fp for _, fp in rows], np.uint64)
-    assert sorted(_find_all.id_pairs(ids, fps, k, blocks)) == brute_force_id_pairs(rows, k)
+    assert sorted(_find_all.id_pairs(ids, fps, k, blocks, threads)) == brute_force_id_pairs(rows, k)
+
+
+@pytest.mark.parametrize("blocks, k", [(5, 3), (8, 6), (4, 0), (10, 4)])
+def test_row_pairs_in_threads_equal_one_thread(blocks, k):
+    # Enough rows for long runs of equal keys in every table, each pair found
+    # in several tables but kept once, whichever thread searches its table.
+    hashes = np.array(clustered_hashes(random.Random(blocks * 10 + k), 4000), np.uint64)
+    one = _find_all.row_pairs(hashes, _find_all.block_masks(blocks), k, threads=1)
+    pairs = sorted(zip(*(side.tolist() for side in one)))
+    assert len(pairs) > 500 and len(set(pairs)) == len(pairs)
+    for threads in (2, 3, None):
+        found = _find_all.row_pairs(hashes, _find_all.block_masks(blocks), k, threads)
+        assert sorted(zip(*(side.tolist() for side in found))) == pairs
 
 
 def test_id_pairs_refuse_an_id_twice():

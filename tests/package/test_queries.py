@@ -6,17 +6,21 @@ from __future__ import annotations
 import asyncio
 import random
 
+import numpy as np
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import BigInteger, Column, MetaData, Table, create_engine, select, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, aliased
 
+from pysimhash_sql import plain
+from pysimhash_sql.backends import PLAIN
 from pysimhash_sql.queries import (
-    clusters, find_all, has_near_duplicate, near_duplicate_matches, near_duplicates, nearest, query_sql, run_clusters,
-    run_find_all,
+    _stream_rows, clusters, find_all, has_near_duplicate, near_duplicate_matches, near_duplicates, nearest, query_sql,
+    run_clusters, run_find_all,
 )
+from pysimhash_sql.sqlalchemy import SimHash64, register_simhash
 from toolbox import brute_force_clusters, brute_force_pairs, distance, near_copies
 from toolbox.pages_model import Base, Page
 
@@ -219,3 +223,90 @@ def test_run_find_all_and_clusters_equal_brute_force_on_each_backend(pages_on_ea
         assert sorted(run_find_all(session, query.where(Page.id % 3 != 0), 2)) == brute_force_pairs(some.items(), 2)
         with pytest.raises(ValueError, match="exactly two columns"):
             run_find_all(session, select(Page.id), 3)
+
+
+@pytest.fixture(params=["psycopg", "psycopg2"])
+def plain_engine_of_driver(request, plain_url):
+    """An engine on the plain back end through psycopg 3 (the rows come in
+    binary format) or psycopg2 (in text format, through SQLAlchemy)."""
+    engine = create_engine(plain_url.set(drivername=f"postgresql+{request.param}"))
+    register_simhash(engine, backend=PLAIN)
+    yield engine
+    engine.dispose()
+
+
+def test_plain_rows_reach_the_client_exactly_through_each_driver(plain_engine_of_driver) -> None:
+    # ids of every integer type at their limits, fingerprints at the edges of
+    # the signed reading, NULL fingerprints skipped; more rows than chunks.
+    engine = plain_engine_of_driver
+    rng = random.Random(31)
+    rows = {-(2**63): 2**63, 2**63 - 1: 2**63 - 1, -1: 2**64 - 1, 0: 0, 1: 1, 2: 2**64 - 2}
+    for i in range(200):
+        rows[rng.randrange(-(2**63), 2**63)] = rng.choice(list(rows.values())) ^ (1 << rng.randrange(64))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE rows8 (id bigint, fp bigint)")
+        conn.exec_driver_sql("CREATE TABLE rows4 (id integer, fp bigint)")
+        conn.exec_driver_sql("CREATE TABLE rows2 (id smallint, fp bigint)")
+        conn.execute(text("INSERT INTO rows8 VALUES (:id, :fp)"),
+                     [{"id": i, "fp": plain.to_signed(v)} for i, v in rows.items()] + [{"id": 5, "fp": None}])
+        conn.exec_driver_sql("INSERT INTO rows4 SELECT id::integer, fp FROM rows8 "
+                             "WHERE id BETWEEN -2147483648 AND 2147483647 UNION ALL "
+                             "SELECT -2147483648, 99 UNION ALL SELECT 2147483647, 98")
+        conn.exec_driver_sql("INSERT INTO rows2 SELECT id::smallint, fp FROM rows4 "
+                             "WHERE id BETWEEN -32768 AND 32767 UNION ALL SELECT -32768, 3 UNION ALL SELECT 32767, 7")
+        stored = {name: [(i, None if fp is None else plain.to_unsigned(fp)) for i, fp in
+                         conn.execute(text(f"SELECT id, fp FROM {name}"))] for name in ("rows8", "rows4", "rows2")}
+    for name, values in stored.items():
+        table = Table(name, MetaData(), Column("id", BigInteger), Column("fp", SimHash64))
+        with Session(engine) as session:
+            ids, fps = _stream_rows(session, select(table.c.id, table.c.fp))
+            assert sorted(zip(ids.tolist(), fps.tolist())) == sorted((i, v) for i, v in values if v is not None)
+            for k in (0, 3, 12):
+                assert sorted(run_find_all(session, select(table.c.id, table.c.fp), k)) == brute_force_pairs(values, k)
+            none = select(table.c.id, table.c.fp).where(table.c.id > 2**63 - 1)
+            assert [a.size for a in _stream_rows(session, none)] == [0, 0]
+            assert run_find_all(session, none, 3) == run_clusters(session, none, 3, include_singletons=True) == []
+
+
+def test_plain_find_all_refuses_null_and_repeated_ids_through_each_driver(plain_engine_of_driver) -> None:
+    engine = plain_engine_of_driver
+    table = Table("ids", MetaData(), Column("id", BigInteger), Column("fp", SimHash64))
+    query = select(table.c.id, table.c.fp)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE ids (id bigint, fp bigint)")
+        conn.exec_driver_sql("INSERT INTO ids SELECT i, i / 2 * 7919 FROM generate_series(1, 100) AS i")
+    expected = brute_force_pairs(((i, i // 2 * 7919) for i in range(1, 101)), 3)
+    with Session(engine) as session:
+        assert sorted(run_find_all(session, query, 3)) == expected
+        session.execute(text("INSERT INTO ids VALUES (NULL, NULL)"))  # no fingerprint: skipped
+        assert sorted(run_find_all(session, query, 3)) == expected
+        session.execute(text("INSERT INTO ids VALUES (NULL, 5)"))
+        with pytest.raises(ValueError, match="NULL id"):
+            run_find_all(session, query, 3)
+        session.rollback()
+        session.execute(text("INSERT INTO ids VALUES (57, 1)"))  # 57 again
+        with pytest.raises(ValueError, match="unique ids"):
+            run_clusters(session, query, 3)
+
+
+def test_plain_rows_in_one_chunk_or_many_through_each_driver(plain_engine_of_driver) -> None:
+    # Both forms of the rows' SQL on the server, in binary format through
+    # psycopg 3 alone; the planner's estimate chooses between them.
+    rows_sql = "SELECT i, i * 7919 FROM generate_series(-40, 40) AS i"
+    expected = [(i, plain.to_unsigned(i * 7919)) for i in range(-40, 41)]
+    with plain_engine_of_driver.connect() as conn:
+        execute = plain.binary_execute(conn.connection.dbapi_connection)
+        assert (execute is None) == (plain_engine_of_driver.dialect.driver != "psycopg")
+        execute = execute or (lambda sql: conn.execute(text(sql)))
+        for chunks in (1, plain.STREAM_CHUNKS):
+            ids, fps = plain.rows_of_chunks(execute(plain.rows_in_chunks_sql(rows_sql, chunks=chunks)))
+            assert sorted(zip(ids.tolist(), fps.tolist())) == expected
+            assert [a.size for a in plain.rows_of_chunks(execute(plain.rows_in_chunks_sql(
+                rows_sql + " WHERE false", chunks=chunks)))] == [0, 0]
+            for bad, error in [("SELECT NULL::bigint, 5", "NULL id"), ("SELECT 1, 2 UNION ALL SELECT NULL, 3", "NULL id"),
+                               ("SELECT 7, 2 UNION ALL SELECT 7, 3", "unique ids")]:
+                with pytest.raises(ValueError, match=error):
+                    plain.rows_of_chunks(execute(plain.rows_in_chunks_sql(bad, chunks=chunks)))
+        assert sorted(zip(*(a.tolist() for a in plain.stream_rows(execute, rows_sql)))) == expected
+        assert plain.chunks_for(81) == 1
+        assert plain.chunks_for(plain.ONE_CHUNK_ROWS + 1) == plain.STREAM_CHUNKS
