@@ -461,3 +461,61 @@ def test_move_to_the_extension_and_back(plain_engine) -> None:
         assert dict(conn.execute(select(table.c.id, table.c.fp)).all()) == dict(enumerate(values))
         assert conn.scalars(near).all() == [4, 5]
         conn.execute(text("DROP EXTENSION simhash"))  # nothing depends on it any more
+
+
+# ------------------------------------------------ pysimhash-sql refingerprint's columns (docs/cli.md)
+
+
+@pytest.mark.parametrize("backend", ["extension", "plain"])
+def test_autogenerate_leaves_the_kept_column_alone(tmp_path, simhash_engine, plain_engine, plain_url,
+                                                   backend) -> None:
+    """After `refingerprint --keep-old`, the kept fp_v1 (which its trigger
+    needs) gets no drop_column, while the table's other differences migrate
+    as ever; a column of that name without refingerprint's trigger is
+    dropped as any other; after --drop-kept nothing is left to do."""
+    from test_cli import plain_dsn, run
+
+    from pysimhash_sql import hashing, plain
+
+    on_plain = backend == "plain"
+    engine = plain_engine if on_plain else simhash_engine
+    cfg = plain_project(tmp_path, plain_url, WITHOUT_INDEX) if on_plain else new_project(
+        tmp_path, engine.url, WITHOUT_INDEX)
+    dsn = plain_dsn(plain_url) if on_plain else engine.url.set(drivername="postgresql").render_as_string(
+        hide_password=False)
+    autogenerate(cfg, "pages")
+    command.upgrade(cfg, "head")
+    urls = [f"https://example.org/ferry/timetable/{i} harbour islands boats" for i in range(20)]
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO pages (id, url, fp) VALUES (:id, :url, :fp)"),
+                     [{"id": i, "url": url, "fp": plain.to_signed(hashing.simhash(url))} for i, url in enumerate(urls)])
+
+    def refingerprint(*more: str) -> str:
+        return run("refingerprint", "--dsn", dsn, "--table", "pages", "--text-column", "url", "--column", "fp",
+                   *more).stderr
+
+    assert "kept in fp_v1" in refingerprint("--to", "2", "--keep-old")
+    models = Path(cfg.get_main_option("script_location")) / "models.py"
+    models.write_text(WITHOUT_INDEX.replace("mapped_column(SimHash64)", "mapped_column(SimHash64(text_spec=2))"))
+    command.check(cfg)  # the moved column as the model declares it; fp_v1 left alone
+
+    with engine.begin() as conn:
+        conn.execute(text("ALTER TABLE pages ADD COLUMN extra text"))
+    models.write_text(models.read_text().replace(
+        "    fp: Mapped", "    title: Mapped[str | None] = mapped_column(Text)\n    fp: Mapped"))
+    upgrade, downgrade = autogenerate(cfg, "title").split("def downgrade")
+    assert "op.add_column('pages', sa.Column('title'" in upgrade
+    assert "op.drop_column('pages', 'extra')" in upgrade
+    assert "fp_v1" not in upgrade + downgrade
+    command.upgrade(cfg, "head")  # the trigger keeps fp_v1 in step with the rows written after
+    command.check(cfg)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE pages SET url = 'apples in the orchard' WHERE id = 0"))
+        assert conn.scalar(text("SELECT fp_v1 FROM pages WHERE id = 0")) == (
+            None if on_plain else hashing.simhash("apples in the orchard"))
+
+    assert "dropped fp_v1" in refingerprint("--drop-kept")
+    command.check(cfg)
+    with engine.begin() as conn:
+        conn.execute(text("ALTER TABLE pages ADD COLUMN fp_v1 bigint"))  # the name alone is no mark
+    assert "op.drop_column('pages', 'fp_v1')" in autogenerate(cfg, "not kept").split("def downgrade")[0]
