@@ -32,10 +32,10 @@ from __future__ import annotations
 import operator
 import re
 
-__all__ = ["COLUMN_COMMENT_SQL", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS", "TEXT_SPEC_VERSION_LATEST",
-           "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns", "check_shingle_size", "check_spec",
-           "check_version", "comment",
-           "comment_on_column_sql", "refingerprint_columns", "version_column_name", "spec_of", "spec_of_comment", "tagged"]
+__all__ = ["COLUMN_COMMENT_SQL", "MAX_IDENTIFIER", "REFINGERPRINT_TRIGGER", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS",
+           "TEXT_SPEC_VERSION_LATEST", "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns", "check_shingle_size", "check_spec",
+           "check_version", "comment", "comment_on_column_sql", "refingerprint_columns", "spec_of",
+           "spec_of_comment", "tagged", "version_column_name"]
 
 # The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
 # SQL functions simhash(text) and simhash_v2(text).  New columns and the
@@ -159,7 +159,7 @@ def refingerprint_columns(columns, has_trigger: bool) -> set[str]:
     old column ``--keep-old`` kept until ``--drop-kept``): named
     version_column_name(another of them, a version), in a table that has
     refingerprint's trigger (``has_trigger``); none without it."""
-    columns = set(columns)
     if not has_trigger:
         return set()
+    columns = set(columns)
     return {version_column_name(column, version) for column in columns for version in TEXT_SPEC_VERSIONS} & columns
