@@ -33,9 +33,9 @@ import operator
 import re
 
 __all__ = ["COLUMN_COMMENT_SQL", "MAX_IDENTIFIER", "REFINGERPRINT_TRIGGER", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS",
-           "TEXT_SPEC_VERSION_LATEST", "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns", "check_shingle_size", "check_spec",
-           "check_version", "comment", "comment_on_column_sql", "refingerprint_columns", "spec_of",
-           "spec_of_comment", "tagged", "version_column_name"]
+           "TEXT_SPEC_VERSION_LATEST", "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns",
+           "check_shingle_size", "check_spec", "check_version", "comment", "comment_on_column_sql",
+           "refingerprint_columns", "spec_of", "spec_of_comment", "tagged", "version_column_name"]
 
 # The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
 # SQL functions simhash(text) and simhash_v2(text).  New columns and the
