@@ -35,7 +35,10 @@ parameters, scope columns and methods, which Alembic's own index comparison
 does not look at (so a model's ``simhash_index(name, column)`` on a table
 indexed with GIN migrates it to simhash_mih), and gives type changes between
 an integer column and ``SimHash64`` the ``postgresql_using`` their downgrade
-needs.  It does not compare ``fastupdate``: an index made with GIN's default
+needs.  It leaves out the ``drop_column`` of a column ``pysimhash-sql
+refingerprint`` keeps in step beside the model's (the old column
+``--keep-old`` kept, until ``--drop-kept`` drops it; a move's shadow column),
+which no model declares.  It does not compare ``fastupdate``: an index made with GIN's default
 (on) keeps it until ``ALTER INDEX ... SET (fastupdate = off)``.
 
 On the plain back end (docs/managed.md; env.py names it: ``set_backend(engine,
@@ -58,7 +61,7 @@ from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, Table, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateIndex
 
-from . import plain
+from . import plain, text_spec
 from .backends import PLAIN, backend_of, set_backend
 from .index_kinds import choose_method
 from .sqlalchemy import (
@@ -76,6 +79,7 @@ __all__ = [
     "compare_column_types",
     "compare_extension",
     "compare_indexes",
+    "compare_refingerprint_columns",
     "render_item",
 ]
 
@@ -465,6 +469,41 @@ def compare_column_types(
         if (type(operation) is ops.AlterColumnOp and operation.modify_type is not None
                 and _between_simhash_and_integer(operation)):
             modify_ops.ops[position] = AlterSimhashColumnOp.from_alter_column(operation, quote(operation.column_name))
+    return PriorityDispatchResult.CONTINUE
+
+
+_REFLECT_REFINGERPRINT = text(
+    """
+    SELECT array(SELECT a.attname FROM pg_attribute a WHERE a.attrelid = t.oid AND a.attnum > 0
+                 AND NOT a.attisdropped) AS columns,
+           EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = t.oid AND g.tgname = :trigger) AS has_trigger
+    FROM pg_class t
+    JOIN pg_namespace n ON n.oid = t.relnamespace
+    WHERE t.relname = :table AND n.nspname = coalesce(:schema, current_schema())
+    """
+)
+
+
+def compare_refingerprint_columns(autogen_context, upgrade_ops: ops.UpgradeOps, schemas) -> PriorityDispatchResult:
+    """Runs after Alembic's table comparison (which adds a table's
+    drop_column operations after its table comparators): leaves out the
+    drop_column of the columns refingerprint keeps in step
+    (text_spec.refingerprint_columns), which its trigger needs; a table left
+    with nothing to do goes."""
+    for table_ops in list(upgrade_ops.ops):
+        if not isinstance(table_ops, ops.ModifyTableOps):
+            continue
+        dropped = {op.column_name for op in table_ops.ops if isinstance(op, ops.DropColumnOp)}
+        if not dropped:
+            continue
+        row = autogen_context.connection.execute(_REFLECT_REFINGERPRINT, {
+            "table": table_ops.table_name, "schema": table_ops.schema,
+            "trigger": text_spec.REFINGERPRINT_TRIGGER}).one()
+        kept = text_spec.refingerprint_columns(row.columns, row.has_trigger) & dropped
+        table_ops.ops = [op for op in table_ops.ops
+                         if not (isinstance(op, ops.DropColumnOp) and op.column_name in kept)]
+        if table_ops.is_empty():
+            upgrade_ops.ops.remove(table_ops)
     return PriorityDispatchResult.CONTINUE
 
 

@@ -28,6 +28,12 @@ def compare_column_types(*args):
     return compare_column_types(*args)
 
 
+def compare_refingerprint_columns(*args):
+    from .alembic import compare_refingerprint_columns
+
+    return compare_refingerprint_columns(*args)
+
+
 def setup(plugin) -> None:
     from alembic.util import DispatchPriority  # initialised before plugins load
 
@@ -39,4 +45,8 @@ def setup(plugin) -> None:
     )
     plugin.add_autogenerate_comparator(
         compare_column_types, "table", "simhash_column_types", qualifier="postgresql", priority=DispatchPriority.LAST
+    )
+    plugin.add_autogenerate_comparator(
+        compare_refingerprint_columns, "schema", "simhash_refingerprint_columns", qualifier="postgresql",
+        priority=DispatchPriority.LAST,
     )

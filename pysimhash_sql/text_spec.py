@@ -17,6 +17,12 @@ never mixed silently.
   (``check_columns``).  A fingerprint column without it was made before versions
   were recorded: version 1 (UNDECLARED_COLUMN_SPEC).
 
+A table that ``pysimhash-sql refingerprint`` moves holds, beside the column,
+the column of the other version (``version_column_name``: the shadow column
+of a move, the old column ``--keep-old`` kept), which its trigger
+(REFINGERPRINT_TRIGGER) keeps in step: ``refingerprint_columns`` names them
+(Alembic's autogenerate leaves them alone).
+
 SQL itself is explicit by name: ``simhash(text)`` is version 1,
 ``simhash_v2(text)`` version 2.  Needs nothing but Python.
 """
@@ -26,10 +32,10 @@ from __future__ import annotations
 import operator
 import re
 
-__all__ = ["COLUMN_COMMENT_SQL", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS", "TEXT_SPEC_VERSION_LATEST",
-           "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns", "check_shingle_size", "check_spec",
-           "check_version", "comment",
-           "comment_on_column_sql", "spec_of", "spec_of_comment", "tagged"]
+__all__ = ["COLUMN_COMMENT_SQL", "MAX_IDENTIFIER", "REFINGERPRINT_TRIGGER", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS",
+           "TEXT_SPEC_VERSION_LATEST", "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns",
+           "check_shingle_size", "check_spec", "check_version", "comment", "comment_on_column_sql",
+           "refingerprint_columns", "spec_of", "spec_of_comment", "tagged", "version_column_name"]
 
 # The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
 # SQL functions simhash(text) and simhash_v2(text).  New columns and the
@@ -131,3 +137,29 @@ def comment_on_column_sql(table_sql: str, column_sql: str, version: int) -> str:
 # (DB-API parameters %s): None for no such column, or (comment,).
 COLUMN_COMMENT_SQL = """SELECT col_description(attrelid, attnum) FROM pg_attribute
                         WHERE attrelid = to_regclass(%s) AND attname = %s AND attnum > 0 AND NOT attisdropped"""
+
+
+# pysimhash-sql refingerprint's marks in a table (cli/refingerprint.py): the
+# trigger that keeps the column of the other version in step with the text,
+# and that column's name, the column's with its version (version_column_name).
+REFINGERPRINT_TRIGGER = "simhash_refingerprint"
+MAX_IDENTIFIER = 63  # bytes of a PostgreSQL name (NAMEDATALEN - 1)
+
+
+def version_column_name(column: str, version: int) -> str:
+    """``<column>_v<version>``, cut to a PostgreSQL name's length: the shadow
+    column of a move to ``version``, or the column of ``version`` kept after one."""
+    suffix = f"_v{version}"
+    return column[:MAX_IDENTIFIER - len(suffix)] + suffix
+
+
+def refingerprint_columns(columns, has_trigger: bool) -> set[str]:
+    """Of a table's column names, the columns of another version that
+    refingerprint keeps in step (the shadow column of a move under way, the
+    old column ``--keep-old`` kept until ``--drop-kept``): named
+    version_column_name(another of them, a version), in a table that has
+    refingerprint's trigger (``has_trigger``); none without it."""
+    if not has_trigger:
+        return set()
+    columns = set(columns)
+    return {version_column_name(column, version) for column in columns for version in TEXT_SPEC_VERSIONS} & columns

@@ -48,8 +48,7 @@ try:
 except ImportError:  # connect() says so
     psycopg = None
 
-TRIGGER = "simhash_refingerprint"
-MAX_IDENTIFIER = 63  # bytes of a PostgreSQL name (NAMEDATALEN - 1)
+TRIGGER = text_spec.REFINGERPRINT_TRIGGER
 # The swap waits this long for the table's lock at a time, so that it never
 # queues the application's queries behind it for longer; then tries again.
 LOCK_TIMEOUT = "2s"
@@ -113,9 +112,7 @@ def say(message: str) -> None:
     print(f"pysimhash-sql refingerprint: {message}", file=sys.stderr, flush=True)
 
 
-def shadow_name(column: str, version: int) -> str:
-    suffix = f"_v{version}"
-    return column[:MAX_IDENTIFIER - len(suffix)] + suffix
+shadow_name = text_spec.version_column_name
 
 
 def columns_of(conn, regclass: str) -> dict[str, tuple]:

@@ -64,6 +64,19 @@ def test_comments_record_the_version() -> None:
     assert text_spec.spec_of_comment(None) is None and text_spec.spec_of_comment("fingerprints") is None
 
 
+def test_refingerprint_columns_are_named_after_another_column() -> None:
+    """The columns refingerprint keeps beside another (shadow or kept old):
+    <column>_v<version> of a column of the table, cut to 63 bytes like the
+    names it makes, and only in a table with its trigger."""
+    long = "f" * text_spec.MAX_IDENTIFIER
+    cut = text_spec.version_column_name(long, 1)
+    assert cut == "f" * 60 + "_v1" and len(cut) == text_spec.MAX_IDENTIFIER
+    columns = ["id", "body", "fp", "fp_v1", "fp_v2", "body_v3", "other_v1", long, cut]
+    assert text_spec.refingerprint_columns(columns, True) == {"fp_v1", "fp_v2", cut}
+    assert text_spec.refingerprint_columns(columns, False) == set()
+    assert text_spec.refingerprint_columns(["fp", "fingerprint_v1"], True) == set()
+
+
 def docs_table(version: int | None) -> Table:
     return Table("docs", MetaData(), Column("id", BigInteger, primary_key=True, autoincrement=True),
                  Column("body", Text), Column("fp", SimHash64(text_spec=version)))
