@@ -1,7 +1,8 @@
 """simhash_mih under continuous inserts and no VACUUM (issue 29): flushes never
 stop and run in a worker (the insert that fills the list only seals it), the
 flushes' size-tiered merges keep the run sets within the cap (mih_insert.c,
-mih_merge.c), inserts recycle the retired pages, and every answer equals
+mih_merge.c), the workers recycle the retired pages (inserts, where no
+worker takes the index's work), and every answer equals
 brute force meanwhile and after; simhash_mih_stats reports it all and refuses
 what is not a simhash_mih index with a clear error."""
 
@@ -17,7 +18,7 @@ import pytest
 
 from toolbox import MIH, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
-from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges
+from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_for_workers
 from toolbox.mih_pages import (BLCKSZ, CONTENTS, MAX_SETS, META_NSCOPE, PD_LOWER, PENDING_BOUND, SET_CAP, connect,
                                edit_index, own_server)
 from toolbox.workers import run_together
@@ -72,6 +73,33 @@ def test_stats_follow_flushes_and_merges(db: psycopg.Connection) -> None:
     db.execute("SELECT simhash_mih_check('docs_fp')")
 
 
+def repeatable_reader(db: psycopg.Connection) -> psycopg.Connection:
+    """Another connection to db's database, in a REPEATABLE READ transaction (its first query takes the snapshot)."""
+    info = db.info
+    reader = psycopg.connect(f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}")
+    reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    return reader
+
+
+def insert_batch(db: psycopg.Connection, batch: int) -> None:
+    db.execute("INSERT INTO docs SELECT 10000 * %s + g, hashint8extended(g, %s)::simhash64"
+               " FROM generate_series(1, 64) g", (batch + 1, batch))
+
+
+def retire_under_snapshot(db: psycopg.Connection) -> dict:
+    """Five flushes of 64 rows by the inserts themselves (no worker), while a
+    reader's snapshot holds every retirement back: the stats after them."""
+    db.execute("SET simhash.mih_background_merges = off")  # every retirement made by these inserts
+    db.execute("SET simhash.mih_pending_limit = 64")
+    # five flushes retire fewer entries than half the list holds (past that, an insert that
+    # finds no other pin on the metapage recycles whatever the horizon says)
+    for batch in range(5):
+        insert_batch(db, batch)
+    held = stats(db)
+    assert held["flushes"] == 5 and held["recycled"] == 0 and held["retired"] >= 5
+    return held
+
+
 def test_recycling_waits_for_older_snapshots_then_an_insert_recycles(db: psycopg.Connection) -> None:
     """Retired pages outlive every snapshot older than their retirement (a
     REPEATABLE READ reader's answer does not change meanwhile); once it ends,
@@ -80,29 +108,18 @@ def test_recycling_waits_for_older_snapshots_then_an_insert_recycles(db: psycopg
     rng = random.Random(3)
     fps = [rng.getrandbits(64) for _ in range(1000)]
     load(db, fps)
-    info = db.info
-    reader = psycopg.connect(f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}")
-    reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    reader = repeatable_reader(db)
     reader.execute("SET LOCAL enable_seqscan = off")
     centre = fps[7]
     before = ids(reader, centre, 8)
-    db.execute("SET simhash.mih_background_merges = off")  # every retirement made by these inserts
-    db.execute("SET simhash.mih_pending_limit = 64")
-    # five flushes retire fewer entries than half the list holds (past that, an insert that
-    # finds no other pin on the metapage recycles whatever the horizon says)
-    for batch in range(5):
-        db.execute("INSERT INTO docs SELECT 10000 * %s + g, hashint8extended(g, %s)::simhash64"
-                   " FROM generate_series(1, 64) g", (batch + 1, batch))
-    held = stats(db)
-    assert held["flushes"] == 5 and held["recycled"] == 0 and held["retired"] >= 5
+    held = retire_under_snapshot(db)
     # the reader's snapshot predates every retirement: its answer has not changed
     assert ids(reader, centre, 8) == before
     reader.rollback()
     reader.close()
     size = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
     for batch in range(5, 35):
-        db.execute("INSERT INTO docs SELECT 10000 * %s + g, hashint8extended(g, %s)::simhash64"
-                   " FROM generate_series(1, 64) g", (batch + 1, batch))
+        insert_batch(db, batch)
     now = stats(db)
     assert now["recycled"] > 0 and now["retired"] < held["retired"]
     # 30 more flushes wrote into recycled pages: the index grew by less than what they wrote
@@ -114,6 +131,47 @@ def test_recycling_waits_for_older_snapshots_then_an_insert_recycles(db: psycopg
     db.execute("SELECT simhash_mih_check('docs_fp')")
     for k in (0, 3, 8):
         assert ids_of_plan(db, centre, k, index=True) == ids_of_plan(db, centre, k, index=False)
+
+
+def flushed_and_merged(db: psycopg.Connection) -> dict:
+    """The stats once the flush worker the last sealing insert started, and the merges after it, are done."""
+    return wait_for_workers(db, "docs_fp", lambda now: now["sealed_rows"] == 0 and now["run_sets"] <= SET_CAP)
+
+
+def test_with_workers_on_the_workers_recycle_and_inserts_leave_it_to_them(db: psycopg.Connection) -> None:
+    """Where workers take the index's work, no insert recycles: retired
+    entries no snapshot can read any more stay listed through inserts that
+    seal nothing; the flush worker the next sealing insert starts recycles
+    them after its flush, and flushes then write into recycled pages (the
+    index hardly grows)."""
+    rng = random.Random(8)
+    fps = [rng.getrandbits(64) for _ in range(1000)]
+    load(db, fps)
+    reader = repeatable_reader(db)
+    reader.execute("SELECT 1")
+    held = retire_under_snapshot(db)
+    reader.rollback()
+    reader.close()
+    # every entry is past the horizon now; with workers on, inserts that seal nothing leave them
+    db.execute("SET simhash.mih_background_merges = on")
+    db.execute("INSERT INTO docs SELECT 60000 + g, hashint8extended(g, 5)::simhash64 FROM generate_series(1, 63) g")
+    now = stats(db)
+    assert (now["pending_rows"], now["retired"], now["recycled"]) == (63, held["retired"], 0)
+    # the 64th row seals the list: its flush worker recycles them after the flush, no insert running
+    db.execute("INSERT INTO docs VALUES (60064, '5'::simhash64)")
+    now = flushed_and_merged(db)
+    assert now["flushes"] == 6 and now["recycled"] > 0 and now["retired"] < held["retired"], now
+    size = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
+    for batch in range(7, 27):
+        insert_batch(db, batch)
+        flushed_and_merged(db)
+    # 20 more flushes (each 3 run pages and 3 directory pages at least) and their merges wrote
+    # into pages the workers recycled
+    grown = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0] - size
+    assert grown <= 16 * 8192, grown
+    db.execute("SELECT simhash_mih_check('docs_fp')")
+    for centre in [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(5)] + [5]:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
 
 
 def test_stats_refuse_what_is_not_a_simhash_mih_index(db: psycopg.Connection) -> None:
@@ -227,7 +285,7 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
             assert ids(db, centre, k) == expected, (centre, k)
     db.execute("REINDEX INDEX docs_fp")
     rebuilt = db.execute("SELECT pg_relation_size('docs_fp')").fetchone()[0]
-    # recycled by inserts, not left for a VACUUM: without reuse the index would hold every set
+    # recycled by the workers, not left for a VACUUM: without reuse the index would hold every set
     # page ever written (the flushed rows, then each merge's rows again); with it, at most half
     # of those. How much, depends on how long the readers' snapshots kept pages retired, and so
     # on the machine's speed (2.1-2.8x a rebuilt index here, idle to loaded; 3.0x seen in CI)

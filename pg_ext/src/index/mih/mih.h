@@ -29,13 +29,14 @@
  *   finds.  VACUUM only takes dead entries out.
  * Pages a flush retires are listed in the metapage with the next transaction
  * id of that moment, and recycled once no snapshot that old remains (as
- * nbtree recycles deleted pages): by an insert, unless VACUUM's bulk delete,
- * which reads the run sets without a snapshot, holds MIH_VACUUM_LOCK; VACUUM
- * itself recycles the rest once no other backend pins the metapage.  A
- * reader that no horizon protects (a hot standby's scan) is protected by the
- * recycling count: each recycling bumps it (WAL-logged before any page is
- * reused), and a scan that finds it changed at its end scans again
- * (mih_scan.c).
+ * nbtree recycles deleted pages): by a flush or merge worker after its job
+ * (by an insert where no worker runs, or once the list is full), unless
+ * VACUUM's bulk delete, which reads the run sets without a snapshot, holds
+ * MIH_VACUUM_LOCK; VACUUM itself recycles the rest once no other backend
+ * pins the metapage.  A reader that no horizon protects (a hot standby's
+ * scan) is protected by the recycling count: each recycling bumps it
+ * (WAL-logged before any page is reused), and a scan that finds it changed
+ * at its end scans again (mih_scan.c).
  *
  * Scope columns (mih_scope.c): an index USING simhash_mih (domain, fp) keeps
  * fp XOR a 64-bit hash of the scope values in place of fp, everywhere
@@ -393,6 +394,7 @@ extern bool mih_background_merges;
 extern bool mih_merge_due(const MihMeta *meta);
 extern void mih_merge(Relation index, int steps);
 extern void mih_after_flush(Relation index);
+extern bool mih_background(Relation index);
 extern bool mih_flush_in_background(Relation index);
 
 /* mih_check.c */
@@ -418,5 +420,6 @@ extern IndexBulkDeleteResult *mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulk
 extern int64 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
 extern uint64 mih_recycles_now(Relation index);
 extern void mih_flush(Relation index, int memory_kb, bool wait);
+extern void mih_try_recycle(Relation index);
 
 #endif							/* SIMHASH_MIH_H */

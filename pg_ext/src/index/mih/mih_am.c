@@ -39,8 +39,8 @@ simhash_mih_init(void)
 							&mih_pending_limit, 65536, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("simhash.mih_background_merges",
-							 "Whether simhash_mih flushes its pending list and merges run sets in background workers.",
-							 "Off, or where no worker can start, the insert that fills the pending list flushes it itself, and runs one merge if that made one due.",
+							 "Whether simhash_mih flushes its pending list, merges run sets and recycles retired pages in background workers.",
+							 "Off, or where no worker can start, the insert that fills the pending list flushes it itself, and runs one merge if that made one due; off, inserts recycle.",
 							 &mih_background_merges, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }

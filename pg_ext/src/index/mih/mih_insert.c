@@ -3,9 +3,10 @@
  * the metapage's lock; a full list is sealed, and sorted into a new run set
  * with the metapage unlocked (one flusher at a time) by a flush worker
  * (mih_merge.c) or the insert itself, after which a merge is seen to if one
- * is due (mih_merge.c); retired pages recycled by inserts
- * once no snapshot can have read them, or when no one else pins the
- * metapage (mih.h).
+ * is due (mih_merge.c); retired pages recycled once no snapshot can have
+ * read them, or when no one else pins the metapage (mih.h): by the flush
+ * and merge workers after their jobs, by inserts where no worker takes the
+ * index's work or the retired list is full.
  */
 #include "index/mih/mih_sort.h"
 
@@ -15,15 +16,25 @@
 #include "utils/snapmgr.h"
 
 /*
+ * Whether the retired list is full: no room for the entry a flush retires
+ * (merges reserve one for each set they claim).
+ */
+static bool
+mih_retired_full(const MihMeta *meta)
+{
+	return meta->nretired + meta->nclaimed + 1 > MIH_MAX_RETIRED;
+}
+
+/*
  * Whether a flush has room to publish a set: the sealed chain takes an entry
- * of the retired list (merges reserve one for each set they claim) and the
- * set one of the run sets.  While either lacks room (recycling or merges
- * lag), the list is not sealed, or a sealed chain stays sealed.
+ * of the retired list and the set one of the run sets.  While either lacks
+ * room (recycling or merges lag), the list is not sealed, or a sealed chain
+ * stays sealed.
  */
 static bool
 mih_flush_has_room(const MihMeta *meta)
 {
-	return meta->nretired + meta->nclaimed + 1 <= MIH_MAX_RETIRED && meta->nsets + 1 <= MIH_MAX_SETS;
+	return !mih_retired_full(meta) && meta->nsets + 1 <= MIH_MAX_SETS;
 }
 
 /*
@@ -133,46 +144,57 @@ mih_flush(Relation index, int memory_kb, bool wait)
  * sets without a snapshot, or another recycler holds MIH_VACUUM_LOCK: all of
  * them when no other backend pins the metapage (no reader on this server
  * can reach them: each pins it while it reads), else those no running
- * snapshot can have read (mih.h).  The metapage is pinned once, unlocked.
+ * snapshot can have read (mih.h).  Called by a flush or merge worker after
+ * its job, and by inserts where no worker takes the index's work
+ * (mih_insert_recycles); the caller pins nothing of the index.
  */
-static void
-mih_recycle(Relation index, Buffer meta_buffer)
+void
+mih_try_recycle(Relation index)
 {
 	MihRetired	retired[MIH_MAX_RETIRED];
 	int			nretired;
 	int			ntables;
 	bool		alone;
+	Buffer		meta_buffer;
 
 	if (!ConditionalLockPage(index, MIH_VACUUM_LOCK, ExclusiveLock))
 		return;
+	meta_buffer = ReadBuffer(index, 0);
 	alone = ConditionalLockBufferForCleanup(meta_buffer);
 	if (!alone)
 		LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
+	mih_check_meta(index, mih_meta_of(BufferGetPage(meta_buffer)));
 	ntables = mih_meta_of(BufferGetPage(meta_buffer))->ntables;
 	nretired = mih_take_retired(index, meta_buffer, !alone, retired);
-	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
+	UnlockReleaseBuffer(meta_buffer);
 	mih_free_retired(index, retired, nretired, ntables);
 	UnlockPage(index, MIH_VACUUM_LOCK, ExclusiveLock);
 }
 
 /*
- * Whether to try recycling (the metapage locked): the oldest retired entry
- * is past every snapshot, or the list is half full (a long snapshot holds
- * the horizon back: then only a moment with no other pin frees it).
+ * Whether an insert tries recycling (the metapage locked): where a worker
+ * takes the index's work (mih_background), only once the retired list is
+ * full (the workers recycle after each job; this is the fallback that keeps
+ * flushes going when they lag); elsewhere once the oldest retired entry is
+ * past every snapshot, or the list is half full (a long snapshot holds the
+ * horizon back: then only a moment with no other pin frees it).
  */
 static bool
-mih_should_recycle(const MihMeta *meta)
+mih_insert_recycles(Relation index, const MihMeta *meta)
 {
-	return meta->nretired > 0 &&
-		(meta->nretired >= MIH_MAX_RETIRED / 2 ||
-		 GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid[0])));
+	if (meta->nretired == 0)
+		return false;
+	if (mih_background(index))
+		return mih_retired_full(meta);
+	return meta->nretired >= MIH_MAX_RETIRED / 2 ||
+		GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid[0]));
 }
 
 /*
  * Appends (fp, tid) to the pending list, and seals the list if that filled
  * it.  The metapage's exclusive lock orders appends (a few microseconds
  * each); the pages are WAL-logged together.  Then, with the metapage
- * unlocked: recycling; the list it sealed handed to a flush worker, or
+ * unlocked: recycling (mih_insert_recycles); the list it sealed handed to a flush worker, or
  * flushed here where none can start; or, when the list reached
  * MIH_PENDING_BOUND times the limit while a sealed chain still waits (its
  * worker is behind, or failed), that chain flushed here.
@@ -242,13 +264,12 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	if (BufferIsValid(tail_buffer))
 		UnlockReleaseBuffer(tail_buffer);
 	meta = mih_meta_of(BufferGetPage(meta_buffer));
-	recycle = mih_should_recycle(meta);
+	recycle = mih_insert_recycles(index, meta);
 	behind = meta->sealed_count > 0 && !sealed &&
 		meta->pending_count >= MIH_PENDING_BOUND * (int64) mih_pending_limit;
-	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
+	UnlockReleaseBuffer(meta_buffer);
 	if (recycle)
-		mih_recycle(index, meta_buffer);
-	ReleaseBuffer(meta_buffer);
+		mih_try_recycle(index);
 	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert (spilling past it). */
 	if ((sealed && !mih_flush_in_background(index)) || behind)
 		mih_flush(index, work_mem, false);

@@ -351,11 +351,11 @@ mih_slot_free(Relation index)
 }
 
 /*
- * Whether a worker may take the index's work: simhash.mih_background_merges
- * is on, and the index is not a temporary table's (it lives in this
- * backend's buffers: no worker can read it).
+ * Whether a worker may take the index's work (flushes, merges, recycling):
+ * simhash.mih_background_merges is on, and the index is not a temporary
+ * table's (it lives in this backend's buffers: no worker can read it).
  */
-static bool
+bool
 mih_background(Relation index)
 {
 	return mih_background_merges && !RelationUsesLocalBuffers(index);
@@ -450,9 +450,10 @@ mih_flush_in_background(Relation index)
  * the worker), and does its job: merges until none is due, or flushes the
  * sealed chain (waiting for a flusher that holds the flush lock, which
  * leaves nothing or a chain it failed on) in maintenance_work_mem, as
- * merges sort, then sees to merges as after any flush.  No snapshot is
- * held: flushes and merges read no table, and a long one must not hold back
- * the recycling horizon.
+ * merges sort, then sees to merges as after any flush; then recycles what
+ * it can (mih_try_recycle: inserts leave that to workers).  No snapshot is
+ * held while it flushes or merges: they read no table, and a long one must
+ * not hold back the recycling horizon.
  */
 void
 simhash_mih_worker_main(Datum arg)
@@ -478,6 +479,10 @@ simhash_mih_worker_main(Datum arg)
 				mih_flush(index, maintenance_work_mem, true);
 			else
 				mih_merge(index, INT_MAX);
+			/* the horizon's test (GlobalVisTestFor) needs a snapshot: one of now, for the recycling only */
+			PushActiveSnapshot(GetTransactionSnapshot());
+			mih_try_recycle(index);
+			PopActiveSnapshot();
 		}
 		if (index)
 			relation_close(index, RowExclusiveLock);
