@@ -289,7 +289,7 @@ times too low still fits."""
 def rows_in_chunks_sql(rows_sql: str, columns: int = 2, chunks: int = STREAM_CHUNKS) -> str:
     """The rows of ``rows_sql`` (id, fingerprint, and up to ``columns``
     bigints in all; fingerprints not NULL), in ``chunks`` chunks (1, or
-    STREAM_CHUNKS by the id's hash), each chunk one bytea of big-endian
+    a power of two, STREAM_CHUNKS, by the id's hash), each chunk one bytea of big-endian
     bigints per column: a few values to the client instead of a few a row,
     which numpy reads as they are (rows_of_chunks).  Measured at 1M rows
     (docs/managed.md): one aggregate per column, not one of
@@ -301,7 +301,7 @@ def rows_in_chunks_sql(rows_sql: str, columns: int = 2, chunks: int = STREAM_CHU
     sending the first (8 bytes a row and column, in the backend running the
     query)."""
     names = [f"c{n}" for n in range(columns)]
-    grouped = "" if chunks == 1 else f" GROUP BY hashint8(c0) & {STREAM_CHUNKS - 1}"
+    grouped = "" if chunks == 1 else f" GROUP BY hashint8(c0) & {chunks - 1}"
     return ("SELECT " + ", ".join(f"string_agg(int8send({name}), ''::bytea)" for name in names) +
             f" FROM ({rows_sql}) AS r ({', '.join(names)}){grouped}")
 
