@@ -84,12 +84,11 @@ def shared_db(postgresql_proc) -> psycopg.Connection:
 
 
 @pytest.fixture
-def plain_url(postgresql_proc):
-    """The SQLAlchemy URL of a fresh database without the simhash extension
-    (made from template0, checked): the server of a managed service, where
-    the package's plain back end runs (docs/managed.md)."""
-    from sqlalchemy import URL
-
+def plain_database(postgresql_proc):
+    """The name of a fresh database without the simhash extension (made from
+    template0, checked): the server of a managed service, where the package's
+    plain back end runs (docs/managed.md).  Needs only psycopg (the Django 4.2
+    environment has no SQLAlchemy)."""
     server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user)
     with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
         admin.execute("CREATE DATABASE plain TEMPLATE template0")
@@ -97,11 +96,19 @@ def plain_url(postgresql_proc):
         with psycopg.connect(dbname="plain", autocommit=True, **server) as conn:
             assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'simhash'").fetchone() == (0,)
             assert conn.execute("SELECT to_regtype('simhash64')").fetchone() == (None,)
-        yield URL.create("postgresql+psycopg", username=postgresql_proc.user, host=postgresql_proc.host,
-                         port=postgresql_proc.port, database="plain")
+        yield "plain"
     finally:
         with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
             admin.execute("DROP DATABASE plain WITH (FORCE)")
+
+
+@pytest.fixture
+def plain_url(postgresql_proc, plain_database):
+    """The SQLAlchemy URL of plain_database."""
+    from sqlalchemy import URL
+
+    return URL.create("postgresql+psycopg", username=postgresql_proc.user, host=postgresql_proc.host,
+                      port=postgresql_proc.port, database=plain_database)
 
 
 @pytest.fixture
