@@ -10,15 +10,20 @@ While the application keeps reading and writing the table:
    SQL, it empties it, and the command computes it here;
 2. fill: primary-key batches, one transaction each (a progress line each);
 3. indexes: every index on the column made again on the shadow column, of the
-   same kind and options, with CREATE INDEX CONCURRENTLY;
+   same kind and options, with CREATE INDEX CONCURRENTLY; a UNIQUE
+   constraint's as a unique index (a new fingerprint two rows share: a
+   UserError naming it, the half-made index dropped);
 4. swap: one short transaction takes the table's lock, fills the few rows
-   still empty, drops the old column (and its indexes) and the trigger,
-   renames the shadow column and its indexes to the old names, restores NOT
-   NULL and records the version as the column's comment (text_spec.comment).
+   still empty, drops the old column (and its indexes and constraints) and
+   the trigger, renames the shadow column and its indexes to the old names,
+   makes each UNIQUE constraint again from its index (ADD CONSTRAINT ...
+   USING INDEX), restores NOT NULL and records the version as the column's
+   comment (text_spec.comment).  Any other constraint on the column (CHECK,
+   a foreign key, the primary key) is refused before anything changes.
    With ``--keep-old`` the old column is kept instead, renamed
    ``<column>_v<old version>`` with its version as its comment, nullable, its
-   indexes dropped, and the trigger stays to keep it in step with the text
-   (the rollback: the same command with ``--to <old version>``, which finds
+   indexes and UNIQUE constraints dropped, and the trigger stays to keep it
+   in step with the text (the rollback: the same command with ``--to <old version>``, which finds
    it as its shadow column, docs/cli.md); ``--drop-kept`` drops it and the
    trigger.
 
@@ -64,12 +69,30 @@ COLUMNS = """SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnul
              FROM pg_attribute a WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped"""
 PRIMARY_KEY = """SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid
                  AND a.attnum = ANY (i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary"""
-# The indexes that use a column (as a key, in an expression or a predicate).
-INDEXES_ON = """SELECT c.relname, pg_get_indexdef(c.oid), i.indisvalid FROM pg_depend d
-                JOIN pg_class c ON c.oid = d.objid AND d.classid = 'pg_class'::regclass
-                JOIN pg_index i ON i.indexrelid = c.oid
-                WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = %s::regclass AND d.refobjsubid = %s
+# The indexes that use a column (as a key, in an expression or a predicate),
+# with the UNIQUE constraint an index is the index of (its name, DEFERRABLE,
+# INITIALLY DEFERRED): such an index depends on its constraint, not on the column.
+INDEXES_ON = """SELECT c.relname, pg_get_indexdef(c.oid), i.indisvalid, con.conname, con.condeferrable,
+                       con.condeferred
+                FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+                LEFT JOIN pg_constraint con ON con.conindid = c.oid AND con.conrelid = i.indrelid
+                     AND con.contype = 'u'
+                WHERE c.oid IN (SELECT d.objid FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                                AND d.refclassid = 'pg_class'::regclass AND d.refobjid = %(table)s::regclass
+                                AND d.refobjsubid = %(column)s
+                                UNION SELECT conindid FROM pg_constraint WHERE conrelid = %(table)s::regclass
+                                AND contype = 'u' AND %(column)s = ANY (conkey))
                 ORDER BY c.relname"""
+# The constraints on a column, or that refer to it from a table (a foreign key),
+# but UNIQUE constraints (moved with their indexes) and NOT NULL (restored by the swap).
+CONSTRAINTS_ON = """SELECT conname, contype::text, nullif(conrelid, %(table)s::regclass)::regclass::text
+                    FROM pg_constraint
+                    WHERE contype NOT IN ('u', 'n')
+                    AND ((conrelid = %(table)s::regclass AND %(column)s = ANY (conkey))
+                         OR (confrelid = %(table)s::regclass AND %(column)s = ANY (confkey)))
+                    ORDER BY conname"""
+CONSTRAINT_KINDS = {"p": "primary key", "f": "foreign key", "c": "CHECK constraint", "x": "exclusion constraint",
+                    "t": "constraint trigger"}
 # The views that use a column (their rewrite rules depend on it).
 VIEWS_ON = """SELECT DISTINCT r.ev_class::regclass::text FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
               WHERE d.classid = 'pg_rewrite'::regclass AND d.refobjid = %s::regclass AND d.refobjsubid = %s
@@ -86,6 +109,16 @@ EXTENSION_SCHEMA = """SELECT n.nspname FROM pg_extension e JOIN pg_namespace n O
 COMPUTE_BODY = "BEGIN NEW.{shadow} := {function}(NEW.{text}); RETURN NEW; END"
 EMPTY_BODY = ("BEGIN IF TG_OP = 'INSERT' OR NEW.{text} IS DISTINCT FROM OLD.{text} THEN NEW.{shadow} := NULL; "
               "END IF; RETURN NEW; END")
+
+
+@dataclass
+class MovedIndex:
+    """An index on the column, and its twin on the shadow column."""
+
+    name: str
+    new_name: str
+    constraint: str | None  # the UNIQUE constraint whose index it is (named as it), None for an index alone
+    timing: str = ""  # the constraint's DEFERRABLE, INITIALLY DEFERRED
 
 
 @dataclass
@@ -145,6 +178,7 @@ def plan(conn, args) -> Move | None:
             raise UserError(f"--keep-old: table {args.table} has a column {kept} already (kept by an earlier move?): "
                             "drop or rename it first")
         check_no_views(conn, regclass, args.column, columns[args.column][4])
+    check_constraints(conn, regclass, args.column, columns[args.column][4])
     backend = choose_backend(conn, args, args.column, creating=True)
     server = None
     if backend == EXTENSION:
@@ -297,29 +331,64 @@ def shadow_index_sql(definition: str, new_name: str, column: str, shadow: str) -
     return head + sep + rest
 
 
-def indexes(conn, move: Move) -> list[tuple[str, str]]:
+def check_constraints(conn, regclass: str, column: str, attnum: int) -> None:
+    """A constraint on the column that the move would lose or that would
+    stop it: UserError naming it, before anything is changed.  UNIQUE
+    constraints are moved (indexes), NOT NULL restored (swap); a CHECK
+    constraint would be dropped with the old column, a foreign key to it
+    refuses the drop, and the rest hold the column where it is."""
+    for name, kind, table in conn.execute(CONSTRAINTS_ON, {"table": regclass, "column": attnum}):
+        of = "" if table is None else f" of table {table}"
+        raise UserError(f"{CONSTRAINT_KINDS.get(kind, 'constraint')} {name}{of} uses {column}: refingerprint moves "
+                        "indexes and UNIQUE constraints only; drop it first (and make it again after the move)")
+
+
+def unique_violation(error: psycopg.errors.UniqueViolation, move: Move) -> UserError:
+    """A unique index or UNIQUE constraint that the new version's
+    fingerprints break (two rows with the same one, on the shadow column's
+    twin of it): UserError naming it, and the rows."""
+    name = (error.diag.constraint_name or "").removesuffix(f"_v{move.version}")
+    detail = (error.diag.message_detail or str(error)).strip().rstrip(".")
+    return UserError(f"unique index {name} cannot hold on text spec version {move.version} fingerprints: {detail} "
+                     "(rows with different old fingerprints and the same new one). The application's column is "
+                     "unchanged: make the rows distinct, or drop the unique index or constraint, then run the same "
+                     "command again")
+
+
+def indexes(conn, move: Move) -> list[MovedIndex]:
     """The indexes on the column made again on the shadow column (concurrently;
-    one left invalid by an interruption is dropped and made again); returns
-    (old name, new name) pairs."""
+    one left invalid by an interruption is dropped and made again), a UNIQUE
+    constraint's as a unique index for the swap to make the constraint of."""
     columns = columns_of(conn, move.regclass)
-    old = conn.execute(INDEXES_ON, (move.regclass, columns[move.column][4])).fetchall()
-    made = {name: valid for name, _, valid in conn.execute(INDEXES_ON, (move.regclass, columns[move.shadow][4]))}
-    pairs = []
-    for name, definition, _ in old:
+    old = conn.execute(INDEXES_ON, {"table": move.regclass, "column": columns[move.column][4]}).fetchall()
+    made = {row[0]: row[2] for row in conn.execute(INDEXES_ON, {"table": move.regclass,
+                                                               "column": columns[move.shadow][4]})}
+    moved = []
+    for name, definition, _, constraint, deferrable, deferred in old:
         new_name = shadow_name(name, move.version)
         if made.get(new_name) is False:
-            conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}.{}").format(move.schema, sql.Identifier(new_name)))
+            drop_index_concurrently(conn, move, new_name)
         if made.get(new_name) is not True:
             say(f"index {new_name}: CREATE INDEX CONCURRENTLY, as {name}")
             started = time.monotonic()
-            conn.execute(shadow_index_sql(definition, sql.Identifier(new_name).as_string(conn),
-                                          move.column, sql.Identifier(move.shadow).as_string(conn)))
+            try:
+                conn.execute(shadow_index_sql(definition, sql.Identifier(new_name).as_string(conn),
+                                              move.column, sql.Identifier(move.shadow).as_string(conn)))
+            except psycopg.errors.UniqueViolation:
+                # invalid, but still checked by every write: not left behind
+                drop_index_concurrently(conn, move, new_name)
+                raise
             say(f"index {new_name}: made in {time.monotonic() - started:.1f} s")
-        pairs.append((name, new_name))
-    return pairs
+        timing = (" DEFERRABLE" if deferrable else "") + (" INITIALLY DEFERRED" if deferred else "")
+        moved.append(MovedIndex(name, new_name, constraint, timing))
+    return moved
 
 
-def swap(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
+def drop_index_concurrently(conn, move: Move, name: str) -> None:
+    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}.{}").format(move.schema, sql.Identifier(name)))
+
+
+def swap(conn, move: Move, moved: list[MovedIndex]) -> None:
     """The short transaction that makes the shadow column the column."""
     column, shadow = sql.Identifier(move.column), sql.Identifier(move.shadow)
     for attempt in range(LOCK_ATTEMPTS):
@@ -329,18 +398,25 @@ def swap(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
                 conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(move.table))
                 conn.execute("SET LOCAL lock_timeout = 0")
                 catch_up(conn, move)
+                attnum = columns_of(conn, move.regclass)[move.column][4]
+                check_constraints(conn, move.regclass, move.column, attnum)  # one made since the plan
                 conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(TRIGGER), move.table))
                 if move.keep_old:
-                    keep_old_column(conn, move, index_pairs)
+                    keep_old_column(conn, move, moved)
                 else:
                     conn.execute(sql.SQL("DROP FUNCTION {}()").format(move.function_name))
                     conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN {}").format(move.table, column))
                 conn.execute(sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(move.table, shadow, column))
                 if move.not_null:
                     conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET NOT NULL").format(move.table, column))
-                for name, new_name in index_pairs:
-                    conn.execute(sql.SQL("ALTER INDEX {}.{} RENAME TO {}").format(
-                        move.schema, sql.Identifier(new_name), sql.Identifier(name)))
+                for index in moved:
+                    if index.constraint is not None:  # the index is renamed to the constraint's name
+                        conn.execute(sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} UNIQUE USING INDEX {}" + index.timing)
+                                     .format(move.table, sql.Identifier(index.constraint),
+                                             sql.Identifier(index.new_name)))
+                    else:
+                        conn.execute(sql.SQL("ALTER INDEX {}.{} RENAME TO {}").format(
+                            move.schema, sql.Identifier(index.new_name), sql.Identifier(index.name)))
                 conn.execute(text_spec.comment_on_column_sql(move.table.as_string(conn), column.as_string(conn),
                                                              move.version))
             return
@@ -360,15 +436,20 @@ def check_no_views(conn, regclass: str, column: str, attnum: int) -> None:
                         "without --keep-old")
 
 
-def keep_old_column(conn, move: Move, index_pairs: list[tuple[str, str]]) -> None:
+def keep_old_column(conn, move: Move, moved: list[MovedIndex]) -> None:
     """In the swap, --keep-old: the old column renamed to its version's name,
     nullable (new rows' values come from the trigger, or none on the plain
-    back end), its version as its comment, its indexes dropped (a rollback
-    makes them again, concurrently), and kept in step by the trigger."""
+    back end), its version as its comment, its indexes and UNIQUE constraints
+    dropped (the moved column has them now; a rollback makes them again,
+    concurrently), and kept in step by the trigger."""
     kept = shadow_name(move.column, move.old_version)
     check_no_views(conn, move.regclass, move.column, columns_of(conn, move.regclass)[move.column][4])
-    for name, _ in index_pairs:
-        conn.execute(sql.SQL("DROP INDEX {}.{}").format(move.schema, sql.Identifier(name)))
+    for index in moved:
+        if index.constraint is not None:
+            conn.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(move.table,
+                                                                             sql.Identifier(index.constraint)))
+        else:
+            conn.execute(sql.SQL("DROP INDEX {}.{}").format(move.schema, sql.Identifier(index.name)))
     conn.execute(sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(
         move.table, sql.Identifier(move.column), sql.Identifier(kept)))
     conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP NOT NULL").format(move.table, sql.Identifier(kept)))
@@ -427,11 +508,14 @@ def refingerprint_command(args) -> None:
         if move is None:
             return
         prepare(conn, move)
-        fill(conn, move, args.batch_size)
-        pairs = indexes(conn, move)
-        swap(conn, move, pairs)
+        try:
+            fill(conn, move, args.batch_size)  # (a resumed run: into the shadow's unique index)
+            moved = indexes(conn, move)
+            swap(conn, move, moved)  # (the rows still empty)
+        except psycopg.errors.UniqueViolation as error:
+            raise unique_violation(error, move) from None
         say(f"{args.table}.{args.column} holds text spec version {move.version} fingerprints now "
-            f"(recorded as its comment); {len(pairs)} index(es) moved")
+            f"(recorded as its comment); {len(moved)} index(es) moved")
         if move.keep_old:
             say(f"the version {move.old_version} fingerprints are kept in {shadow_name(move.column, move.old_version)} "
                 f"(kept in step by a trigger, without an index): roll back with --to {move.old_version}; "

@@ -88,7 +88,8 @@ def assert_moved_to_v2(conn: psycopg.Connection, plain_backend: bool = False, ve
                         "AND attname = 'fingerprint'").fetchone() == (True,)
     assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs'::regclass AND attnum > 0 "
                         "AND NOT attisdropped").fetchone() == (3,)
-    assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs'::regclass "
+                        "AND NOT tgisinternal").fetchone() == (0,)  # (a deferrable constraint's are internal)
     assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE 'simhash_refingerprint%'").fetchone() == (0,)
     (definition, valid), = conn.execute("SELECT pg_get_indexdef(indexrelid), indisvalid FROM pg_index "
                                         "WHERE indexrelid = 'docs_fingerprint_idx'::regclass").fetchall()
@@ -237,3 +238,109 @@ def test_ingest_keeps_a_table_s_version(db: psycopg.Connection) -> None:
     assert column_spec(db, "new_docs") == "simhash text spec 2"
     assert_user_error(run("ingest", "--dsn", dsn, "--table", "new_docs", "--spec-version", "1", str(CORPUS), ok=False),
                       "holds text spec version 2 fingerprints, not 1")
+
+
+UNIQUES = """SELECT c.relname, coalesce(pg_get_constraintdef(con.oid), pg_get_indexdef(c.oid)), i.indisvalid,
+                    (SELECT array_agg(attname ORDER BY attname) FROM pg_attribute
+                     WHERE attrelid = i.indrelid AND attnum = ANY (i.indkey))
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+             LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid
+             WHERE i.indrelid = 'docs'::regclass AND i.indisunique AND NOT i.indisprimary"""
+
+
+def uniques(conn: psycopg.Connection) -> dict[str, tuple]:
+    """The table's unique indexes but its primary key: name -> (its UNIQUE
+    constraint's definition, else the index's; valid; the columns it is on)."""
+    return {name: (definition, valid, columns) for name, definition, valid, columns in conn.execute(UNIQUES)}
+
+
+def add_uniques(conn: psycopg.Connection) -> None:
+    """A UNIQUE constraint (deferred) and a partial unique index on the fingerprint."""
+    conn.execute("ALTER TABLE docs ADD CONSTRAINT docs_fingerprint_key UNIQUE (fingerprint) "
+                 "DEFERRABLE INITIALLY DEFERRED")
+    conn.execute("CREATE UNIQUE INDEX docs_fingerprint_unique ON docs (fingerprint) WHERE body <> ''")
+
+
+@pytest.mark.parametrize("backend", ["extension", "plain"])
+def test_unique_constraints_and_indexes_move_with_the_column(db: psycopg.Connection, plain_url, backend: str) -> None:
+    """A UNIQUE constraint and a unique index on the column: made again on
+    the moved column (the constraint with its name and timing, through its
+    index made concurrently), none left on the column --keep-old kept; the
+    rollback moves them back the same way."""
+    plain_backend = backend == "plain"
+    dsn = plain_dsn(plain_url) if plain_backend else db.info.dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        make_v1_table(conn, plain_backend)
+        add_uniques(conn)
+        before = uniques(conn)
+        assert before == {"docs_fingerprint_key": ("UNIQUE (fingerprint) DEFERRABLE INITIALLY DEFERRED", True,
+                                                   ["fingerprint"]),
+                          "docs_fingerprint_unique": ("CREATE UNIQUE INDEX docs_fingerprint_unique ON public.docs "
+                                                      "USING btree (fingerprint) WHERE (body <> ''::text)", True,
+                                                      ["fingerprint"])}
+        for to, kept in ((2, "fingerprint_v1"), (1, "fingerprint_v2")):
+            assert "3 index(es) moved" in refingerprint(dsn, "--to", str(to), "--keep-old").stderr
+            assert wrong_rows(conn, to, plain_backend) == []
+            assert uniques(conn) == before  # on the moved column, none on the kept one
+            assert conn.execute("SELECT count(*) FROM pg_constraint WHERE conrelid = 'docs'::regclass "
+                                "AND contype = 'u' AND conkey = ARRAY[(SELECT attnum FROM pg_attribute "
+                                "WHERE attrelid = 'docs'::regclass AND attname = %s)]", (kept,)).fetchone() == (0,)
+            # enforced on the moved fingerprints: a new text with a stored row's fingerprint (body '': the constraint's)
+            taken = conn.execute("SELECT fingerprint FROM docs WHERE id = 1").fetchone()[0]
+            with pytest.raises(psycopg.errors.UniqueViolation) as refused:
+                conn.execute("INSERT INTO docs (body, fingerprint) VALUES ('', %s)", (taken,))
+            assert refused.value.diag.constraint_name == "docs_fingerprint_key"
+        refingerprint(dsn, "--drop-kept")
+        assert_moved_to_v2(conn, plain_backend, version=1)
+
+
+@pytest.mark.parametrize("backend", ["extension", "plain"])
+def test_a_unique_constraint_the_new_version_breaks_is_refused(db: psycopg.Connection, plain_url,
+                                                               backend: str) -> None:
+    """Two texts whose version 1 fingerprints differ and version 2 ones do not
+    (case and typography): the unique index cannot be made; a user error
+    naming the constraint and the key, the application's column, constraint
+    and writes as they were (no invalid unique index left to refuse them)."""
+    plain_backend = backend == "plain"
+    dsn = plain_dsn(plain_url) if plain_backend else db.info.dsn
+    texts = ("ÉCOLE: « près d’ici »", "école \"près d'ici\"")
+    assert hashing.simhash(texts[0]) != hashing.simhash(texts[1])
+    assert hashing.simhash_v2(texts[0]) == hashing.simhash_v2(texts[1])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        make_v1_table(conn, plain_backend)
+        add_uniques(conn)
+        for text in texts:
+            conn.execute("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)",
+                         (text, stored(hashing.simhash(text), plain_backend)))
+        before = uniques(conn)
+        for options in ((), ("--keep-old",)):
+            result = refingerprint(dsn, *options, ok=False)
+            *progress, error = result.stderr.splitlines()  # after the fill's progress: one line, no traceback
+            assert result.returncode == 1 and all(line.startswith("pysimhash-sql refingerprint: ") for line in progress)
+            key = stored(hashing.simhash_v2(texts[0]), plain_backend)
+            assert error.startswith("pysimhash-sql: unique index docs_fingerprint_key cannot hold on text spec version "
+                                    f"2 fingerprints: Key (fingerprint_v2)=({key}) "), error
+            assert uniques(conn) == before and column_spec(conn, "docs") is None
+            assert wrong_rows(conn, 1, plain_backend) == []
+            assert conn.execute("SELECT count(*) FROM pg_index WHERE NOT indisvalid").fetchone() == (0,)
+        third = "ÉCOLE PRÈS D’ICI"  # a third text of that version 2 fingerprint: the shadow column refuses none
+        assert hashing.simhash_v2(third) == hashing.simhash_v2(texts[0])
+        conn.execute("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)",
+                     (third, stored(hashing.simhash(third), plain_backend)))
+
+
+def test_constraints_the_move_would_lose_are_refused(db: psycopg.Connection) -> None:
+    """A CHECK constraint (the old column's drop would take it) or a foreign
+    key to the column (it would stop the drop): refused by name before any change."""
+    dsn = db.info.dsn
+    make_v1_table(db)
+    db.execute("ALTER TABLE docs ADD CONSTRAINT docs_fingerprint_check CHECK (fingerprint <> '0'::simhash64)")
+    assert_user_error(refingerprint(dsn, ok=False), "CHECK constraint docs_fingerprint_check uses fingerprint",
+                      "drop it first")
+    db.execute("ALTER TABLE docs DROP CONSTRAINT docs_fingerprint_check")
+    db.execute("ALTER TABLE docs ADD CONSTRAINT docs_fingerprint_key UNIQUE (fingerprint)")  # (not deferrable)
+    db.execute("CREATE TABLE copies (id int PRIMARY KEY, original simhash64 REFERENCES docs (fingerprint))")
+    assert_user_error(refingerprint(dsn, "--keep-old", ok=False),
+                      "foreign key copies_original_fkey of table copies uses fingerprint")
+    assert db.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs'::regclass "
+                      "AND attname = 'fingerprint_v2'").fetchone() == (0,)

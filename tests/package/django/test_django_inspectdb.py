@@ -52,7 +52,8 @@ def test_simhash64_columns_are_simhash_fields_of_their_version() -> None:
         namespace = {"__name__": "simhash_testapp.inspected"}
         exec("\n".join(lines), namespace)
         crawled = namespace["Crawled"]
-        crawled.objects.create(id=1, body=TEXT, fp=hashing.simhash_v2(TEXT), fp_v1=hashing.simhash(TEXT), bare=2**64 - 1)
+        crawled.objects.create(id=1, body=TEXT, fp=hashing.simhash_v2(TEXT), fp_v1=hashing.simhash(TEXT),
+                               bare=2**64 - 1)
         row = crawled.objects.get()
         assert (row.fp, row.fp_v1, row.bare) == (hashing.simhash_v2(TEXT), hashing.simhash(TEXT), 2**64 - 1)
         assert (row.fp.text_spec, row.fp_v1.text_spec) == (2, 1)
