@@ -182,3 +182,14 @@ def test_text_v2_mixed_runs_match_sql(simd_db: psycopg.Connection) -> None:
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(500, 5000)))
         got = simd_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
         assert int(got) == hashing.simhash_v2(text), text[:200]
+
+
+def test_text_v2_repeated_letters_match_sql(simd_db: psycopg.Connection) -> None:
+    """Runs of one letter of every length among words: the n-grams the runs
+    rule drops, at every lane of C's vectors of n-grams and across them."""
+    rng = random.Random(2829)
+    pieces = ["the", "copy", "of", " ", ", ", "\n", "é", "中"] + [c * k for c in "az" for k in range(1, 21)]
+    for _ in range(20):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(300, 3000)))
+        got = simd_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
+        assert int(got) == hashing.simhash_v2(text), text[:200]
