@@ -818,10 +818,19 @@ write_ascii_word8(char *norm, Size *pos, Size *ends, int *nends, int *word, uint
 	uint64		word_bytes = (words >> 7) * 0xFF;
 	uint64		out = ((x | (upper >> 2)) & word_bytes) | (BYTES(' ') & ~word_bytes);
 
+	uint64		m = separators & after_word;
+
 	if (collapsed != 0)
 		return pg_rightmost_one_pos64(collapsed) / 8 + 1;
 	memcpy(norm + *pos, &out, sizeof(out));
-	for (uint64 m = separators & after_word; m != 0; m &= m - 1)
+	/* The first two ends without a branch (ends has room), more one by one. */
+	for (int k = 0; k < 2; k++)
+	{
+		ends[*nends] = *pos + pg_rightmost_one_pos64(m | (UINT64CONST(1) << 63)) / 8;
+		*nends += m != 0;
+		m &= m - 1;
+	}
+	for (; m != 0; m &= m - 1)
 		ends[(*nends)++] = *pos + pg_rightmost_one_pos64(m) / 8;
 	*pos += 8;
 	*word = (words >> 63) & 1;
