@@ -14,7 +14,8 @@
  * text's length.  ASCII, the bulk of most text, goes through a 128-byte table
  * derived from the Unicode tables at load, and for the fingerprint through
  * ascii_run_voting: runs of it written 8 bytes at once, their n-grams hashed
- * without reading memory back (8 at a time with AVX-512) and voted in vectors.
+ * without reading memory back (8 at a time with AVX-512, 4 with AVX2) and
+ * voted in vectors.
  */
 #include "fingerprint/fingerprint.h"
 
@@ -507,8 +508,8 @@ gram_input(const char *p, int n)
  * The vectors' inputs are picked from bytes read at once by one shuffle: lane
  * k's bytes are the 4 that end its n-gram, then the 4 it starts with
  * (little-endian lanes).  AVX-512 shuffles the 64 bytes it reads; AVX2's
- * shuffles stay within 16 bytes, so it reads 16 (the 4 n-grams need at most
- * 11) into both halves of its vector.
+ * shuffles stay within 16 bytes, so it reads 16 (4 n-grams of up to 8 bytes
+ * lie in 11) into both halves of its vector.
  */
 #if defined(HAVE_SIMD_COPIES) && defined(__has_builtin) && !defined(WORDS_BIGENDIAN)
 #if __has_builtin(__builtin_shufflevector)
@@ -526,7 +527,7 @@ typedef uint64 GramLanes4 __attribute__((vector_size(4 * sizeof(uint64))));
 typedef unsigned char GramBytes64 __attribute__((vector_size(64)));
 typedef unsigned char GramBytes16 __attribute__((vector_size(16)));
 
-/* The inputs of the n-grams starting at src[0 .. lanes) (room for 64 bytes at src). */
+/* The inputs of the n-grams starting at src[0 .. 8) (room for 64 bytes at src). */
 static pg_attribute_always_inline void
 gram_inputs8(const char *src, GramLanes8 *inputs)
 {
@@ -538,6 +539,7 @@ gram_inputs8(const char *src, GramLanes8 *inputs)
 												   GRAM_LANE(5), GRAM_LANE(6), GRAM_LANE(7));
 }
 
+/* The inputs of the n-grams starting at src[0 .. 4) (room for 16 bytes at src). */
 static pg_attribute_always_inline void
 gram_inputs4(const char *src, GramLanes4 *inputs)
 {
