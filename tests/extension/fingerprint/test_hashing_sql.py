@@ -85,10 +85,11 @@ def simd_db(shared_db: psycopg.Connection, request: pytest.FixtureRequest) -> It
         shared_db.execute("RESET simhash.debug_simd")
 
 
-@pytest.mark.parametrize("size", [127, 128, 129, 3967, 3968, 3969, 4096, 70_001])
+@pytest.mark.parametrize("size", [31, 32, 33, 63, 64, 65, 127, 128, 129, 3967, 3968, 3969, 4096, 70_001])
 def test_long_votes_match_sql(simd_db: psycopg.Connection, size: int) -> None:
-    """Arrays past C's vectors of hashes (128 a step) and the byte counters'
-    capacity, of mostly all-ones hashes, so that every counter runs full."""
+    """Arrays past C's vectors of hashes (32, 64 or 128 a step: plain, AVX2,
+    AVX-512) and the byte counters' capacity, of mostly all-ones hashes, so
+    that every counter runs full."""
     rng = random.Random(size)
     hashes = [-1 if rng.random() < 0.9 else rng.randrange(-(2**63), 2**63) for _ in range(size)]
     got = simd_db.execute("SELECT simhash(%s::bigint[])::text", (hashes,)).fetchone()[0]
