@@ -2,7 +2,9 @@
 
 Prints MB/s of simhash(text) (spec version 1) and simhash_v2(text) side by
 side on English and on Chinese text, by the wall clock and by the backend's CPU
-time (which other load on the machine disturbs far less; where /proc shows it), and feature hashes/s of simhash(bigint[]),
+time (which other load on the machine disturbs far less; where /proc shows it),
+version 2 also with its vector code held to AVX2 and to plain x86-64
+(simhash.debug_simd: what a CPU without AVX-512 runs), and feature hashes/s of simhash(bigint[]),
 next to md5(text) and sum(length(text)) in the same run as yardsticks for this
 machine.  The Chinese text is Debian's Chinese manual pages (manpages-zh, which
 `make bench` installs), roff stripped, the lines with Chinese in them.
@@ -17,6 +19,8 @@ from pathlib import Path
 import psycopg
 from benchlib import CHINESE_MAN_PAGES, best_of, chinese_text, cpu_clock, quick_run
 
+# simhash.debug_simd's levels: the best this CPU runs (AVX-512 where it has it), AVX2, plain x86-64.
+SIMD_LEVELS = ("auto", "avx2", "none")
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 
 
@@ -77,23 +81,26 @@ def main() -> None:
         vote, _ = best_of(3, lambda: conn.execute("SELECT count(simhash(hashes)) FROM bench_hashes").fetchall())
         rows.append(("read arrays: sum(cardinality)", f"{n_hashes / read / 1e6:8.1f} M hashes/s", read))
         rows.append(("simhash(bigint[])", f"{n_hashes / vote / 1e6:8.1f} M hashes/s", vote))
-        versions = []  # (text, MB, clock, MB/s of version 1, of version 2)
+        # (text, MB, clock, MB/s of version 1, of version 2 at each of SIMD_LEVELS)
+        versions = []
         clocks = {"wall": time.perf_counter}
         backend_cpu = cpu_clock(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
         if backend_cpu is not None:
             clocks["backend CPU"] = backend_cpu
         for text, table in [("English", "bench_docs"), ("Chinese (manpages-zh)", "bench_zh_docs")]:
             if table not in corpora:
-                versions.append((text, 0.0, "", None, None))
+                versions.append((text, 0.0, "", None, []))
                 continue
             size = conn.execute(f"SELECT sum(octet_length(body)) FROM {table}").fetchone()[0]
             for clock_name, clock in clocks.items():
                 rates = []
-                for function in ("simhash", "simhash_v2"):
+                for function, simd in [("simhash", "auto")] + [("simhash_v2", level) for level in SIMD_LEVELS]:
+                    conn.execute("SELECT set_config('simhash.debug_simd', %s, false)", (simd,))
                     sql = f"SELECT count({function}(body)) FROM {table}"
                     seconds, _ = best_of(3, lambda: conn.execute(sql).fetchall(), clock)
                     rates.append(size / seconds / 1e6)
-                versions.append((text, size / 1e6, clock_name, *rates))
+                versions.append((text, size / 1e6, clock_name, rates[0], rates[1:]))
+            conn.execute("RESET simhash.debug_simd")
         conn.execute("DROP TABLE IF EXISTS bench_docs, bench_zh_docs, bench_hashes")
 
     print(f"text: {nbytes / 1e6:.0f} MB of English in 20 kB documents; hashes: {n_hashes:,} in arrays of 100k")
@@ -101,13 +108,16 @@ def main() -> None:
     for label, rate, seconds in rows:
         print(f"{label:<32} {rate:>20} {seconds:9.3f}")
     print()
-    print("text fingerprint by spec version, MB/s of UTF-8 (one backend)")
-    print(f"{'text':<24} {'MB':>6} {'clock':<12} {'simhash (v1)':>13} {'simhash_v2':>11} {'v2 / v1':>8}")
+    print("text fingerprint by spec version, MB/s of UTF-8 (one backend); simhash_v2 by the most")
+    print("vector code simhash.debug_simd allows it (a level this CPU lacks runs the best it has)")
+    heading = "".join(f" {'v2 ' + level:>11} {'/ v1':>5}" for level in SIMD_LEVELS)
+    print(f"{'text':<22} {'MB':>4} {'clock':<12} {'simhash (v1)':>12}{heading}")
     for text, size, clock_name, v1, v2 in versions:
         if v1 is None:
-            print(f"{text:<24} {'-':>6}  missing: {CHINESE_MAN_PAGES} (Debian's manpages-zh)")
+            print(f"{text:<22} {'-':>4}  missing: {CHINESE_MAN_PAGES} (Debian's manpages-zh)")
         else:
-            print(f"{text:<24} {size:6.0f} {clock_name:<12} {v1:13.1f} {v2:11.1f} {v2 / v1:8.2f}")
+            columns = "".join(f" {rate:11.1f} {rate / v1:5.2f}" for rate in v2)
+            print(f"{text:<22} {size:4.0f} {clock_name:<12} {v1:12.1f}{columns}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@
  * text's length.  ASCII, the bulk of most text, goes through a 128-byte table
  * derived from the Unicode tables at load, and for the fingerprint through
  * ascii_run_voting: runs of it written 8 bytes at once, their n-grams hashed
- * without reading memory back (8 at a time with AVX-512) and voted in vectors.
+ * without reading memory back (8 at a time with AVX-512, 4 with AVX2) and
+ * voted in vectors.
  */
 #include "fingerprint/fingerprint.h"
 
@@ -468,15 +469,13 @@ part_feature(const char *data, Size len, void *arg)
  * XXH3-64 (seed 0) of n-grams of n ASCII bytes, 4 <= n <= 8: XXH3's own
  * formula for inputs of that length (xxhash.h, XXH3_len_4to8_64b) on the
  * 64-bit value its two little-endian 32-bit reads make (gram_input); with
- * AVX-512 (vote.h's copies) GRAM_LANES at a time in the lanes of a vector, 8
- * in one register with a 64-bit multiply of its own.  test_hashing_sql.py
- * checks every copy against Python's hashing.
+ * vote.h's copies, several at a time in the lanes of a vector: 8 with AVX-512
+ * (a 64-bit multiply of its own), 4 with AVX2 (whose 64-bit multiply the
+ * compiler makes of three 32-bit ones).  test_hashing_sql.py checks every
+ * copy against Python's hashing.
  */
-#define GRAM_LANES 8
 #define XXH3_SECRET_8_XOR_16 (UINT64CONST(0x1cad21f72c81017c) ^ UINT64CONST(0xdb979083e96dd4de))
 #define XXH3_RRMXMX_PRIME UINT64CONST(0x9FB21C651E98DF25)
-
-typedef uint64 GramLanes __attribute__((vector_size(GRAM_LANES * sizeof(uint64))));
 
 /* h, an input of V2_CHAR_GRAM bytes (or a vector of them), becomes its XXH3-64. */
 #define XXH3_4TO8(h) \
@@ -506,81 +505,137 @@ gram_input(const char *p, int n)
 }
 
 /*
- * With AVX-512, a full vector's inputs are picked from the bytes read at once
- * by one shuffle: lane k's bytes are the 4 that end its n-gram, then the 4 it
- * starts with (little-endian lanes).  (AVX2's shuffles stay within 16 bytes,
- * and it has no 64-bit multiply: there the n-grams are hashed one at a time.)
+ * The vectors' inputs are picked from bytes read at once by one shuffle: lane
+ * k's bytes are the 4 that end its n-gram, then the 4 it starts with
+ * (little-endian lanes).  AVX-512 shuffles the 64 bytes it reads; AVX2's
+ * shuffles stay within 16 bytes, so it reads 16 (4 n-grams of up to 8 bytes
+ * lie in 11) into both halves of its vector.
  */
 #if defined(HAVE_SIMD_COPIES) && defined(__has_builtin) && !defined(WORDS_BIGENDIAN)
 #if __has_builtin(__builtin_shufflevector)
-#define GRAM_SHUFFLE
+#define GRAM_VECTORS
 #endif
 #endif
+
+#ifdef GRAM_VECTORS
 #define GRAM_BYTE(k, t) ((t) < 4 ? (k) + V2_CHAR_GRAM - 4 + (t) : (k) + (t) - 4)
 #define GRAM_LANE(k) GRAM_BYTE(k, 0), GRAM_BYTE(k, 1), GRAM_BYTE(k, 2), GRAM_BYTE(k, 3), \
 	GRAM_BYTE(k, 4), GRAM_BYTE(k, 5), GRAM_BYTE(k, 6), GRAM_BYTE(k, 7)
-typedef unsigned char GramBytes __attribute__((vector_size(GRAM_LANES * sizeof(uint64))));
 
-/*
- * The XXH3 inputs of the n-grams starting at src[0 .. lanes), by the code of
- * level (room for GramBytes at src).
- */
+typedef uint64 GramLanes8 __attribute__((vector_size(8 * sizeof(uint64))));
+typedef uint64 GramLanes4 __attribute__((vector_size(4 * sizeof(uint64))));
+typedef unsigned char GramBytes64 __attribute__((vector_size(64)));
+typedef unsigned char GramBytes16 __attribute__((vector_size(16)));
+
+/* The inputs of the n-grams starting at src[0 .. 8) (room for 64 bytes at src). */
 static pg_attribute_always_inline void
-gram_inputs(const char *src, int lanes, SimdLevel level, GramLanes *inputs)
+gram_inputs8(const char *src, GramLanes8 *inputs)
 {
-	GramLanes	h = {0};
+	GramBytes64 bytes;
 
-	StaticAssertStmt(GRAM_LANES == 8, "GRAM_LANE lists 8 lanes");
-#ifdef GRAM_SHUFFLE
-	if (level == SIMD_AVX512 && lanes == GRAM_LANES)
-	{
-		GramBytes	bytes;
+	memcpy(&bytes, src, sizeof(bytes));
+	*inputs = (GramLanes8) __builtin_shufflevector(bytes, bytes, GRAM_LANE(0), GRAM_LANE(1),
+												   GRAM_LANE(2), GRAM_LANE(3), GRAM_LANE(4),
+												   GRAM_LANE(5), GRAM_LANE(6), GRAM_LANE(7));
+}
 
-		memcpy(&bytes, src, sizeof(bytes));
-		*inputs = (GramLanes) __builtin_shufflevector(bytes, bytes, GRAM_LANE(0), GRAM_LANE(1),
-													  GRAM_LANE(2), GRAM_LANE(3), GRAM_LANE(4),
-													  GRAM_LANE(5), GRAM_LANE(6), GRAM_LANE(7));
-		return;
-	}
-#endif
-	for (int k = 0; k < lanes; k++)
-		h[k] = gram_input(src + k, V2_CHAR_GRAM);
-	*inputs = h;
+/* The inputs of the n-grams starting at src[0 .. 4) (room for 16 bytes at src). */
+static pg_attribute_always_inline void
+gram_inputs4(const char *src, GramLanes4 *inputs)
+{
+	GramBytes16 bytes;
+
+	StaticAssertStmt(GRAM_BYTE(3, 3) < sizeof(bytes), "4 n-grams lie in 16 bytes");
+	memcpy(&bytes, src, sizeof(bytes));
+	*inputs = (GramLanes4) __builtin_shufflevector(bytes, bytes, GRAM_LANE(0), GRAM_LANE(1),
+												   GRAM_LANE(2), GRAM_LANE(3));
 }
 
 /* Whether any lane of *lanes is not 0. */
 static pg_attribute_always_inline bool
-any_lane(const GramLanes *lanes, SimdLevel level)
+any_lane8(const GramLanes8 *lanes)
 {
-	GramLanes	t = *lanes;
+	GramLanes8	t = *lanes;
 
-#ifdef GRAM_SHUFFLE
-	if (level == SIMD_AVX512)
-	{
-		t |= __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 1, 2, 3);
-		t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5);
-		t |= __builtin_shufflevector(t, t, 1, 0, 3, 2, 5, 4, 7, 6);
-		return t[0] != 0;
-	}
-#endif
-	return (t[0] | t[1] | t[2] | t[3] | t[4] | t[5] | t[6] | t[7]) != 0;
+	t |= __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 1, 2, 3);
+	t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5);
+	t |= __builtin_shufflevector(t, t, 1, 0, 3, 2, 5, 4, 7, 6);
+	return t[0] != 0;
 }
 
-/* *hashes: those of the n-grams ending at norm[j .. j + lanes) (a pointer: no vector in the ABI). */
-static pg_attribute_always_inline void
-hash_ascii_grams(const char *norm, Size j, int lanes, SimdLevel level, GramLanes *hashes)
+static pg_attribute_always_inline bool
+any_lane4(const GramLanes4 *lanes)
 {
-	GramLanes	h;
+	GramLanes4	t = *lanes;
 
-	gram_inputs(norm + j + 1 - V2_CHAR_GRAM, lanes, level, &h);
-	XXH3_4TO8(h);
-	*hashes = h;
+	t |= __builtin_shufflevector(t, t, 2, 3, 0, 1);
+	t |= __builtin_shufflevector(t, t, 1, 0, 3, 2);
+	return t[0] != 0;
+}
+
+/*
+ * name(norm, j, to, hashes, &nbatch): the n-grams ending at norm[j, to),
+ * nlanes at a time, hashed and put into hashes[*nbatch ...], all of them: the
+ * caller keeps room, and the one ending at j - 1 is of the ASCII bytes before
+ * (not the first of a run).  Returns to, or j, putting nothing, where the
+ * runs rule drops some (the caller then goes one at a time).  XXH3_4TO8 is a
+ * bijection of its 64-bit input (so is each step), so an n-gram's hash is the
+ * one before's exactly where its input is the one before's: the inputs are
+ * compared, not the hashes, for the whole range at once and off the path
+ * from input to hash.
+ */
+#define VOTE_GRAM_VECTORS(name, nlanes) \
+static pg_attribute_always_inline Size \
+name(const char *norm, Size j, Size to, uint64 *hashes, int *nbatch) \
+{ \
+	GramLanes##nlanes repeats = {0}; \
+	int			n = *nbatch; \
+\
+	for (Size at = j; at < to; at += (nlanes)) \
+	{ \
+		GramLanes##nlanes h; \
+		GramLanes##nlanes before; \
+\
+		gram_inputs##nlanes(norm + at + 1 - V2_CHAR_GRAM, &h); \
+		gram_inputs##nlanes(norm + at - V2_CHAR_GRAM, &before); \
+		repeats |= (GramLanes##nlanes) (h == before); \
+		XXH3_4TO8(h); \
+		memcpy(hashes + n, &h, sizeof(h)); \
+		n += (nlanes); \
+	} \
+	if (V2_RUNS_ONCE && any_lane##nlanes(&repeats)) \
+		return j; \
+	*nbatch = n; \
+	return to; \
+}
+
+VOTE_GRAM_VECTORS(vote_gram_vectors8, 8)
+VOTE_GRAM_VECTORS(vote_gram_vectors4, 4)
+#endif
+
+/* The n-gram ending at norm[j], hashed and voted (the runs rule). */
+static pg_attribute_always_inline void
+vote_ascii_gram(HashBatch *batch, const char *norm, Size j, uint64 *last, int *nbatch)
+{
+	uint64		hash = gram_input(norm + j + 1 - V2_CHAR_GRAM, V2_CHAR_GRAM);
+
+	XXH3_4TO8(hash);
+	if (V2_RUNS_ONCE && hash == *last)
+		return;
+	*last = hash;
+	if (*nbatch == HASH_BATCH)
+	{
+		vote_add_hashes(&batch->vote, batch->hashes, *nbatch);
+		*nbatch = 0;
+	}
+	batch->hashes[(*nbatch)++] = hash;
 }
 
 /*
  * The n-grams ending at each byte of norm[from, to), hashed and voted in
- * order (the runs rule).  Lanes that all differ from the lane before (almost
- * always) go into the batch as they are; else one at a time.
+ * order (the runs rule): in vectors where level has them, a batch's room at
+ * a time, one at a time where not (the first, which may follow other
+ * characters, and the last few).
  */
 static pg_attribute_always_inline void
 vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, SimdLevel level)
@@ -588,56 +643,39 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, Size from, Size to, Si
 	HashBatch  *batch = chars->batch;
 	uint64		last = chars->last;
 	int			nbatch = batch->n;
+	Size		j = from;
 
 	Assert(chars->any);			/* an n-gram came before */
-	/* Without AVX-512's 64-bit multiply and shuffles, one at a time is faster (measured). */
-	for (Size j = from; level != SIMD_AVX512 && j < to; j++)
+	if (j < to)
+		vote_ascii_gram(batch, norm, j++, &last, &nbatch);
+#ifdef GRAM_VECTORS
+	while (level != SIMD_PLAIN && j + (level == SIMD_AVX512 ? 8 : 4) <= to)
 	{
-		uint64		hash = gram_input(norm + j + 1 - V2_CHAR_GRAM, V2_CHAR_GRAM);
+		Size		lanes = level == SIMD_AVX512 ? 8 : 4;
+		/* The whole vectors that fit in the batch. */
+		Size		vectors_end = j + Min(to - j, HASH_BATCH - nbatch) / lanes * lanes;
+		Size		done;
 
-		XXH3_4TO8(hash);
-		if (V2_RUNS_ONCE && hash == last)
-			continue;
-		last = hash;
-		batch->hashes[nbatch++] = hash;
-		if (nbatch == HASH_BATCH)
+		if (vectors_end == j)
 		{
 			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
 			nbatch = 0;
-		}
-	}
-	for (Size j = from; level == SIMD_AVX512 && j < to; j += GRAM_LANES)
-	{
-		int			lanes = Min(GRAM_LANES, to - j);
-		GramLanes	h;
-		GramLanes	before;
-		GramLanes	same;
-
-		hash_ascii_grams(norm, j, lanes, level, &h);
-		before = (GramLanes) {last, h[0], h[1], h[2], h[3], h[4], h[5], h[6]};
-
-		/* Room for the lanes. */
-		if (nbatch > HASH_BATCH - GRAM_LANES)
-		{
-			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
-			nbatch = 0;
-		}
-		same = (GramLanes) (h == before);
-		if (lanes == GRAM_LANES && !(V2_RUNS_ONCE && any_lane(&same, level)))
-		{
-			memcpy(batch->hashes + nbatch, &h, sizeof(h));
-			nbatch += GRAM_LANES;
-			last = h[GRAM_LANES - 1];
 			continue;
 		}
-		for (int k = 0; k < lanes; k++)
-		{
-			if (V2_RUNS_ONCE && h[k] == last)
-				continue;
-			last = h[k];
-			batch->hashes[nbatch++] = last;
-		}
+		if (level == SIMD_AVX512)
+			done = vote_gram_vectors8(norm, j, vectors_end, batch->hashes, &nbatch);
+		else
+			done = vote_gram_vectors4(norm, j, vectors_end, batch->hashes, &nbatch);
+		/* The hash of the last n-gram: the last put, as every n-gram was. */
+		if (done == vectors_end)
+			last = batch->hashes[nbatch - 1];
+		for (; done < vectors_end; done++)
+			vote_ascii_gram(batch, norm, done, &last, &nbatch);
+		j = vectors_end;
 	}
+#endif
+	for (; j < to; j++)
+		vote_ascii_gram(batch, norm, j, &last, &nbatch);
 	/* A full batch is voted at once (hash_batch_add's rule). */
 	if (nbatch == HASH_BATCH)
 	{
@@ -692,7 +730,7 @@ vote_ascii_grams(PartVotes *chars, const char *norm, Size from, Size to)
  *      word as the joining space (the one after the last word is taken back
  *      at the end), the ends of tokens noted;
  *   2. the n-grams the new characters end, hashed and voted in order
- *      (vote_ascii_grams: GRAM_LANES at a time with AVX-512);
+ *      (vote_ascii_grams: in vectors with AVX2 or AVX-512);
  *   3. the token shingles the noted ends finish, hashed and voted
  *      (shingles_ended).
  * It starts where every n-gram it ends is all ASCII and an n-gram came before
@@ -782,10 +820,19 @@ write_ascii_word8(char *norm, Size *pos, Size *ends, int *nends, int *word, uint
 	uint64		word_bytes = (words >> 7) * 0xFF;
 	uint64		out = ((x | (upper >> 2)) & word_bytes) | (BYTES(' ') & ~word_bytes);
 
+	uint64		m = separators & after_word;
+
 	if (collapsed != 0)
 		return pg_rightmost_one_pos64(collapsed) / 8 + 1;
 	memcpy(norm + *pos, &out, sizeof(out));
-	for (uint64 m = separators & after_word; m != 0; m &= m - 1)
+	/* The first two ends without a branch (ends has room), more one by one. */
+	for (int k = 0; k < 2; k++)
+	{
+		ends[*nends] = *pos + pg_rightmost_one_pos64(m | (UINT64CONST(1) << 63)) / 8;
+		*nends += m != 0;
+		m &= m - 1;
+	}
+	for (; m != 0; m &= m - 1)
 		ends[(*nends)++] = *pos + pg_rightmost_one_pos64(m) / 8;
 	*pos += 8;
 	*word = (words >> 63) & 1;

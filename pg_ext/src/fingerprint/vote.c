@@ -162,64 +162,73 @@ lanes_add_counts(uint64 *lanes, uint64 ones, uint64 twos, uint64 fours, uint64 e
 }
 
 /*
- * The same tree on vectors of VOTE_LANES hashes: 16 vectors, 128 hashes, per
- * step, each word operation done on every lane at once.  The words of the
- * vectors are counted into the byte lanes (a lane's count of sixteens grows by
- * up to VOTE_LANES a step).  Returns how many hashes it voted, a multiple of
- * 16 * VOTE_LANES; vote_add_hashes votes the rest.
+ * The same tree on vectors of hashes: 16 vectors per step, each word
+ * operation done on every lane at once.  The words of the vectors are counted
+ * into the byte lanes (a lane's count of sixteens grows by up to the vector's
+ * lanes a step).  The vectors are read where the hashes lie, and each copy's
+ * are as wide as its registers (8 hashes with AVX-512, 4 with AVX2, 2 with
+ * SSE2): the tree's 11 vectors then stay in registers, where wider ones would
+ * be spilled to the stack (AVX2 on 8 lanes: a third slower).  Each copy
+ * returns how many hashes it voted, a multiple of 16 lanes; vote_add_hashes
+ * votes the rest.
  */
-#define VOTE_LANES 8
-typedef uint64 VoteLanes __attribute__((vector_size(VOTE_LANES * sizeof(uint64))));
-
-static pg_attribute_always_inline size_t
-vote_add_hash_vectors_with(SimhashVote *vote, const uint64 *hashes, size_t n)
-{
-	VoteLanes	ones = {0},
-				twos = {0},
-				fours = {0},
-				eights = {0};
-	uint64		lanes[8] = {0};
-	int			in_lanes = 0;
-	size_t		i = 0;
-
-	for (; i + 16 * VOTE_LANES <= n; i += 16 * VOTE_LANES)
-	{
-		VoteLanes	d[16];
-		CSA_TEMPORARIES(VoteLanes);
-
-		memcpy(d, hashes + i, sizeof(d));
-		CSA_TREE16(d);
-		for (int k = 0; k < VOTE_LANES; k++)
-			lanes_add_word(lanes, sixteens[k]);
-		in_lanes += VOTE_LANES;
-		if (in_lanes > LANE_CAPACITY - VOTE_LANES)
-		{
-			vote_add_lanes(vote, lanes, 16);
-			in_lanes = 0;
-		}
-	}
-	vote_add_lanes(vote, lanes, 16);
-	/* Each vector lane's ones, twos, fours and eights: at most VOTE_LANES * 15 a byte lane. */
-	for (int k = 0; k < VOTE_LANES; k++)
-		lanes_add_counts(lanes, ones[k], twos[k], fours[k], eights[k]);
-	vote_add_lanes(vote, lanes, 1);
-	vote->nvotes += i;
-	return i;
+#define VOTE_VECTORS(name, nlanes) \
+typedef uint64 name##_lanes __attribute__((vector_size((nlanes) * sizeof(uint64)), aligned(sizeof(uint64)))); \
+static pg_attribute_always_inline size_t \
+name(SimhashVote *vote, const uint64 *hashes, size_t n) \
+{ \
+	name##_lanes ones = {0}, \
+				twos = {0}, \
+				fours = {0}, \
+				eights = {0}; \
+	uint64		lanes[8] = {0}; \
+	int			in_lanes = 0; \
+	size_t		i = 0; \
+\
+	for (; i + 16 * (nlanes) <= n; i += 16 * (nlanes)) \
+	{ \
+		const name##_lanes *d = (const name##_lanes *) (hashes + i); \
+		CSA_TEMPORARIES(name##_lanes); \
+\
+		CSA_TREE16(d); \
+		for (int k = 0; k < (nlanes); k++) \
+			lanes_add_word(lanes, sixteens[k]); \
+		in_lanes += (nlanes); \
+		if (in_lanes > LANE_CAPACITY - (nlanes)) \
+		{ \
+			vote_add_lanes(vote, lanes, 16); \
+			in_lanes = 0; \
+		} \
+	} \
+	vote_add_lanes(vote, lanes, 16); \
+	/* Each vector lane's ones, twos, fours and eights: at most 8 * 15 a byte lane. */ \
+	for (int k = 0; k < (nlanes); k++) \
+		lanes_add_counts(lanes, ones[k], twos[k], fours[k], eights[k]); \
+	vote_add_lanes(vote, lanes, 1); \
+	vote->nvotes += i; \
+	return i; \
 }
+
+VOTE_VECTORS(vote_add_hash_vectors2, 2)
+VOTE_VECTORS(vote_add_hash_vectors4, 4)
+VOTE_VECTORS(vote_add_hash_vectors8, 8)
+
+/* The fewest hashes any copy votes in vectors. */
+#define VOTE_VECTORS_MIN (16 * 2)
 
 #ifdef HAVE_SIMD_COPIES
 TARGET_AVX512
 static size_t
 vote_add_hash_vectors_avx512(SimhashVote *vote, const uint64 *hashes, size_t n)
 {
-	return vote_add_hash_vectors_with(vote, hashes, n);
+	return vote_add_hash_vectors8(vote, hashes, n);
 }
 
 TARGET_AVX2
 static size_t
 vote_add_hash_vectors_avx2(SimhashVote *vote, const uint64 *hashes, size_t n)
 {
-	return vote_add_hash_vectors_with(vote, hashes, n);
+	return vote_add_hash_vectors4(vote, hashes, n);
 }
 #endif
 
@@ -237,7 +246,7 @@ vote_add_hash_vectors(SimhashVote *vote, const uint64 *hashes, size_t n)
 			break;
 	}
 #endif
-	return vote_add_hash_vectors_with(vote, hashes, n);
+	return vote_add_hash_vectors2(vote, hashes, n);
 }
 
 void
@@ -252,7 +261,7 @@ vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
 	size_t		i = 0;
 
 	/* Long runs of hashes: most of them in vectors. */
-	if (n >= 16 * VOTE_LANES)
+	if (n >= VOTE_VECTORS_MIN)
 	{
 		size_t		done = vote_add_hash_vectors(vote, hashes, n);
 

@@ -85,10 +85,11 @@ def simd_db(shared_db: psycopg.Connection, request: pytest.FixtureRequest) -> It
         shared_db.execute("RESET simhash.debug_simd")
 
 
-@pytest.mark.parametrize("size", [127, 128, 129, 3967, 3968, 3969, 4096, 70_001])
+@pytest.mark.parametrize("size", [31, 32, 33, 63, 64, 65, 127, 128, 129, 3967, 3968, 3969, 4096, 70_001])
 def test_long_votes_match_sql(simd_db: psycopg.Connection, size: int) -> None:
-    """Arrays past C's vectors of hashes (128 a step) and the byte counters'
-    capacity, of mostly all-ones hashes, so that every counter runs full."""
+    """Arrays past C's vectors of hashes (32, 64 or 128 a step: plain, AVX2,
+    AVX-512) and the byte counters' capacity, of mostly all-ones hashes, so
+    that every counter runs full."""
     rng = random.Random(size)
     hashes = [-1 if rng.random() < 0.9 else rng.randrange(-(2**63), 2**63) for _ in range(size)]
     got = simd_db.execute("SELECT simhash(%s::bigint[])::text", (hashes,)).fetchone()[0]
@@ -180,5 +181,16 @@ def test_text_v2_mixed_runs_match_sql(simd_db: psycopg.Connection) -> None:
     pieces = ["中", "文", "é", "ß", "—", "。", "passwd", "a", "to", "the", "[options]", " ", "  ", "\n", "-h", "x1"]
     for _ in range(20):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(500, 5000)))
+        got = simd_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
+        assert int(got) == hashing.simhash_v2(text), text[:200]
+
+
+def test_text_v2_repeated_letters_match_sql(simd_db: psycopg.Connection) -> None:
+    """Runs of one letter of every length among words: the n-grams the runs
+    rule drops, at every lane of C's vectors of n-grams and across them."""
+    rng = random.Random(2829)
+    pieces = ["the", "copy", "of", " ", ", ", "\n", "é", "中"] + [c * k for c in "az" for k in range(1, 21)]
+    for _ in range(20):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(300, 3000)))
         got = simd_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
         assert int(got) == hashing.simhash_v2(text), text[:200]
