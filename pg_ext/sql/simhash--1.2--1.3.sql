@@ -44,3 +44,28 @@ CREATE FUNCTION simhash_mih_stats(index regclass,
     LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 REVOKE ALL ON FUNCTION simhash_mih_stats(regclass) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION simhash_mih_stats(regclass) TO pg_stat_scan_tables;
+
+---------------------------------------------------------------------------
+-- simhash_nn_histogram checks max_distance before it lists its distances
+-- (docs/report.md): it listed 0..max_distance first, so a max_distance of
+-- 2^31 - 1 generated two billion rows before simhash_nearest_distances
+-- refused it.  The list stops at 64, the most a valid call asks; an invalid
+-- one is still refused by simhash_nearest_distances (invalid_parameter_value).
+---------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION simhash_nn_histogram(relation regclass, id_column name, fingerprint_column name,
+                                                scope_column name DEFAULT NULL, sample_size integer DEFAULT 2000,
+                                                max_distance integer DEFAULT 16)
+RETURNS TABLE (distance integer, documents bigint)
+LANGUAGE sql VOLATILE PARALLEL RESTRICTED AS $fn$
+    WITH nearest AS (
+        SELECT n.distance FROM simhash_nearest_distances(relation, id_column, fingerprint_column,
+                                                         scope_column, sample_size, max_distance) n
+    )
+    SELECT d.distance, count(n.distance)
+    FROM generate_series(0, least(max_distance, 64)) AS d(distance) LEFT JOIN nearest n ON n.distance = d.distance
+    GROUP BY d.distance
+    UNION ALL
+    SELECT NULL, count(*) FILTER (WHERE n.distance IS NULL) FROM nearest n
+    ORDER BY 1 NULLS LAST
+$fn$;

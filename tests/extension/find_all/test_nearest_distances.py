@@ -86,9 +86,14 @@ def test_empty_and_one_row_tables(db) -> None:
     ("simhash_nearest_distances('pg_temp.nn', NULL, 'fp')", "22004"),
     ("simhash_nearest_distances('pg_temp.nn', 'id', 'nope')", "42703"),
     ("simhash_nearest_distances('pg_temp.nn', 'id', 'fp', 'x\"; DROP TABLE nn; --')", "42703"),
+    # the histogram checks before it lists its distances (2^31 of them took minutes)
+    ("simhash_nn_histogram('pg_temp.nn', 'id', 'fp', NULL, 10, 2147483647)", "22023"),
+    ("simhash_nn_histogram('pg_temp.nn', 'id', 'fp', NULL, 10, -1)", "22023"),
+    ("simhash_nn_histogram('pg_temp.nn', 'id', 'fp', NULL, 0)", "22023"),
 ])
 def test_bad_arguments_are_clear_errors(db, call: str, sqlstate: str) -> None:
     load(db, [(1, 1), (2, 3)])
+    db.execute("SET statement_timeout = '5s'")  # a check that comes too late is a timeout (57014), not a hang
     with pytest.raises(psycopg.Error) as raised:
         db.execute(f"SELECT * FROM {call}").fetchall()
     assert raised.value.sqlstate == sqlstate
