@@ -69,7 +69,16 @@ def _block_values(h: np.ndarray, masks: list[int]) -> list[np.ndarray]:
     return values
 
 
-def row_pairs(h: np.ndarray, masks: list[int], k: int, threads: int | None = 1) -> tuple[np.ndarray, np.ndarray]:
+SLICE_ROWS = 65_536
+"""_tables_ending_at's slices: about this many rows sorted by a group's last
+block, cut where its value changes.  A pair agrees on the last block, so it
+lies in one slice, and each slice's sorts and gathers stay in the CPU's
+caches: at 10M rows the search takes half the time of whole-array passes
+(1M: the same), 16K and 256K rows measured slower."""
+
+
+def row_pairs(h: np.ndarray, masks: list[int], k: int, threads: int | None = 1,
+              slice_rows: int = SLICE_ROWS) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of rows (a < b, indices into the uint64 array ``h``) within k
     bits, each once, in no order; ``masks``: the blocks (0 <= k < len(masks)).
 
@@ -81,7 +90,8 @@ def row_pairs(h: np.ndarray, masks: list[int], k: int, threads: int | None = 1) 
     combinations() order it agrees on (it differs in every block before the
     table's last one that the table does not hold), whatever order the
     tables are searched in.  The tables are searched grouped by their last
-    block, so each block's first pass is sorted once; the groups run in
+    block, so each block's first pass is sorted once, and in slices of
+    that order (``slice_rows``, a pair agrees on the last block); the groups run in
     ``threads`` threads (None: one per CPU, search_threads), numpy's sorts
     and gathers releasing the GIL."""
     values = _block_values(h, masks)
@@ -90,9 +100,9 @@ def row_pairs(h: np.ndarray, masks: list[int], k: int, threads: int | None = 1) 
     threads = min(search_threads() if threads is None else threads, len(lasts))
     if threads > 1:
         with ThreadPoolExecutor(threads) as pool:
-            groups = list(pool.map(lambda last: _tables_ending_at(h, values, masks, k, last), lasts))
+            groups = list(pool.map(lambda last: _tables_ending_at(h, values, masks, k, last, slice_rows), lasts))
     else:
-        groups = [_tables_ending_at(h, values, masks, k, last) for last in lasts]
+        groups = [_tables_ending_at(h, values, masks, k, last, slice_rows) for last in lasts]
     found = [pairs for group in groups for pairs in group]
     if not found:
         return (np.empty(0, np.intp),) * 2
@@ -104,34 +114,56 @@ def search_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def _slice_bounds(sorted_keys: np.ndarray, rows: int) -> list[int]:
+    """Positions cutting the sorted array ``sorted_keys`` into slices of about
+    ``rows`` entries, each cut where the key changes (a run never spans two)."""
+    changes = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    wanted = np.arange(rows, sorted_keys.size, rows)
+    at = np.searchsorted(changes, wanted)
+    cuts = np.unique(changes[at[at < changes.size]])
+    return [0, *cuts.tolist(), sorted_keys.size]
+
+
 def _tables_ending_at(h: np.ndarray, values: list[np.ndarray], masks: list[int], k: int,
-                      last: int) -> list[tuple[np.ndarray, np.ndarray]]:
+                      last: int, slice_rows: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """row_pairs's pairs (a < b) of the tables whose last block is ``last``, a
-    pair of arrays per table."""
+    pair of arrays per table and slice of about ``slice_rows`` rows."""
     found = []
     first_order = np.argsort(values[last], kind="stable")
     last_sorted = values[last][first_order]
-    for rest in combinations(range(last), len(masks) - k - 1):
-        order, outer, keys = first_order, None, [last_sorted]  # rows in key order: order[outer]
-        for n, block in enumerate(reversed(rest)):
-            if n:
-                order = order[outer]
-            block_sorted = values[block][order]
-            outer = np.argsort(block_sorted, kind="stable")
-            keys = [block_sorted[outer], *(key[outer] for key in keys)]
-        if outer is None:  # a table of one block
-            outer = np.arange(h.size)
-        same = keys[0][1:] == keys[0][:-1]
-        for key in keys[1:]:
-            same &= key[1:] == key[:-1]
-        a, b = _runs_within(h, same, order, outer, k)
-        # the first table the pair agrees on: every block before `last` the table does not hold differs
-        x = h[a] ^ h[b]
-        keep = np.ones(x.size, bool)
-        for j in set(range(last)) - set(rest):
-            keep &= (x & np.uint64(masks[j])) != 0
-        found.append((np.minimum(a, b)[keep], np.maximum(a, b)[keep]))
+    bounds = _slice_bounds(last_sorted, slice_rows)
+    tables = list(combinations(range(last), len(masks) - k - 1))
+    for lo, hi in zip(bounds, bounds[1:]):
+        for rest in tables:
+            a, b = _table_slice_pairs(h, values, k, rest, first_order[lo:hi], last_sorted[lo:hi])
+            # the first table the pair agrees on: every block before `last` the table does not hold differs
+            x = h[a] ^ h[b]
+            keep = np.ones(x.size, bool)
+            for j in set(range(last)) - set(rest):
+                keep &= (x & np.uint64(masks[j])) != 0
+            found.append((np.minimum(a, b)[keep], np.maximum(a, b)[keep]))
     return found
+
+
+def _table_slice_pairs(h: np.ndarray, values: list[np.ndarray], k: int, rest: tuple[int, ...],
+                       first_order: np.ndarray, last_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs within k bits of a slice's rows (``first_order``, sorted by
+    the last block, whose values are ``last_sorted``) that agree on the
+    blocks ``rest`` too: sorted by each of them in turn, least significant
+    first, each pass numpy's stable argsort."""
+    order, outer, keys = first_order, None, [last_sorted]  # rows in key order: order[outer]
+    for n, block in enumerate(reversed(rest)):
+        if n:
+            order = order[outer]
+        block_sorted = values[block][order]
+        outer = np.argsort(block_sorted, kind="stable")
+        keys = [block_sorted[outer], *(key[outer] for key in keys)]
+    if outer is None:  # a table of one block
+        outer = np.arange(order.size)
+    same = keys[0][1:] == keys[0][:-1]
+    for key in keys[1:]:
+        same &= key[1:] == key[:-1]
+    return _runs_within(h, same, order, outer, k)
 
 
 def _runs_within(h: np.ndarray, same: np.ndarray, order: np.ndarray, outer: np.ndarray,

@@ -513,6 +513,20 @@ def test_row_pairs_in_threads_equal_one_thread(blocks, k):
         assert sorted(zip(*(side.tolist() for side in found))) == pairs
 
 
+@pytest.mark.parametrize("slice_rows", [1, 7, 150, 5000])
+def test_row_pairs_in_slices_equal_brute_force(slice_rows):
+    # The search cuts each group's rows into slices where the last block's
+    # value changes: runs of equal keys (the 10-bit family) longer than a
+    # slice stay whole, each pair is found once, whatever the slice size.
+    rng = random.Random(slice_rows)
+    high = rng.getrandbits(64) & ~1023
+    hashes = [high | rng.getrandbits(10) for _ in range(300)] + clustered_hashes(rng, 700)
+    fps = np.array(hashes, np.uint64)
+    a, b = _find_all.row_pairs(fps, _find_all.block_masks(5), 3, threads=1, slice_rows=slice_rows)
+    found = sorted(zip(a.tolist(), b.tolist(), _find_all.popcount(fps[a] ^ fps[b]).tolist()))
+    assert found == brute_force_id_pairs(list(enumerate(hashes)), 3)
+
+
 def test_id_pairs_refuse_an_id_twice():
     fps = np.array([1, 2, 3], np.uint64)
     assert sorted(_find_all.id_pairs(np.array([3, 1, 2], np.int64), fps, 3)) == [(1, 2, 1), (1, 3, 2), (2, 3, 1)]
