@@ -2,7 +2,23 @@
 insert, per 10-second window, this checkout's write path beside an older one's.
 
 Needs a server with the extension available ($SIMHASH_DSN; `make bench` starts
-one).  For each writer count (--writers, default 4) and each design (this
+one).
+
+First, writer scaling (--only scaling: this alone): rows/s of 1 and 4 writers
+(--scaling-writers) for the same table with no index on fp (its serial
+primary key only), a btree on fp and simhash_mih, side by side, so that
+simhash_mih's scaling can be judged against what the machine and the clients
+allow at all.  The writers are pgbench's (the server's PostgreSQL's, least
+client overhead: a thread a client, prepared statements, the fingerprints
+drawn by pgbench), transactions of 100 single-row INSERTs of random
+fingerprints, for --scaling-seconds (30) on a fresh table of --rows rows each
+time, built, prewarmed and checkpointed; no queries run.  Printed: rows/s and
+mean transaction latency per index and writer count, the most writers'
+rows/s over one writer's, and that over the table's without an index ("of
+ceiling").  Skipped where there is no pgbench.
+
+Then the continuous writes (--only workload: these alone).  For each writer
+count (--writers, default 4) and each design (this
 checkout's, and with --baseline-ref REF the extension of git commit REF on a
 second server of the same PostgreSQL):
 
@@ -42,6 +58,7 @@ a run on 2 cores), --large 100M + 20M (hours; give the server
 BENCH_SERVER_OPTIONS="-c shared_buffers=8GB").  --quick: 100k + 200k.
 
     make bench BENCH=mih_writes
+    make bench BENCH=mih_writes BENCH_ARGS="--only scaling --scaling-seconds 20"
     make bench BENCH=mih_writes BENCH_ARGS="--writers 1,4 --baseline-ref 927033a"
     make bench BENCH=mih_writes BENCH_ARGS="--large --baseline-ref 927033a"
 
@@ -61,8 +78,11 @@ import math
 import multiprocessing
 import os
 import queue
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -70,7 +90,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from bench_index import INDEXED, build_index, fingerprints, flips, latencies_ms, load, p, signed
+from bench_index import INDEXED, build_index, fingerprints, flips, latencies_ms, load, p, prewarm, signed
 
 from pysimhash_sql.throwaway import ThrowawayServer
 
@@ -428,6 +448,120 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
     return run
 
 
+# ---------------------------------------------------------------- writer scaling (pgbench)
+
+# What the table's writers scale against: (name, the CREATE INDEX's USING, None for none).
+SCALING_INDEXES = (("no index on fp", None), ("btree (fp)", "btree (fp)"), ("simhash_mih (fp)", "simhash_mih (fp)"))
+
+
+@dataclass
+class Scaling:
+    """One pgbench window: rows/s and the mean transaction latency, for an index and a writer count."""
+    index: str
+    writers: int
+    rows_per_second: float
+    latency_ms: float
+
+
+def pgbench_binary() -> str | None:
+    """The pgbench of the server's PostgreSQL ($PG_CONFIG's bindir, as the harness
+    exports it), else the one on PATH, else None."""
+    try:
+        bindir = subprocess.run([os.environ.get("PG_CONFIG", "pg_config"), "--bindir"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        bindir = ""
+    found = Path(bindir, "pgbench")
+    return str(found) if bindir and found.exists() else shutil.which("pgbench")
+
+
+def pgbench_script(path: Path) -> Path:
+    """A transaction of INSERTS_PER_TRANSACTION single-row INSERTs, each of a random
+    fingerprint that pgbench draws (two halves: its random() takes no range of 2^64)."""
+    insert = ("\\set fp random(-2147483648, 2147483647) * 4294967296 + random(0, 4294967295)\n"
+              "INSERT INTO docs (fp) VALUES (:fp::bigint::simhash64);\n")
+    path.write_text("BEGIN;\n" + insert * INSERTS_PER_TRANSACTION + "COMMIT;\n")
+    return path
+
+
+def pgbench_window(binary: str, dsn: str, script: Path, writers: int, seconds: float,
+                   pending_limit: int | None) -> tuple[int, float, float]:
+    """(transactions, transactions/s, mean latency ms) of `writers` pgbench clients,
+    each a thread of its own, prepared statements, for `seconds`."""
+    environment = dict(os.environ)
+    if pending_limit:
+        environment["PGOPTIONS"] = f"{environment.get('PGOPTIONS', '')} -c simhash.mih_pending_limit={int(pending_limit)}"
+    done = subprocess.run([binary, "--no-vacuum", "--protocol=prepared", f"--file={script}", f"--client={writers}",
+                           f"--jobs={writers}", f"--time={max(1, round(seconds))}", dsn],
+                          capture_output=True, text=True, env=environment)
+    if done.returncode:
+        raise SystemExit(f"pgbench failed (exit status {done.returncode}):\n{done.stderr}")
+    out = done.stdout
+    def figure(pattern: str) -> str:
+        return re.search(pattern, out, re.M).group(1)
+    return (int(figure(r"^number of transactions actually processed: (\d+)")), float(figure(r"^tps = ([\d.]+)")),
+            float(figure(r"^latency average = ([\d.]+) ms")))
+
+
+def writer_scaling(dsn: str, options, script_dir: Path) -> list[Scaling]:
+    """rows/s of 1 and more pgbench writers (--scaling-writers) for the table with no
+    index on fp, with a btree on it and with simhash_mih: each window on a fresh
+    table of --rows rows (the same data), built, prewarmed and checkpointed.
+    dsn: host, port, user and dbname only (pgbench's libpq may be older than
+    psycopg's, which spells out options the older one refuses)."""
+    binary = pgbench_binary()
+    if binary is None:
+        print("writer scaling: no pgbench (neither in $PG_CONFIG's bindir nor on PATH): skipped")
+        return []
+    script = pgbench_script(script_dir / "inserts.pgbench")
+    fps = fingerprints(np.random.default_rng(SEED), options.rows)
+    results = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        print(f"\nwriter scaling (pgbench {binary}, PostgreSQL {version}, {os.cpu_count()} cores shared with the"
+              f" clients): {options.rows:,} rows built, then {options.scaling_seconds:.0f} s of transactions of"
+              f" {INSERTS_PER_TRANSACTION} single-row INSERTs (prepared, random fingerprints drawn by pgbench)"
+              + (f", simhash.mih_pending_limit {options.pending_limit}" if options.pending_limit else ""), flush=True)
+        for name, using in SCALING_INDEXES:
+            for writers in options.scaling_writers:
+                load(conn, fps)
+                conn.execute("ALTER TABLE docs SET (autovacuum_enabled = off)")
+                if using:
+                    build_index(conn, using=using)
+                else:
+                    prewarm(conn, index="docs_pkey")
+                conn.execute("CHECKPOINT")
+                transactions, tps, latency = pgbench_window(binary, dsn, script, writers, options.scaling_seconds,
+                                                            options.pending_limit)
+                inserted = conn.execute("SELECT count(*) FROM docs").fetchone()[0] - options.rows
+                if inserted != transactions * INSERTS_PER_TRANSACTION:
+                    raise SystemExit(f"pgbench reported {transactions:,} transactions, the table has {inserted:,} new rows")
+                results.append(Scaling(name, writers, tps * INSERTS_PER_TRANSACTION, latency))
+                print(f"  {name}, {writers} writer{'s' if writers > 1 else ''}: {results[-1].rows_per_second:,.0f} rows/s",
+                      flush=True)
+        conn.execute("DROP TABLE docs")
+    print_scaling(results)
+    return results
+
+
+def print_scaling(results: list[Scaling]) -> None:
+    """rows/s per index and writer count side by side, the most writers over one
+    writer's, and that ratio over the table's without an index (the ceiling of
+    this machine and these clients)."""
+    counts = sorted({r.writers for r in results})
+    rates = {(r.index, r.writers): r for r in results}
+    fewest, most = counts[0], counts[-1]
+    print(f"  {'index':<18}" + "".join(f" {f'{w}w rows/s':>12} {'latency':>8}" for w in counts)
+          + f" {f'{most}w/{fewest}w':>7} {'of ceiling':>10}")
+    ceiling = None
+    for name, _ in SCALING_INDEXES:
+        scale = rates[name, most].rows_per_second / rates[name, fewest].rows_per_second
+        ceiling = ceiling or scale
+        print(f"  {name:<18}" + "".join(f" {rates[name, w].rows_per_second:>12,.0f} {rates[name, w].latency_ms:>6.1f}ms"
+                                        for w in counts) + f" {scale:>6.2f}x {scale / ceiling:>10.2f}")
+
+
 # ---------------------------------------------------------------- printing
 
 def ms(value: float) -> str:
@@ -582,13 +716,20 @@ def parse_options(argv: list[str] | None = None):
     parser.add_argument("--exact-queries", type=int, default=200, help="queries checked at k = 0..8 (default 200)")
     parser.add_argument("--pending-limit", type=int, help="simhash.mih_pending_limit for the writers")
     parser.add_argument("--baseline-ref", help="git commit whose extension runs the same workload beside this one")
+    parser.add_argument("--only", choices=["scaling", "workload"], help="the pgbench writer scaling table alone, or the"
+                        " continuous writes alone (default: both)")
+    parser.add_argument("--scaling-writers", default="1,4", help="pgbench writer counts of the scaling table (default 1,4)")
+    parser.add_argument("--scaling-seconds", type=float, help="seconds a pgbench window (default 30; --quick 10)")
     options = parser.parse_known_args(argv)[0]
     size = SIZES["large" if options.large else "quick" if options.quick else "default"]
     options.rows = options.rows or size[0]
     options.inserts = options.inserts or size[1]
+    options.scaling_seconds = options.scaling_seconds or (10 if options.quick else 30)
     options.writers = [int(w) for w in options.writers.split(",") if w]
-    if not options.writers or min(options.writers) < 1 or not 0 <= options.copy_share <= 1:
-        parser.error("--writers takes counts of 1 or more, --copy-share a share from 0 to 1")
+    options.scaling_writers = sorted({int(w) for w in options.scaling_writers.split(",") if w})
+    if (not options.writers or min(options.writers) < 1 or not options.scaling_writers
+            or min(options.scaling_writers) < 1 or not 0 <= options.copy_share <= 1):
+        parser.error("--writers and --scaling-writers take counts of 1 or more, --copy-share a share from 0 to 1")
     return options
 
 
@@ -601,6 +742,11 @@ def plan_of(options) -> dict:
 def main(argv: list[str] | None = None) -> int:
     options = parse_options(argv)
     runs = []
+    if options.only != "workload":
+        with tempfile.TemporaryDirectory() as script_dir:
+            writer_scaling(os.environ["SIMHASH_DSN"], options, Path(script_dir))
+    if options.only == "scaling":
+        return 0
     with ExitStack() as stack:
         servers = [(this_design(), os.environ["SIMHASH_DSN"])]
         if options.baseline_ref:
