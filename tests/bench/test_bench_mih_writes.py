@@ -54,14 +54,16 @@ def test_writer_scaling_measures_each_index_at_each_writer_count(db: psycopg.Con
                                                                   capsys) -> None:
     # A tiny pending limit (through pgbench's PGOPTIONS): simhash_mih flushes while pgbench inserts.
     options = bench.parse_options(["--rows", "2000", "--scaling-writers", "2,1", "--scaling-seconds", "1",
-                                   "--pending-limit", "300"])
+                                   "--scaling-rounds", "1", "--pending-limit", "300"])
     # writer_scaling exits when a window's new rows differ from pgbench's transactions x 100.
     info = db.info
     dsn = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
     results = bench.writer_scaling(dsn, options, tmp_path)
 
     assert [(r.index, r.writers) for r in results] == [(name, w) for name, _ in bench.SCALING_INDEXES for w in (1, 2)]
-    assert all(r.rows_per_second > 0 and r.latency_ms > 0 for r in results)
+    assert all(r.rows_per_second > 0 and r.latency_ms > 0 and r.client_us > 0 for r in results)
+    # The server's CPU per row: its processes on this machine, run by the harness.
+    assert all(r.server_us > 0 for r in results)
     table = capsys.readouterr().out.split("2w/1w")[1]
     for name, _ in bench.SCALING_INDEXES:
         assert f"\n  {name} " in table
