@@ -9,9 +9,12 @@
 #   make install   install the extension into the PostgreSQL that pg_config
 #                  names, and the Python package into $(PYTHON)'s environment
 #   make report    the near-duplicate report of examples/corpus: near-duplicates.html
-#   make bench     benchmarks (a printed table; not tests): BENCH=find_all one of
-#                  them, BENCH_ARGS="--rows 10000000" or "--large" (100M rows) sizes
-#                  and BENCH_SERVER_OPTIONS="-c shared_buffers=8GB" the server's settings
+#   make bench     benchmarks (a printed table; not tests) on the project's own
+#                  PostgreSQL PG_MAJOR, else the newest supported major (never the
+#                  one pg_config names): BENCH=find_all one of them (installing only
+#                  the corpora it reads), BENCH_ARGS="--rows 10000000" or "--large"
+#                  (100M rows) sizes and BENCH_SERVER_OPTIONS="-c shared_buffers=8GB"
+#                  the server's settings
 #   make dist      the PGXN distribution zip (build/dist/simhash-<version>.zip)
 #
 # Build dependencies (PostgreSQL server headers, libxxhash-dev) are installed
@@ -61,7 +64,6 @@ report: deps
 	scripts/report-demo.sh
 
 bench:
-	@scripts/install-deps.sh --bench
 	scripts/bench.sh $(BENCH_ARGS)
 
 dist:

@@ -2,7 +2,28 @@
 insert, per 10-second window, this checkout's write path beside an older one's.
 
 Needs a server with the extension available ($SIMHASH_DSN; `make bench` starts
-one).  For each writer count (--writers, default 4) and each design (this
+one).
+
+First, writer scaling (--only scaling: this alone): rows/s of 1 and 4 writers
+(--scaling-writers) for the same table with no index on fp (its serial
+primary key only), a btree on fp and simhash_mih, side by side, so that
+simhash_mih's scaling can be judged against what the machine and the clients
+allow at all.  The writers are pgbench's (the server's PostgreSQL's, least
+client overhead: a thread a client, prepared statements, the fingerprints
+drawn by pgbench), transactions of 100 single-row INSERTs of random
+fingerprints; no queries run.  For each index a table of --rows rows is
+built, prewarmed and checkpointed, then takes windows of --scaling-seconds
+(15) of each writer count in turn, --scaling-rounds (2) times, each window
+once the last one's work is done (flushes and merges included); the best
+window of each writer count is reported (the machine is shared: others'
+load only slows a window).  Printed: rows/s, mean transaction latency, the
+machine's idle CPU share, and the CPU time a row took in the server
+(background workers included) and in pgbench, per index and writer count;
+the most writers' rows/s over one writer's, and that ratio over the table's
+without an index ("of ceiling").  Skipped where there is no pgbench.
+
+Then the continuous writes (--only workload: these alone).  For each writer
+count (--writers, default 4) and each design (this
 checkout's, and with --baseline-ref REF the extension of git commit REF on a
 second server of the same PostgreSQL):
 
@@ -42,6 +63,7 @@ a run on 2 cores), --large 100M + 20M (hours; give the server
 BENCH_SERVER_OPTIONS="-c shared_buffers=8GB").  --quick: 100k + 200k.
 
     make bench BENCH=mih_writes
+    make bench BENCH=mih_writes BENCH_ARGS="--only scaling --scaling-seconds 20"
     make bench BENCH=mih_writes BENCH_ARGS="--writers 1,4 --baseline-ref 927033a"
     make bench BENCH=mih_writes BENCH_ARGS="--large --baseline-ref 927033a"
 
@@ -61,8 +83,11 @@ import math
 import multiprocessing
 import os
 import queue
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -70,7 +95,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from bench_index import INDEXED, build_index, fingerprints, flips, latencies_ms, load, p, signed
+from bench_index import INDEXED, build_index, fingerprints, flips, latencies_ms, load, p, prewarm, signed
 
 from pysimhash_sql.throwaway import ThrowawayServer
 
@@ -428,6 +453,207 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
     return run
 
 
+# ---------------------------------------------------------------- writer scaling (pgbench)
+
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100   # of /proc's CPU times, a second
+# What the table's writers scale against: (name, the CREATE INDEX's USING, None for none).
+SCALING_INDEXES = (("no index on fp", None), ("btree (fp)", "btree (fp)"), ("simhash_mih (fp)", "simhash_mih (fp)"))
+
+
+@dataclass
+class Scaling:
+    """One pgbench window: rows/s and the mean transaction latency, for an index and a writer count."""
+    index: str
+    writers: int
+    rows_per_second: float
+    latency_ms: float
+    idle: float | None   # the machine's idle share of CPU time meanwhile (None: no /proc/stat)
+    server_us: float | None  # the server's CPU time per row, microseconds (None: not measurable here)
+    client_us: float     # pgbench's CPU time per row, microseconds
+
+
+def cpu_times() -> tuple[int, int] | None:
+    """(idle, all) CPU time of the machine since boot, in ticks (Linux's /proc/stat), else None."""
+    try:
+        ticks = [int(t) for t in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return ticks[3] + ticks[4], sum(ticks[:8])   # idle and iowait; user to steal
+
+
+def idle_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None or after[1] == before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
+def process_ticks(pid: int) -> tuple[int, int, int] | None:
+    """(parent pid, own CPU ticks, reaped children's CPU ticks) of a process (/proc/<pid>/stat), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def server_ticks(postmaster: int | None) -> int | None:
+    """CPU ticks of the server so far: the postmaster's, its processes' living
+    (and exited, not yet reaped), and those it reaped (its children's times)."""
+    own = process_ticks(postmaster) if postmaster else None
+    if own is None:
+        return None
+    total = own[1] + own[2]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (child := process_ticks(int(entry.name))) and child[0] == postmaster:
+            total += child[1]
+    return total
+
+
+def settled_server_ticks(conn: psycopg.Connection, postmaster: int | None, timeout: float = 120) -> int | None:
+    """server_ticks once no pgbench session and no simhash_mih worker runs in this
+    database (a window's work done, flushes and merges included) and their
+    processes are reaped."""
+    waited = time.perf_counter() + timeout
+    while time.perf_counter() < waited and conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND (application_name = 'pgbench' OR backend_type LIKE 'simhash_mih%')").fetchone()[0]:
+        time.sleep(0.05)
+    time.sleep(0.2)   # the postmaster reaps an exited process within milliseconds
+    return server_ticks(postmaster)
+
+
+def pgbench_binary() -> str | None:
+    """The pgbench of the server's PostgreSQL ($PG_CONFIG's bindir, as the harness
+    exports it), else the one on PATH, else None."""
+    try:
+        bindir = subprocess.run([os.environ.get("PG_CONFIG", "pg_config"), "--bindir"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        bindir = ""
+    found = Path(bindir, "pgbench")
+    return str(found) if bindir and found.exists() else shutil.which("pgbench")
+
+
+def pgbench_script(path: Path) -> Path:
+    """A transaction of INSERTS_PER_TRANSACTION single-row INSERTs, each of a random
+    fingerprint that pgbench draws (two halves: its random() takes no range of 2^64)."""
+    insert = ("\\set fp random(-2147483648, 2147483647) * 4294967296 + random(0, 4294967295)\n"
+              "INSERT INTO docs (fp) VALUES (:fp::bigint::simhash64);\n")
+    path.write_text("BEGIN;\n" + insert * INSERTS_PER_TRANSACTION + "COMMIT;\n")
+    return path
+
+
+def pgbench_window(binary: str, dsn: str, script: Path, writers: int, seconds: float,
+                   pending_limit: int | None) -> tuple[int, float, float]:
+    """(transactions, transactions/s, mean latency ms) of `writers` pgbench clients,
+    each a thread of its own, prepared statements, for `seconds`."""
+    environment = dict(os.environ)
+    if pending_limit:
+        environment["PGOPTIONS"] = f"{environment.get('PGOPTIONS', '')} -c simhash.mih_pending_limit={int(pending_limit)}"
+    done = subprocess.run([binary, "--no-vacuum", "--protocol=prepared", f"--file={script}", f"--client={writers}",
+                           f"--jobs={writers}", f"--time={max(1, round(seconds))}", dsn],
+                          capture_output=True, text=True, env=environment)
+    if done.returncode:
+        raise SystemExit(f"pgbench failed (exit status {done.returncode}):\n{done.stderr}")
+    out = done.stdout
+    def figure(pattern: str) -> str:
+        return re.search(pattern, out, re.M).group(1)
+    return (int(figure(r"^number of transactions actually processed: (\d+)")), float(figure(r"^tps = ([\d.]+)")),
+            float(figure(r"^latency average = ([\d.]+) ms")))
+
+
+def writer_scaling(dsn: str, options, script_dir: Path) -> list[Scaling]:
+    """rows/s of 1 and more pgbench writers (--scaling-writers) for the table with no
+    index on fp, with a btree on it and with simhash_mih, each on a table of
+    --rows rows (the same data) built, prewarmed and checkpointed: windows of
+    each writer count in turn, --scaling-rounds times, on the growing table,
+    each once the last one's work (flushes, merges) is done; per index and
+    writer count the best window (the machine is shared: others' load only
+    slows a window).  dsn: host, port, user and dbname only (pgbench's libpq
+    may be older than psycopg's, which spells out options the older one
+    refuses)."""
+    binary = pgbench_binary()
+    if binary is None:
+        print("writer scaling: no pgbench (neither in $PG_CONFIG's bindir nor on PATH): skipped")
+        return []
+    script = pgbench_script(script_dir / "inserts.pgbench")
+    fps = fingerprints(np.random.default_rng(SEED), options.rows)
+    best: dict[tuple[str, int], Scaling] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        # The server's processes are the postmaster's children; this connection's backend is one.
+        postmaster = (process_ticks(conn.info.backend_pid) or (None,))[0]
+        print(f"\nwriter scaling (pgbench {binary}, PostgreSQL {version}, {os.cpu_count()} cores shared with the"
+              f" clients): {options.rows:,} rows built, then windows of {options.scaling_seconds:.0f} s of"
+              f" transactions of {INSERTS_PER_TRANSACTION} single-row INSERTs (prepared, random fingerprints drawn"
+              f" by pgbench), {options.scaling_rounds} round(s), the best window of each"
+              + (f", simhash.mih_pending_limit {options.pending_limit}" if options.pending_limit else ""), flush=True)
+        for name, using in SCALING_INDEXES:
+            load(conn, fps)
+            conn.execute("ALTER TABLE docs SET (autovacuum_enabled = off)")
+            if using:
+                build_index(conn, using=using)
+            else:
+                prewarm(conn, index="docs_pkey")
+            conn.execute("CHECKPOINT")
+            for _ in range(options.scaling_rounds):
+                for writers in options.scaling_writers:
+                    window = scaling_window(conn, postmaster, name, writers, binary, dsn, script, options)
+                    print(f"  {name}, {writers} writer{'s' if writers > 1 else ''}: {window.rows_per_second:,.0f}"
+                          f" rows/s, CPU idle {DASH if window.idle is None else f'{window.idle:.0%}'},"
+                          f" load average {os.getloadavg()[0]:.1f}", flush=True)
+                    if (name, writers) not in best or window.rows_per_second > best[name, writers].rows_per_second:
+                        best[name, writers] = window
+        conn.execute("DROP TABLE docs")
+    results = list(best.values())
+    print_scaling(results)
+    return results
+
+
+def scaling_window(conn: psycopg.Connection, postmaster: int | None, name: str, writers: int, binary: str, dsn: str,
+                   script: Path, options) -> Scaling:
+    """One pgbench window of `writers` writers on the table as it is, measured:
+    the new rows counted against pgbench's transactions (a difference exits)."""
+    rows_before = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+    before = cpu_times(), settled_server_ticks(conn, postmaster), os.times()
+    transactions, tps, latency = pgbench_window(binary, dsn, script, writers, options.scaling_seconds,
+                                                options.pending_limit)
+    idle = idle_share(before[0], cpu_times())
+    after = settled_server_ticks(conn, postmaster), os.times()
+    rows = transactions * INSERTS_PER_TRANSACTION
+    inserted = conn.execute("SELECT count(*) FROM docs").fetchone()[0] - rows_before
+    if inserted != rows:
+        raise SystemExit(f"pgbench reported {transactions:,} transactions, the table has {inserted:,} new rows")
+    server_us = None if None in (before[1], after[0]) else (after[0] - before[1]) / TICKS / rows * 1e6
+    client = (after[1].children_user + after[1].children_system - before[2].children_user - before[2].children_system)
+    return Scaling(name, writers, tps * INSERTS_PER_TRANSACTION, latency, idle, server_us, client / rows * 1e6)
+
+
+def print_scaling(results: list[Scaling]) -> None:
+    """rows/s per index and writer count side by side, with the mean transaction
+    latency, the machine's idle CPU share meanwhile (none idle: the writers had
+    all the machine gave them), and the CPU time a row took in the server and
+    in pgbench (with no idle CPU, rows/s is about the cores free over their
+    sum); then the most writers' rows/s over one writer's, and that ratio over
+    the table's without an index (the ceiling of this machine and these
+    clients)."""
+    counts = sorted({r.writers for r in results})
+    rates = {(r.index, r.writers): r for r in results}
+    fewest, most = counts[0], counts[-1]
+    print(f"  {'':<18}" + "".join(f" {f'{w} writer' + ('s' if w > 1 else ''):-^46}" for w in counts))
+    print(f"  {'index':<18}" + f" {'rows/s':>9} {'latency':>8} {'idle':>5} {'server us/row':>13} {'pgbench':>7}" * len(counts)
+          + f" {f'{most}w/{fewest}w':>7} {'of ceiling':>10}")
+    ceiling = None
+    for name, _ in SCALING_INDEXES:
+        scale = rates[name, most].rows_per_second / rates[name, fewest].rows_per_second
+        ceiling = ceiling or scale
+        print(f"  {name:<18}" + "".join(
+            f" {r.rows_per_second:>9,.0f} {r.latency_ms:>6.1f}ms {DASH if r.idle is None else f'{r.idle:.0%}':>5}"
+            f" {DASH if r.server_us is None else f'{r.server_us:.1f}':>13} {r.client_us:>7.1f}"
+            for r in (rates[name, w] for w in counts)) + f" {scale:>6.2f}x {scale / ceiling:>10.2f}")
+
+
 # ---------------------------------------------------------------- printing
 
 def ms(value: float) -> str:
@@ -582,13 +808,23 @@ def parse_options(argv: list[str] | None = None):
     parser.add_argument("--exact-queries", type=int, default=200, help="queries checked at k = 0..8 (default 200)")
     parser.add_argument("--pending-limit", type=int, help="simhash.mih_pending_limit for the writers")
     parser.add_argument("--baseline-ref", help="git commit whose extension runs the same workload beside this one")
+    parser.add_argument("--only", choices=["scaling", "workload"], help="the pgbench writer scaling table alone, or the"
+                        " continuous writes alone (default: both)")
+    parser.add_argument("--scaling-writers", default="1,4", help="pgbench writer counts of the scaling table (default 1,4)")
+    parser.add_argument("--scaling-seconds", type=float, help="seconds a pgbench window (default 15; --quick 5)")
+    parser.add_argument("--scaling-rounds", type=int, default=2, help="windows of each writer count, the best"
+                        " reported (default 2)")
     options = parser.parse_known_args(argv)[0]
     size = SIZES["large" if options.large else "quick" if options.quick else "default"]
     options.rows = options.rows or size[0]
     options.inserts = options.inserts or size[1]
+    options.scaling_seconds = options.scaling_seconds or (5 if options.quick else 15)
     options.writers = [int(w) for w in options.writers.split(",") if w]
-    if not options.writers or min(options.writers) < 1 or not 0 <= options.copy_share <= 1:
-        parser.error("--writers takes counts of 1 or more, --copy-share a share from 0 to 1")
+    options.scaling_writers = sorted({int(w) for w in options.scaling_writers.split(",") if w})
+    if (not options.writers or min(options.writers) < 1 or not options.scaling_writers
+            or min(options.scaling_writers) < 1 or options.scaling_rounds < 1 or not 0 <= options.copy_share <= 1):
+        parser.error("--writers and --scaling-writers take counts of 1 or more, --scaling-rounds 1 or more,"
+                     " --copy-share a share from 0 to 1")
     return options
 
 
@@ -601,6 +837,11 @@ def plan_of(options) -> dict:
 def main(argv: list[str] | None = None) -> int:
     options = parse_options(argv)
     runs = []
+    if options.only != "workload":
+        with tempfile.TemporaryDirectory() as script_dir:
+            writer_scaling(os.environ["SIMHASH_DSN"], options, Path(script_dir))
+    if options.only == "scaling":
+        return 0
     with ExitStack() as stack:
         servers = [(this_design(), os.environ["SIMHASH_DSN"])]
         if options.baseline_ref:

@@ -4,8 +4,15 @@
 # BENCH=name runs bench/bench_<name>.py alone; arguments (BENCH_ARGS in make)
 # go to every benchmark, each taking the ones it knows (--quick, --rows N,
 # --large: the sizes up to 100M rows).
+#
+# The server is the project's own PostgreSQL (scripts/postgresql.sh): PG_MAJOR
+# (SIMHASH_PG_MAJOR), else the newest supported major, never the system's.
+# Only the corpora the chosen benchmarks read are installed (install-deps.sh
+# --bench).
 . "$(dirname "$0")/lib.sh"
 
+[ -n "${SIMHASH_PG_MAJOR:-}" ] || use_major "$(supported_majors | tail -n 1)"
+"$ROOT/scripts/install-deps.sh" --bench "${BENCH:-*}"
 "$ROOT/scripts/venv.sh" bench
 # BENCH_SERVER_OPTIONS: more -c settings, after these (the last of a name wins),
 # e.g. "-c shared_buffers=8GB" for an index of 100M rows to stay in memory.

@@ -18,11 +18,29 @@ installed_major() {
     fi
 }
 
-# The corpora of bench/bench_html.py (Debian's HTML documentation) and
-# bench/bench_sql_fingerprint.py (Debian's Chinese manual pages), for `make
-# bench` only (install-deps.sh --bench).  Installed where apt-get can (Debian
-# as root); elsewhere the benchmark says it is missing.
-BENCH_CORPUS=(postgresql-doc-15 python3-doc manpages-zh)
+# `install-deps.sh --bench [NAME]` (scripts/bench.sh): the build dependencies
+# and the corpora of the benchmarks bench/bench_NAME.py (NAME a pattern, as
+# make bench's BENCH; all of them without it), none of the tests' packages.
+BENCH=
+if [ "${1:-}" = --bench ]; then BENCH=${2:-*}; fi
+
+# Whether one of the benchmarks named is being run.
+bench_runs() {  # benchmark names (bench/bench_<name>.py)
+    local name
+    for name in "$@"; do
+        # shellcheck disable=SC2053  # $BENCH is a pattern
+        [[ $name == $BENCH ]] && return 0
+    done
+    return 1
+}
+
+# The corpora of the HTML benchmarks (bench/refetch_noise.py: Debian's HTML
+# documentation) and of those that read Debian's Chinese manual pages
+# (benchlib.chinese_text).  Installed where apt-get can (Debian as root);
+# elsewhere the benchmark says it is missing.
+BENCH_CORPUS=()
+if bench_runs html crawl warc; then BENCH_CORPUS+=(postgresql-doc-15 python3-doc); fi
+if bench_runs sql_fingerprint python; then BENCH_CORPUS+=(manpages-zh); fi
 
 install_bench_corpus() {
     local pkg absent=()
@@ -31,7 +49,7 @@ install_bench_corpus() {
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || absent+=("$pkg")
     done
     [ ${#absent[@]} -eq 0 ] && return 0
-    echo "Installing ${absent[*]} with apt-get (the HTML benchmark's corpus)"
+    echo "Installing ${absent[*]} with apt-get (the benchmarks' corpus)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${absent[@]}" >/dev/null
@@ -88,12 +106,16 @@ unpack_fingerprint_corpus() {
     rm -rf "$dir/.debs"
 }
 
-if [ "${1:-}" = --bench ]; then install_bench_corpus; unpack_fingerprint_corpus; fi
-# Headless Chromium, which tests/package/test_report_browser.py opens the
-# near-duplicate report in; the Unicode Character Database, from which
-# tests/package/test_unicode_tables.py regenerates the fingerprint's tables.
-install_for_tests chromium chromium "the report's browser test"
-install_for_tests unicode-data /usr/share/unicode/CaseFolding.txt "the Unicode tables' test"
+if [ -n "$BENCH" ]; then
+    install_bench_corpus
+    if bench_runs fingerprint_quality; then unpack_fingerprint_corpus; fi
+else
+    # Headless Chromium, which tests/package/test_report_browser.py opens the
+    # near-duplicate report in; the Unicode Character Database, from which
+    # tests/package/test_unicode_tables.py regenerates the fingerprint's tables.
+    install_for_tests chromium chromium "the report's browser test"
+    install_for_tests unicode-data /usr/share/unicode/CaseFolding.txt "the Unicode tables' test"
+fi
 major=${SIMHASH_PG_MAJOR:-$(installed_major)}
 if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
     wanted=(libxxhash-dev)

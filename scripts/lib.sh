@@ -69,7 +69,13 @@ install_build_dir() {
     printf '%s/postgresql-%s-%s\n' "$(build_dir)" "$version" "$key"
 }
 
+# The project's own PostgreSQL of a major, for this script and what it runs.
+use_major() {
+    export SIMHASH_PG_MAJOR=$1
+    PG_CONFIG=$("$ROOT/scripts/postgresql.sh" "$1")
+}
+
 if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
-    PG_CONFIG=$("$ROOT/scripts/postgresql.sh" "$SIMHASH_PG_MAJOR")
+    use_major "$SIMHASH_PG_MAJOR"
 fi
 export PG_CONFIG

@@ -110,6 +110,17 @@
 #endif
 
 /*
+ * The subtransaction that first gave a relation new storage in this
+ * transaction (TRUNCATE, REINDEX), or InvalidSubTransactionId: PostgreSQL 16
+ * renamed the relation's RelFileNode to RelFileLocator.
+ */
+#if PG_VERSION_NUM >= 160000
+#define simhash_new_storage_subid(rel) ((rel)->rd_firstRelfilelocatorSubid)
+#else
+#define simhash_new_storage_subid(rel) ((rel)->rd_firstRelfilenodeSubid)
+#endif
+
+/*
  * Parallel index builds of an access method of our own.  PostgreSQL 17 added
  * amcanbuildparallel: index_build then asks the planner for the workers
  * (plan_create_index_workers: max_parallel_maintenance_workers, the table's

@@ -1,11 +1,15 @@
 """The write-path benchmark (bench/bench_mih_writes.py) at a tiny size: its
 writers insert exactly the rows asked for, its windows add up to them, the
-index holds every row, and its exactness check compares with brute force."""
+index holds every row, and its exactness check compares with brute force;
+its pgbench writer scaling measures every index at every writer count."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import bench_mih_writes as bench
 import psycopg
+import pytest
 
 ROWS, INSERTS, PENDING_LIMIT, EXACT_QUERIES = 3_000, 4_000, 500, 20
 
@@ -43,3 +47,24 @@ def test_mismatch_is_any_difference_from_brute_force() -> None:
     assert bench.mismatch([1], truth, 3)            # a row missing
     assert bench.mismatch([1, 2, 3], truth, 3)      # a row too far
     assert bench.mismatch([1, 2, 2], truth, 3)      # a row twice
+
+
+@pytest.mark.skipif(bench.pgbench_binary() is None, reason="no pgbench in $PG_CONFIG's bindir or on PATH")
+def test_writer_scaling_measures_each_index_at_each_writer_count(db: psycopg.Connection, tmp_path: Path,
+                                                                  capsys) -> None:
+    # A tiny pending limit (through pgbench's PGOPTIONS): simhash_mih flushes while pgbench inserts.
+    options = bench.parse_options(["--rows", "2000", "--scaling-writers", "2,1", "--scaling-seconds", "1",
+                                   "--scaling-rounds", "1", "--pending-limit", "300"])
+    # writer_scaling exits when a window's new rows differ from pgbench's transactions x 100.
+    info = db.info
+    dsn = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    results = bench.writer_scaling(dsn, options, tmp_path)
+
+    assert [(r.index, r.writers) for r in results] == [(name, w) for name, _ in bench.SCALING_INDEXES for w in (1, 2)]
+    assert all(r.rows_per_second > 0 and r.latency_ms > 0 and r.client_us > 0 for r in results)
+    # The server's CPU per row: its processes on this machine, run by the harness.
+    assert all(r.server_us > 0 for r in results)
+    table = capsys.readouterr().out.split("2w/1w")[1]
+    for name, _ in bench.SCALING_INDEXES:
+        assert f"\n  {name} " in table
+    assert db.execute("SELECT to_regclass('docs')").fetchone() == (None,)

@@ -16,7 +16,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from toolbox import MIH, copy_rows, error_of, flip_random
+from toolbox import MIH, brute_force_within, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
 from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_for_workers
 from toolbox.mih_pages import (BLCKSZ, CONTENTS, MAX_SETS, META_NSCOPE, PD_LOWER, PENDING_BOUND, SET_CAP, connect,
@@ -485,6 +485,41 @@ def test_a_temporary_tables_index_merges_in_the_inserting_backend(db: psycopg.Co
         centre = flip_random(int(db.execute("SELECT fp::text FROM docs ORDER BY random() LIMIT 1").fetchone()[0]),
                              rng.randint(0, 3), rng)
         assert ids_of_plan(db, centre, 5, index=True) == ids_of_plan(db, centre, 5, index=False)
+
+
+@pytest.mark.parametrize("new_storage", ["CREATE INDEX", "TRUNCATE"])
+def test_the_transaction_that_created_the_index_flushes_and_merges_itself(db: psycopg.Connection,
+                                                                          new_storage: str) -> None:
+    """No worker can lock the table of an index this transaction created, or
+    gave new storage (TRUNCATE), nor see it, until it commits: the inserting
+    backend flushes each list it seals itself, as where no worker can start —
+    no sealed list waits for the pending list to reach its bound — and merges
+    itself; answers stay exact in the transaction and after it."""
+    limit = 50
+    db.execute(f"SET simhash.mih_pending_limit = {limit}")
+    insert = "INSERT INTO docs SELECT g, hashint8extended(g, 15)::simhash64 FROM generate_series(%s::bigint, %s) g"
+    if new_storage == "TRUNCATE":
+        load(db, [random.Random(9).getrandbits(64) for _ in range(500)])
+    with db.transaction():
+        if new_storage == "TRUNCATE":
+            db.execute("TRUNCATE docs")
+        else:
+            db.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp simhash64)")
+            db.execute("CREATE INDEX docs_fp ON docs USING simhash_mih (fp)")
+        for start in range(0, 2000, 100):
+            db.execute(insert, (start, start + 99))
+            now = stats(db)
+            assert (now["sealed_rows"], now["pending_rows"]) == (0, 0), now
+        assert now["flushes"] == 2000 // limit and now["merges"] > 0 and now["merging_sets"] == 0, now
+        assert now["run_sets"] <= SET_CAP and sum(now["set_rows"]) == 2000, now
+        fps = [int(r[0]) for r in db.execute("SELECT fp::text FROM docs ORDER BY id")]   # ids 0 to 1999
+        rng = random.Random(10)
+        centres = [flip_random(fp, rng.randint(0, 3), rng) for fp in fps[7::400]] + [rng.getrandbits(64)]
+        for centre in centres:
+            assert ids_of_plan(db, centre, 5, index=True) == brute_force_within(fps, centre, 5)
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in centres:
+        assert ids_of_plan(db, centre, 5, index=True) == brute_force_within(fps, centre, 5)
 
 
 def test_an_index_built_before_the_write_path_fields_flushes_and_merges(tmp_path_factory) -> None:

@@ -352,13 +352,21 @@ mih_slot_free(Relation index)
 
 /*
  * Whether a worker may take the index's work (flushes, merges, recycling):
- * simhash.mih_background_merges is on, and the index is not a temporary
- * table's (it lives in this backend's buffers: no worker can read it).
+ * simhash.mih_background_merges is on, the index is not a temporary table's
+ * (it lives in this backend's buffers: no worker can read it), and this
+ * transaction neither created it (CREATE TABLE or CREATE INDEX in it) nor
+ * gave it new storage (TRUNCATE, REINDEX): until it commits, no worker can
+ * lock its table (this transaction's lock conflicts) nor see that storage,
+ * so a worker would start and leave, the sealed list waiting for
+ * MIH_PENDING_BOUND times the limit; the backend that inserts does the
+ * work, as where no worker can start.
  */
 bool
 mih_background(Relation index)
 {
-	return mih_background_merges && !RelationUsesLocalBuffers(index);
+	return mih_background_merges && !RelationUsesLocalBuffers(index) &&
+		index->rd_createSubid == InvalidSubTransactionId &&
+		simhash_new_storage_subid(index) == InvalidSubTransactionId;
 }
 
 /* Starts a worker for the index's job; false when none can start (no free worker slot). */
@@ -410,11 +418,10 @@ mih_unclaimed_sets(const MihMeta *meta)
 
 /*
  * After a flush published its set: when a merge is due and a merge slot is
- * free, a worker merges in the background; where none can start (or
- * simhash.mih_background_merges is off, or the table is temporary), or the
- * sets no merge claims reach
- * twice MIH_SET_CAP (merges lag behind flushes), this backend runs one merge
- * itself (in an insert: the one wait a writer may have).
+ * free, a worker merges in the background; where none can start (or none
+ * may take the index's work: mih_background), or the sets no merge claims
+ * reach twice MIH_SET_CAP (merges lag behind flushes), this backend runs one
+ * merge itself (in an insert: the one wait a writer may have).
  */
 void
 mih_after_flush(Relation index)
@@ -435,8 +442,8 @@ mih_after_flush(Relation index)
 
 /*
  * Hands the sealed chain the caller just sealed to a flush worker; false
- * where none can start (or simhash.mih_background_merges is off, or the
- * table is temporary): the caller flushes it itself.
+ * where none can start (or none may take the index's work: mih_background):
+ * the caller flushes it itself.
  */
 bool
 mih_flush_in_background(Relation index)
