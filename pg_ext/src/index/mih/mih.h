@@ -96,7 +96,9 @@
  * The pending list's hard bound, in pending limits (mih_insert.c): while a
  * sealed chain waits for its flusher (the worker is behind, or failed), the
  * list grows past simhash.mih_pending_limit up to this many times it, and
- * then the insert that reaches it flushes the sealed chain itself.
+ * then the insert that reaches it flushes the sealed chain itself, waiting
+ * first for the flusher at it if there is one (inserts past the bound wait
+ * for a flush rather than grow the list every query reads).
  */
 #define MIH_PENDING_BOUND 2
 /*

@@ -197,7 +197,9 @@ mih_insert_recycles(Relation index, const MihMeta *meta)
  * unlocked: recycling (mih_insert_recycles); the list it sealed handed to a flush worker, or
  * flushed here where none can start; or, when the list reached
  * MIH_PENDING_BOUND times the limit while a sealed chain still waits (its
- * worker is behind, or failed), that chain flushed here.
+ * worker is behind, or failed), that chain flushed here, after waiting for
+ * the flusher at it if there is one (the bound holds however many writers
+ * there are: they wait, as for a full cap).
  */
 bool
 mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
@@ -271,7 +273,9 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	if (recycle)
 		mih_try_recycle(index);
 	/* In an insert's memory, work_mem, as GIN's pending list cleanup in an insert (spilling past it). */
-	if ((sealed && !mih_flush_in_background(index)) || behind)
+	if (sealed && !mih_flush_in_background(index))
 		mih_flush(index, work_mem, false);
+	else if (behind)
+		mih_flush(index, work_mem, true);	/* waits for a flusher that is at it */
 	return false;
 }
