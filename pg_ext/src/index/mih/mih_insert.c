@@ -198,8 +198,8 @@ mih_insert_recycles(Relation index, const MihMeta *meta)
  * flushed here where none can start; or, when the list reached
  * MIH_PENDING_BOUND times the limit while a sealed chain still waits (its
  * worker is behind, or failed), that chain flushed here, after waiting for
- * the flusher at it if there is one (the bound holds however many writers
- * there are: they wait, as for a full cap).
+ * the flusher at it if there is one (writers wait rather than grow the list;
+ * not while merges lag and no room lets the list be sealed at all).
  */
 bool
 mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
