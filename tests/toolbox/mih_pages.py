@@ -35,7 +35,10 @@ META_VERSION = 4
 META_NSETS = 16
 SET0 = 24                          # sets[0]: nentries (int64), dir_head[8], npages[8]
 SET0_NPAGES = SET0 + 8 + 32
-META_PENDING_HEAD = SET0 + 16 * 72
+META_LANE0 = SET0 + 16 * 72        # lane0: head, tail (uint32), rows (int64)
+META_NLANES = 4672                 # after sealed_waits: the lanes in use (0 before lanes), then lanes 1 to 7
+META_MORE_LANES = 4680
+LANES = 8                          # MIH_LANES
 META_NSCOPE = 4016                 # after retired[32] (88 bytes each, from 1200): the scope column count
 # The merge policy's cap: run sets once merges catch up (MIH_SET_CAP); the metapage's room (MIH_MAX_SETS).
 SET_CAP = 4
@@ -47,6 +50,25 @@ KIND_RUN, KIND_DIRECTORY, KIND_PENDING, KIND_DELETED = 0x5201, 0x5202, 0x5203, 0
 RUN_FIELDS = {"kind": (0, "<H"), "n": (2, "<H"), "key_bits": (4, "B"), "bucket_bits": (5, "B"),
               "block_bits": (6, "B"), "offset_bits": (7, "B"), "base": (8, "<Q")}
 RUN_BUCKETS = 16                   # offset of bucket_start[0]
+
+
+def lane_offset(lane: int) -> int:
+    """Where pending lane `lane` (head, tail, rows) lies in the metapage's contents."""
+    return META_LANE0 if lane == 0 else META_MORE_LANES + 16 * (lane - 1)
+
+
+def lanes_of_metapage(contents: bytes) -> list[tuple[int, int, int]]:
+    """(head, tail, rows before the tail) of each pending lane the metapage uses
+    (one, counting its tail's rows too, in an index written before lanes)."""
+    count = max(struct.unpack_from("<I", contents, META_NLANES)[0], 1)
+    return [struct.unpack_from("<IIq", contents, lane_offset(i)) for i in range(count)]
+
+
+def lanes_of(conn: psycopg.Connection, index: str = "docs_fp") -> list[tuple[int, int, int]]:
+    """The pending lanes of a live index, its metapage read through pageinspect."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+    page = conn.execute("SELECT get_raw_page(%s, 0)", (index,)).fetchone()[0]
+    return lanes_of_metapage(bytes(page)[CONTENTS:])
 
 
 @contextlib.contextmanager
@@ -94,8 +116,18 @@ class IndexFile:
         """The first directory page of run `run` of the first run set."""
         return self.u32(0, SET0 + 8 + 4 * run)
 
+    def lane_offset(self, lane: int) -> int:
+        return lane_offset(lane)
+
+    def lanes(self) -> list[tuple[int, int, int]]:
+        return lanes_of_metapage(self.data[CONTENTS:BLCKSZ])
+
+    def pending_lane(self) -> int:
+        """The first lane with rows."""
+        return next(i for i, (head, _, _) in enumerate(self.lanes()) if head != 0xFFFFFFFF)
+
     def pending_head(self) -> int:
-        return self.u32(0, META_PENDING_HEAD)
+        return self.lanes()[self.pending_lane()][0]
 
     def run_pages(self, run: int = 0) -> list[int]:
         """The blocks of run `run` of the first run set, in order."""

@@ -167,6 +167,14 @@ def flip_tid(f: IndexFile) -> None:
     f.data[block * BLCKSZ + CONTENTS + tids] ^= 1
 
 
+def pending_cycle(f: IndexFile) -> None:
+    """The first pending page's next names itself, and its lane's tail is another block (a run page):
+    following the lane to its tail goes round the cycle."""
+    head = f.pending_head()
+    f.put_u32(head, 4, head)
+    f.put_u32(0, f.lane_offset(f.pending_lane()) + 4, f.run_page(0))
+
+
 def base_beyond_keys(f: IndexFile) -> None:
     """A base key so high that the page's keys wrap around: out of order."""
     f.set_run_field(f.run_page(1, 1), "base", 2**64 - 1)
@@ -204,7 +212,9 @@ TARGETED = {
                                                       bytes(BLCKSZ)),
     "a heap TID changed": flip_tid,
     "a pending page's count beyond its capacity": lambda f: f.put(f.pending_head(), 2, "<H", PENDING_CAP + 1),
-    "a pending list into a cycle": lambda f: f.put_u32(f.pending_head(), 4, f.pending_head()),
+    "a pending list into a cycle": pending_cycle,
+    # an insert appending there would wait for the lock it holds
+    "a pending lane's tail at the metapage": lambda f: f.put_u32(0, f.lane_offset(f.pending_lane()) + 4, 0),
 }
 
 

@@ -19,8 +19,9 @@ import pytest
 from toolbox import MIH, brute_force_within, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
 from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_for_workers
-from toolbox.mih_pages import (BLCKSZ, CONTENTS, MAX_SETS, META_NSCOPE, PD_LOWER, PENDING_BOUND, SET_CAP, connect,
-                               edit_index, own_server)
+from toolbox.mih_pages import (BLCKSZ, CONTENTS, LANES, MAX_SETS, META_MORE_LANES, META_NLANES, META_NSCOPE,
+                               PD_LOWER, PENDING_BOUND, PENDING_CAP, SET_CAP, connect, edit_index, lane_offset, lanes_of,
+                               own_server)
 from toolbox.workers import run_together
 
 PENDING_LIMIT = 128
@@ -525,6 +526,16 @@ def test_the_transaction_that_created_the_index_flushes_and_merges_itself(db: ps
         assert ids_of_plan(db, centre, 5, index=True) == brute_force_within(fps, centre, 5)
 
 
+def indexed_table(server, fps: list[int]) -> psycopg.Connection:
+    """Table docs of `fps` on an own server, with its simhash_mih index: the connection (closed as a context)."""
+    conn = connect(server)
+    conn.execute("CREATE EXTENSION simhash")
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp simhash64)")
+    copy_rows(conn, "COPY docs FROM STDIN", enumerate(fps))
+    conn.execute(f"CREATE INDEX docs_fp ON docs USING {MIH.format(options='')}")
+    return conn
+
+
 def test_an_index_built_before_the_write_path_fields_flushes_and_merges(tmp_path_factory) -> None:
     """An index an older version built has a metapage whose pd_lower ends at
     the scope column count (the fields added since read 0); generic WAL zeroes
@@ -533,11 +544,7 @@ def test_an_index_built_before_the_write_path_fields_flushes_and_merges(tmp_path
     with own_server(tmp_path_factory.mktemp("old_meta")) as server:
         rng = random.Random(12)
         fps = [rng.getrandbits(64) for _ in range(3000)]
-        with connect(server) as conn:
-            conn.execute("CREATE EXTENSION simhash")
-            conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp simhash64)")
-            copy_rows(conn, "COPY docs FROM STDIN", enumerate(fps))
-            conn.execute(f"CREATE INDEX docs_fp ON docs USING {MIH.format(options='')}")
+        indexed_table(server, fps).close()
 
         def as_built_before(file) -> None:
             old_end = CONTENTS + META_NSCOPE + 8  # MAXALIGN of the fields up to nscope
@@ -556,3 +563,120 @@ def test_an_index_built_before_the_write_path_fields_flushes_and_merges(tmp_path
             conn.execute("SELECT simhash_mih_check('docs_fp', true)")
             for centre in [flip_random(rng.choice(fps), 2, rng) for _ in range(5)] + [fps[0]]:
                 assert ids_of_plan(conn, centre, 8, index=True) == ids_of_plan(conn, centre, 8, index=False)
+
+
+INVALID_BLOCK = 0xFFFFFFFF
+INSERT_RANGE = "INSERT INTO docs SELECT g, hashint8extended(g, 29)::simhash64 FROM generate_series(%s::bigint, %s) g"
+
+
+def backends_of_other_lanes(conninfo: str, count: int) -> list[psycopg.Connection]:
+    """`count` connections whose backends have different home lanes (pid % LANES)."""
+    conns: list[psycopg.Connection] = []
+    for _ in range(100):
+        conn = psycopg.connect(conninfo, autocommit=True)
+        if conn.info.backend_pid % LANES in {c.info.backend_pid % LANES for c in conns}:
+            conn.close()
+            continue
+        conns.append(conn)
+        if len(conns) == count:
+            return conns
+    raise AssertionError(f"no {count} backends of different lanes in 100 connections")
+
+
+def assert_exact(conn: psycopg.Connection, centres: list[int]) -> None:
+    for centre in centres:
+        assert ids_of_plan(conn, centre, 6, index=True) == ids_of_plan(conn, centre, 6, index=False), centre
+
+
+def test_writers_append_to_their_own_lanes_and_a_seal_joins_the_lanes(db: psycopg.Connection) -> None:
+    """Writers of different lanes append to different tails; a lane's count
+    leaves its tail's rows out (a page's rows join it when the next page is
+    linked), stats and the checker count them all, queries read every lane;
+    the seal joins the lanes into one sealed chain of exactly their rows,
+    and its flush sorts them all into one set."""
+    rng = random.Random(31)
+    fps = [rng.getrandbits(64) for _ in range(500)]
+    load(db, fps)
+    info = db.info
+    conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    writers = backends_of_other_lanes(conninfo, 3)
+    counts = [PENDING_CAP + 117, 300, 40]
+    try:
+        for n, (writer, count) in enumerate(zip(writers, counts)):
+            writer.execute(INSERT_RANGE, (10_000 * (n + 1), 10_000 * (n + 1) + count - 1))
+        lanes = lanes_of(db)
+        assert len(lanes) == LANES
+        used = {writer.info.backend_pid % LANES: count for writer, count in zip(writers, counts)}
+        assert {i for i, (head, _, _) in enumerate(lanes) if head != INVALID_BLOCK} == set(used)
+        for i, count in used.items():
+            head, tail, rows = lanes[i]
+            # two pages in the first writer's lane, the first one's rows in the count
+            assert (rows, head != tail) == ((PENDING_CAP, True) if count > PENDING_CAP else (0, False))
+    finally:
+        for writer in writers:
+            writer.close()
+    total = sum(counts)
+    assert (stats(db)["pending_rows"], stats(db)["sealed_rows"]) == (total, 0)
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    new = [int(r[0]) for r in db.execute("SELECT fp::text FROM docs WHERE id IN (10005, 10600, 20001, 30039)")]
+    centres = new + [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(4)]
+    assert_exact(db, centres)
+    with db.transaction():
+        # the worker cannot lock the table: the sealed chain stays for the checker to walk
+        db.execute("LOCK TABLE docs IN SHARE ROW EXCLUSIVE MODE")
+        db.execute(f"SET LOCAL simhash.mih_pending_limit = {total + 1}")
+        db.execute(INSERT_RANGE, (40_000, 40_000))
+        assert (stats(db)["sealed_rows"], stats(db)["pending_rows"], stats(db)["flushes"]) == (total + 1, 0, 0)
+        assert all(head == INVALID_BLOCK for head, _, _ in lanes_of(db))
+        db.execute("SELECT simhash_mih_check('docs_fp', true)")
+        assert_exact(db, centres)
+        # the insert that brings the pending list to its bound flushes the sealed chain itself
+        db.execute(INSERT_RANGE, (50_000, 50_000 + PENDING_BOUND * (total + 1) - 1))
+        now = stats(db)
+        assert (now["sealed_rows"], now["pending_rows"], now["set_rows"], now["lost_pages"]) == \
+            (0, PENDING_BOUND * (total + 1), [500, total + 1], False)
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    assert_exact(db, centres)
+
+
+def test_an_index_built_before_lanes_keeps_its_pending_list_and_starts_lanes(tmp_path_factory) -> None:
+    """An index an older version wrote has one pending list, in lane 0's
+    place, whose count includes its tail's rows, and no lanes after it (the
+    metapage reads 0 there): scans, stats and the checker read it so, and the
+    first insert that links a page starts the lanes, lane 0's count leaving
+    its tail out from then on."""
+    with own_server(tmp_path_factory.mktemp("before_lanes")) as server:
+        rng = random.Random(41)
+        fps = [rng.getrandbits(64) for _ in range(2000)]
+        with indexed_table(server, fps) as conn:
+            conn.execute(INSERT_RANGE, (10_000, 10_000 + PENDING_CAP + 99))
+
+        def as_written_before_lanes(f) -> None:
+            head, tail, rows = f.lanes()[f.pending_lane()]
+            before = rows + f.get(tail, 2, "<H")
+            f.data[CONTENTS + META_NLANES:CONTENTS + META_MORE_LANES + 16 * (LANES - 1)] = \
+                bytes(META_MORE_LANES + 16 * (LANES - 1) - META_NLANES)
+            struct.pack_into("<IIq", f.data, CONTENTS + lane_offset(0), head, tail, before)
+        edit_index(server, as_written_before_lanes)
+        with connect(server) as conn:
+            assert conn.execute("SELECT pending_rows FROM simhash_mih_stats('docs_fp')").fetchone()[0] == \
+                PENDING_CAP + 100
+            conn.execute("SELECT simhash_mih_check('docs_fp', true)")
+            new = [int(r[0]) for r in conn.execute("SELECT fp::text FROM docs WHERE id IN (10000, 10650)")]
+            centres = new + [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(4)]
+            assert_exact(conn, centres)
+            # the tail has room: an append under the exclusive lock, which starts the lanes
+            conn.execute(INSERT_RANGE, (20_000, 20_000 + PENDING_CAP))
+            lanes = lanes_of(conn)
+            assert len(lanes) == LANES
+            assert conn.execute("SELECT pending_rows FROM simhash_mih_stats('docs_fp')").fetchone()[0] == \
+                2 * PENDING_CAP + 101
+            conn.execute("SELECT simhash_mih_check('docs_fp', true)")
+            assert_exact(conn, centres)
+            conn.execute("SET simhash.mih_pending_limit = 64")
+            conn.execute(INSERT_RANGE, (30_000, 30_000))
+            now = wait_for_flush(conn, "docs_fp")
+            assert (now["pending_rows"], now["sealed_rows"], sum(now["set_rows"]), now["lost_pages"]) == \
+                (0, 0, 2000 + 2 * PENDING_CAP + 102, False)
+            conn.execute("SELECT simhash_mih_check('docs_fp', true)")
+            assert_exact(conn, centres)

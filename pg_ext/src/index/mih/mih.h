@@ -13,10 +13,12 @@
  * - the heap TIDs are stored once, in the first run: a later run holds keys
  *   only, and a match found there takes the TIDs of its fingerprint from the
  *   first run of its set (one more page read per match);
- * - the pending list: new rows, unsorted (fingerprint, TID), in a chain of
- *   pages that every scan reads whole.  When it reaches
+ * - the pending list: new rows, unsorted (fingerprint, TID), in MIH_LANES
+ *   chains of pages (lanes: writers append to different tails at once)
+ *   that every scan reads whole.  When it reaches
  *   simhash.mih_pending_limit rows, the insert that fills it seals it (the
- *   metapage names it as the sealed chain, a new pending list starts) and
+ *   lanes are joined into one chain, which the metapage names as the sealed
+ *   chain, and the lanes start empty) and
  *   hands it to a flush worker (mih_merge.c), which sorts it into a new run
  *   set with the metapage unlocked (where no worker can start, the insert
  *   flushes itself); scans read the sealed chain meanwhile, and the new set
@@ -102,6 +104,13 @@
  */
 #define MIH_PENDING_BOUND 2
 /*
+ * Pending lanes (mih_insert.c): the pending list is this many chains, each
+ * with its own tail, so that writers append side by side (each locks the
+ * metapage shared and its lane's tail page alone); sealing joins them into
+ * one chain.
+ */
+#define MIH_LANES 8
+/*
  * Heavyweight page locks (LockPage) on the index, on block numbers used for
  * nothing else there: one flush at a time; VACUUM's bulk delete against
  * recycling by inserts.
@@ -124,6 +133,21 @@ typedef enum MihPageKind
 	MIH_PAGE_PENDING = 0x5203,
 	MIH_PAGE_DELETED = 0x52FF	/* recycled: free for reuse */
 } MihPageKind;
+
+/*
+ * A pending lane: a chain of pending pages, appended to at its tail.  `rows`
+ * counts the rows appended to its pages before the tail (a page's rows join
+ * it when the next page is linked), so an append to the tail changes the
+ * tail page alone; it is at least the chain's pages but one.  In an index
+ * written before lanes (the metapage's nlanes 0) lane 0 is the whole pending
+ * list and `rows` counts its tail's rows too.
+ */
+typedef struct MihLane
+{
+	BlockNumber head;			/* first page, or InvalidBlockNumber */
+	BlockNumber tail;
+	int64		rows;
+} MihLane;
 
 /* One run set: for each run, its directory chain and page count. */
 typedef struct MihRunSet
@@ -149,9 +173,7 @@ typedef struct MihMeta
 	uint32		generation;		/* changes whenever the run sets change */
 	int32		nsets;
 	MihRunSet	sets[MIH_MAX_SETS];
-	BlockNumber pending_head;	/* first pending page, or InvalidBlockNumber */
-	BlockNumber pending_tail;
-	int64		pending_count;	/* rows added since the last flush (>= pending pages) */
+	MihLane		lane0;			/* the pending list's first lane (where it was before lanes) */
 	int32		nretired;
 	MihRetired	retired[MIH_MAX_RETIRED];
 	/*
@@ -201,7 +223,32 @@ typedef struct MihMeta
 	 * leaves no lost pages.
 	 */
 	int32		sealed_waits;
+	/*
+	 * Added with lanes (zero in an older index: the pending list is lane 0
+	 * alone, its count with the tail's rows, until an insert under the
+	 * metapage's exclusive lock starts the lanes): MIH_LANES or 0; the lanes
+	 * after the first.
+	 */
+	int32		nlanes;
+	MihLane		more_lanes[MIH_LANES - 1];
 } MihMeta;
+
+/* Lane i of the metapage `meta` (const or not). */
+#define MIH_LANE(meta, i) ((i) == 0 ? &(meta)->lane0 : &(meta)->more_lanes[(i) - 1])
+
+/* The lanes the metapage uses: one in an index written before lanes. */
+static inline int
+mih_nlanes(const MihMeta *meta)
+{
+	return meta->nlanes > 0 ? meta->nlanes : 1;
+}
+
+/* Whether a lane's `rows` counts its tail page's rows (an index written before lanes). */
+static inline bool
+mih_tail_counted(const MihMeta *meta)
+{
+	return meta->nlanes == 0;
+}
 
 StaticAssertDecl(sizeof(MihMeta) <= MIH_PAGE_DATA, "metapage fits");
 
@@ -376,8 +423,13 @@ extern void mih_read_directory(Relation index, const MihRunSet *set, int t, Memo
 extern void mih_free_directory(MihRunDir *dir);
 extern void mih_visit_run(Relation index, const MihRunSet *set, int t, bool directory_too,
 						  MihPageVisitor visit, void *arg);
+extern void mih_check_locked_page(Relation index, Buffer buffer, MihPageKind kind);
 extern Buffer mih_read_pending(Relation index, BlockNumber blkno, int64 pages, int64 rows);
-extern void mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPageVisitor visit, void *arg);
+extern void mih_visit_chain(Relation index, BlockNumber blkno, BlockNumber last, int64 rows,
+							MihPageVisitor visit, void *arg);
+extern void mih_visit_lanes(Relation index, const MihMeta *meta, int64 rows, MihPageVisitor visit, void *arg);
+extern int64 mih_lane_pages_most(const MihMeta *meta, int lane);
+extern int64 mih_pending_rows(Relation index, const MihMeta *meta);
 extern void mih_collect_pending(Relation index, BlockNumber blkno, void *arg);
 extern void mih_collect_run(Relation index, BlockNumber blkno, void *arg);
 extern void mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope);

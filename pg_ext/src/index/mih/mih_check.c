@@ -214,17 +214,23 @@ check_set(MihChecker *c, const MihRunSet *set, int s)
 }
 
 /*
- * A pending chain: the pending list, ending at the metapage's tail, or the
- * sealed chain a flush is sorting (`tail` NULL: no tail to compare),
- * within its count.
+ * A pending chain within its count: a lane, from `head` to its `tail` (its
+ * count leaves the tail's rows out unless `tail_counted`, an index written
+ * before lanes), or the sealed chain a flush is sorting (`tail`
+ * InvalidBlockNumber: to the chain's end, every row counted).
  */
 static void
-check_pending(MihChecker *c, BlockNumber head, const BlockNumber *tail, int64 count, const char *what)
+check_pending(MihChecker *c, BlockNumber head, BlockNumber tail, int64 count, bool tail_counted, const char *what)
 {
 	BlockNumber blkno = head;
-	BlockNumber last = InvalidBlockNumber;
 	int64		entries = 0;
+	bool		ended = tail == InvalidBlockNumber;
 
+	if (head == InvalidBlockNumber && count > 0 && ended)
+		ereport(ERROR,
+				errcode(ERRCODE_INDEX_CORRUPTED),
+				errmsg("simhash_mih index \"%s\" is corrupted: %s has no pages, the metapage says " INT64_FORMAT " entries",
+					   RelationGetRelationName(c->index), what, count));
 	while (blkno != InvalidBlockNumber)
 	{
 		MihPendingPage *page = mih_pending_of(read_page(c, blkno, what));
@@ -241,15 +247,21 @@ check_pending(MihChecker *c, BlockNumber head, const BlockNumber *tail, int64 co
 			for (int t = 0; t < c->ntables; t++)
 				add_entry(c, t, page->fps[j], &page->tids[j]);
 		}
+		if (blkno == tail)
+		{
+			if (tail_counted)
+				entries += page->n;
+			ended = true;
+			break;
+		}
 		entries += page->n;
-		last = blkno;
 		blkno = next;
 	}
-	if (tail ? last != *tail : head == InvalidBlockNumber)
+	if (!ended)
 		ereport(ERROR,
 				errcode(ERRCODE_INDEX_CORRUPTED),
-				errmsg("simhash_mih index \"%s\" is corrupted: %s ends at block %u, the metapage says block %u",
-					   RelationGetRelationName(c->index), what, last, tail ? *tail : InvalidBlockNumber));
+				errmsg("simhash_mih index \"%s\" is corrupted: %s ends before block %u, its tail in the metapage",
+					   RelationGetRelationName(c->index), what, tail));
 	if (entries > count)
 		ereport(ERROR,
 				errcode(ERRCODE_INDEX_CORRUPTED),
@@ -314,7 +326,10 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 
 	if (heapallindexed)
 	{
-		int64		total = meta.pending_count + meta.sealed_count;
+		int64		total = meta.sealed_count;
+
+		for (int i = 0; i < mih_nlanes(&meta); i++)
+			total += MIH_LANE(&meta, i)->rows + MIH_PENDING_CAP;
 
 		for (int s = 0; s < meta.nsets; s++)
 			total += meta.sets[s].nentries;
@@ -322,9 +337,11 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 			c->runs[t] = bloom_create(Max(total, 1), Max(maintenance_work_mem / c->ntables, 1024),
 									  RelationGetRelid(c->index));
 	}
-	check_pending(c, meta.pending_head, &meta.pending_tail, meta.pending_count, "the pending list");
+	for (int i = 0; i < mih_nlanes(&meta); i++)
+		check_pending(c, MIH_LANE(&meta, i)->head, MIH_LANE(&meta, i)->tail, MIH_LANE(&meta, i)->rows,
+					  mih_tail_counted(&meta), psprintf("pending lane %d", i));
 	if (meta.sealed_count > 0)
-		check_pending(c, meta.sealed_head, NULL, meta.sealed_count, "the sealed pending list");
+		check_pending(c, meta.sealed_head, InvalidBlockNumber, meta.sealed_count, true, "the sealed pending list");
 	for (int s = 0; s < meta.nsets; s++)
 		check_set(c, &meta.sets[s], s);
 	if (heapallindexed)

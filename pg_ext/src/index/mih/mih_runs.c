@@ -326,12 +326,18 @@ mih_run_copy_images(Relation index, BufFile *images, BlockNumber *npages)
 void
 mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode)
 {
-	Page		page;
+	LockBuffer(buffer, mode);
+	mih_check_locked_page(index, buffer, kind);
+}
+
+/* mih_lock_page's checks, of a page the caller has locked (released on an ERROR). */
+void
+mih_check_locked_page(Relation index, Buffer buffer, MihPageKind kind)
+{
+	Page		page = BufferGetPage(buffer);
 	const char *problem = NULL;
 	uint16		found;
 
-	LockBuffer(buffer, mode);
-	page = BufferGetPage(buffer);
 	found = PageIsNew(page) ? 0 : mih_head_of(page)->kind;
 	if (found != kind)
 		problem = psprintf("expected a page of kind 0x%04x, found 0x%04x", kind, found);
@@ -462,9 +468,13 @@ mih_read_pending(Relation index, BlockNumber blkno, int64 pages, int64 rows)
 	return mih_read_page(index, blkno, MIH_PAGE_PENDING, BUFFER_LOCK_SHARE);
 }
 
-/* Every page of the pending list. */
+/*
+ * Every page of a pending chain from blkno: up to `last` (a lane's tail:
+ * its `next` may name another lane's head, linked by a seal a crash cut
+ * short) or the chain's end; at most `rows` pages.
+ */
 void
-mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPageVisitor visit, void *arg)
+mih_visit_chain(Relation index, BlockNumber blkno, BlockNumber last, int64 rows, MihPageVisitor visit, void *arg)
 {
 	for (int64 pages = 0; blkno != InvalidBlockNumber; pages++)
 	{
@@ -473,9 +483,57 @@ mih_visit_chain(Relation index, BlockNumber blkno, int64 rows, MihPageVisitor vi
 
 		UnlockReleaseBuffer(buffer);
 		visit(index, blkno, arg);
+		if (blkno == last)
+			break;
 		blkno = next;
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+/*
+ * The most pages lane i's chain can have: its rows before the tail (each
+ * page but the tail was full when the next was linked), and the tail.
+ */
+int64
+mih_lane_pages_most(const MihMeta *meta, int lane)
+{
+	return MIH_LANE(meta, lane)->rows + 1;
+}
+
+/* Every page of every lane of the metapage `meta`; `rows` > 0: at most that many pages a lane. */
+void
+mih_visit_lanes(Relation index, const MihMeta *meta, int64 rows, MihPageVisitor visit, void *arg)
+{
+	for (int i = 0; i < mih_nlanes(meta); i++)
+		mih_visit_chain(index, MIH_LANE(meta, i)->head, MIH_LANE(meta, i)->tail,
+						rows > 0 ? rows : mih_lane_pages_most(meta, i), visit, arg);
+}
+
+/*
+ * The pending list's rows: each lane's count and its tail's rows (locked
+ * shared).  The caller pins the metapage `meta` was read from and locks no
+ * pending page; read with the metapage share-locked, exact (only a seal,
+ * under its exclusive lock, changes the lanes; VACUUM only takes rows out).
+ */
+int64
+mih_pending_rows(Relation index, const MihMeta *meta)
+{
+	int64		rows = 0;
+
+	for (int i = 0; i < mih_nlanes(meta); i++)
+	{
+		const MihLane *lane = MIH_LANE(meta, i);
+
+		rows += lane->rows;
+		if (!mih_tail_counted(meta) && lane->tail != InvalidBlockNumber)
+		{
+			Buffer		buffer = mih_read_page(index, lane->tail, MIH_PAGE_PENDING, BUFFER_LOCK_SHARE);
+
+			rows += mih_pending_of(BufferGetPage(buffer))->n;
+			UnlockReleaseBuffer(buffer);
+		}
+	}
+	return rows;
 }
 
 /* Adds the rows of a pending page to c->sorter. */
@@ -534,7 +592,10 @@ mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope)
 	meta->version = MIH_VERSION;
 	meta->ntables = ntables;
 	meta->nscope = nscope;
-	meta->pending_head = meta->pending_tail = meta->sealed_head = InvalidBlockNumber;
+	meta->sealed_head = InvalidBlockNumber;
+	meta->nlanes = MIH_LANES;
+	for (int i = 0; i < MIH_LANES; i++)
+		MIH_LANE(meta, i)->head = MIH_LANE(meta, i)->tail = InvalidBlockNumber;
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof(MihMeta);
 	MarkBufferDirty(buffer);
 	if (fork == INIT_FORKNUM || RelationNeedsWAL(index))
@@ -656,7 +717,8 @@ mih_free_retired(Relation index, const MihRetired *retired, int nretired, int nt
 			for (int t = 0; t < ntables; t++)
 				mih_visit_run(index, &retired[i].set, t, true, mih_free_page, NULL);
 		else
-			mih_visit_chain(index, retired[i].chain_head, RelationGetNumberOfBlocks(index), mih_free_page, NULL);
+			mih_visit_chain(index, retired[i].chain_head, InvalidBlockNumber, RelationGetNumberOfBlocks(index),
+							mih_free_page, NULL);
 	}
 	if (nretired > 0)
 		IndexFreeSpaceMapVacuum(index);
@@ -683,10 +745,15 @@ mih_check_meta(Relation index, const MihMeta *meta)
 												   RelationGetRelationName(index))));
 	if (meta->ntables < 1 || meta->ntables > MIH_MAX_TABLES || meta->nsets < 0 ||
 		meta->nsets > MIH_MAX_SETS || meta->nretired < 0 || meta->nretired > MIH_MAX_RETIRED ||
-		meta->pending_count < 0 || meta->sealed_count < 0 || meta->nclaimed < 0 ||
-		meta->nclaimed > MIH_MAX_SETS)
-		mih_corrupt(index, 0, "the metapage's counts are out of range (%d runs, %d run sets, %d retired, " INT64_FORMAT " pending)",
-					meta->ntables, meta->nsets, meta->nretired, meta->pending_count);
+		meta->sealed_count < 0 || meta->nclaimed < 0 || meta->nclaimed > MIH_MAX_SETS ||
+		(meta->nlanes != 0 && meta->nlanes != MIH_LANES))
+		mih_corrupt(index, 0, "the metapage's counts are out of range (%d runs, %d run sets, %d retired, %d lanes)",
+					meta->ntables, meta->nsets, meta->nretired, meta->nlanes);
+	/* the metapage as a tail would have an insert wait for its own lock */
+	for (int i = 0; i < mih_nlanes(meta); i++)
+		if (MIH_LANE(meta, i)->rows < 0 || MIH_LANE(meta, i)->head == 0 || MIH_LANE(meta, i)->tail == 0 ||
+			(MIH_LANE(meta, i)->head == InvalidBlockNumber) != (MIH_LANE(meta, i)->tail == InvalidBlockNumber))
+			mih_corrupt(index, 0, "pending lane %d names the metapage, a head without a tail, or a negative count", i);
 	for (int c = 0; c < meta->nclaimed; c++)
 		if (meta->claimed_slot[c] < 0 || meta->claimed_slot[c] >= MIH_MERGE_SLOTS)
 			mih_corrupt(index, 0, "claim %d names merge slot %d", c, meta->claimed_slot[c]);

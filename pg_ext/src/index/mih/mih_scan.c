@@ -539,12 +539,14 @@ mih_probe_set(MihProbe *s)
 	s->nlookups = 0;
 }
 
-/* Every pending entry, compared. */
+/* Every entry of a pending chain, up to `last` (a lane's tail) or its end, compared. */
 static void
-mih_scan_pending(MihProbe *s, BlockNumber blkno, int64 rows)
+mih_scan_pending(MihProbe *s, BlockNumber blkno, BlockNumber last, int64 rows)
 {
 	for (int64 pages = 0; blkno != InvalidBlockNumber; pages++)
 	{
+		BlockNumber here = blkno;
+
 		Buffer		buffer = mih_read_pending(s->index, blkno, pages, rows);
 		MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
 
@@ -559,7 +561,7 @@ mih_scan_pending(MihProbe *s, BlockNumber blkno, int64 rows)
 				tbm_add_tuples(s->tbm, &page->tids[j], 1, true);
 				s->found++;
 			}
-		blkno = page->next;
+		blkno = here == last ? InvalidBlockNumber : page->next;
 		UnlockReleaseBuffer(buffer);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -658,8 +660,13 @@ mih_scan_layout(MihProbe *s, const MihMeta *meta)
 		}
 	}
 	if (meta->sealed_count > 0)	/* an older index has 0, not InvalidBlockNumber, as its head */
-		mih_scan_pending(s, meta->sealed_head, meta->sealed_count);
-	mih_scan_pending(s, meta->pending_head, meta->pending_count);
+		mih_scan_pending(s, meta->sealed_head, InvalidBlockNumber, meta->sealed_count);
+	/*
+	 * Each lane up to its tail in this copy of the metapage: a row a later
+	 * page holds was inserted after this scan's snapshot.
+	 */
+	for (int i = 0; i < mih_nlanes(meta); i++)
+		mih_scan_pending(s, MIH_LANE(meta, i)->head, MIH_LANE(meta, i)->tail, mih_lane_pages_most(meta, i));
 }
 
 /*

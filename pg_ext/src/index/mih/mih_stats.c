@@ -39,6 +39,8 @@ simhash_mih_stats(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	Relation	index;
 	MihMeta		meta;
+	Buffer		meta_buffer;
+	int64		pending;
 	Datum		values[STATS_COLUMNS];
 	bool		nulls[STATS_COLUMNS] = {false};
 	Datum		rows[MIH_MAX_SETS];
@@ -48,12 +50,14 @@ simhash_mih_stats(PG_FUNCTION_ARGS)
 	/* index_open: an ERROR naming the relation if it is not an index */
 	index = index_open(index_oid, AccessShareLock);
 	mih_require_index(index, "simhash_mih_stats");
-	meta = mih_read_meta(index);
+	meta_buffer = mih_pin_meta(index, &meta);
+	pending = mih_pending_rows(index, &meta);	/* the pin keeps the lanes' pages from reuse */
+	ReleaseBuffer(meta_buffer);
 	index_close(index, AccessShareLock);
 
 	for (int s = 0; s < meta.nsets; s++)
 		rows[s] = Int64GetDatum(meta.sets[s].nentries);
-	values[STATS_PENDING_ROWS] = Int64GetDatum(meta.pending_count);
+	values[STATS_PENDING_ROWS] = Int64GetDatum(pending);
 	values[STATS_SEALED_ROWS] = Int64GetDatum(meta.sealed_count);
 	values[STATS_RUN_SETS] = Int32GetDatum(meta.nsets);
 	values[STATS_SET_ROWS] = PointerGetDatum(construct_array(rows, meta.nsets, INT8OID, sizeof(int64),

@@ -226,8 +226,9 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		mih_remove_from_later_runs(info->index, &v);
 	}
 	if (meta.sealed_count > 0)
-		mih_visit_chain(info->index, meta.sealed_head, meta.sealed_count, mih_vacuum_pending_page, &v);
-	mih_visit_chain(info->index, meta.pending_head, meta.pending_count, mih_vacuum_pending_page, &v);
+		mih_visit_chain(info->index, meta.sealed_head, InvalidBlockNumber, meta.sealed_count,
+						mih_vacuum_pending_page, &v);
+	mih_visit_lanes(info->index, &meta, 0, mih_vacuum_pending_page, &v);
 	pfree(v.removed);
 	ReleaseBuffer(meta_buffer);
 	UnlockPage(info->index, MIH_VACUUM_LOCK, ShareLock);
@@ -293,11 +294,11 @@ mih_mark_layout(Relation index, const MihMeta *meta, MihReached *reached)
 			for (int t = 0; t < meta->ntables; t++)
 				mih_visit_run(index, &meta->retired[r].set, t, true, mih_mark_reached, reached);
 		else
-			mih_visit_chain(index, meta->retired[r].chain_head, nblocks, mih_mark_reached, reached);
+			mih_visit_chain(index, meta->retired[r].chain_head, InvalidBlockNumber, nblocks, mih_mark_reached, reached);
 	}
-	mih_visit_chain(index, meta->pending_head, nblocks, mih_mark_reached, reached);
+	mih_visit_lanes(index, meta, nblocks, mih_mark_reached, reached);
 	if (meta->sealed_count > 0)
-		mih_visit_chain(index, meta->sealed_head, nblocks, mih_mark_reached, reached);
+		mih_visit_chain(index, meta->sealed_head, InvalidBlockNumber, nblocks, mih_mark_reached, reached);
 }
 
 /*
@@ -306,9 +307,11 @@ mih_mark_layout(Relation index, const MihMeta *meta, MihReached *reached)
  * (their locks taken, without waiting: else the next VACUUM does it), every
  * page the metapage reaches is marked under its exclusive lock (inserts wait
  * for that walk: directories and lists, not run pages), then every other
- * page not free already is freed.  An insert takes new pages only from the
- * free space map (pages marked deleted) or past the end, so none of those
- * is in use meanwhile.  Returns the pages freed, or -1 when it did not look.
+ * run or directory page is freed: what a failed flush or merge wrote.  An
+ * insert may meanwhile take a free page (from the free space map, or past
+ * the end) for a pending lane, which it links under the metapage's lock
+ * after the walk: pending pages are never lost, so those are left alone.
+ * Returns the pages freed, or -1 when it did not look.
  */
 static int64
 mih_reclaim_lost(Relation index)
@@ -349,22 +352,27 @@ mih_reclaim_lost(Relation index)
 		{
 			Buffer		buffer;
 			Page		page;
+			uint16		kind;
 
 			if (reached[blkno])
 				continue;
 			buffer = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
 			LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
 			page = BufferGetPage(buffer);
-			if (!PageIsNew(page) && mih_head_of(page)->kind != MIH_PAGE_DELETED)
+			kind = PageIsNew(page) ? MIH_PAGE_DELETED : mih_head_of(page)->kind;
+			if (kind == MIH_PAGE_RUN || kind == MIH_PAGE_DIRECTORY)
 			{
 				GenericXLogState *state = GenericXLogStart(index);
 
 				mih_head_of(GenericXLogRegisterBuffer(state, buffer, 0))->kind = MIH_PAGE_DELETED;
 				GenericXLogFinish(state);
 				freed++;
+				kind = MIH_PAGE_DELETED;
 			}
 			UnlockReleaseBuffer(buffer);
-			RecordFreeIndexPage(index, blkno);
+			/* a pending page: a free page an insert has taken since the walk */
+			if (kind == MIH_PAGE_DELETED)
+				RecordFreeIndexPage(index, blkno);
 			simhash_vacuum_delay_point();
 		}
 		FreeAccessStrategy(strategy);
@@ -383,6 +391,7 @@ IndexBulkDeleteResult *
 mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	MihMeta		meta;
+	Buffer		meta_buffer;
 	int64		lost;
 
 	if (info->analyze_only)
@@ -395,8 +404,9 @@ mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		ereport(LOG,
 				errmsg("simhash_mih index \"%s\": freed " INT64_FORMAT " pages a failed flush or merge had written",
 					   RelationGetRelationName(info->index), lost));
-	meta = mih_read_meta(info->index);
-	stats->num_index_tuples = meta.pending_count + meta.sealed_count;
+	meta_buffer = mih_pin_meta(info->index, &meta);
+	stats->num_index_tuples = mih_pending_rows(info->index, &meta) + meta.sealed_count;
+	ReleaseBuffer(meta_buffer);
 	for (int s = 0; s < meta.nsets; s++)
 		stats->num_index_tuples += meta.sets[s].nentries;
 	stats->num_pages = RelationGetNumberOfBlocks(info->index);
