@@ -9,14 +9,17 @@ that ``pg_config --bindir`` names (after ``make install``) as ``nobody``.
 
 from __future__ import annotations
 
-import hashlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
 from toolbox import ROOT
+
+# The temporary root pytest_configure made for this session (to remove at its end).
+OWN_BASETEMP = pytest.StashKey[Path]()
 
 # What these tests do not depend on the PostgreSQL major: Python-only code
 # (the package's hashing, text spec 2, HTML text, simhash-py's API, the
@@ -47,13 +50,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Give each user and checkout its own temporary root: sessions running at
-    once in several checkouts would otherwise share pytest-of-USER in the
-    temporary directory, and each prunes the others' directories (servers
-    then die mid-test); the uid keeps two users' runs of one checkout apart."""
+    """Give each session its own temporary root: sessions running at once
+    (in several checkouts, or two in one checkout) would otherwise share
+    pytest-of-USER, or one fixed directory, and each prunes the others'
+    directories at its start (servers then die mid-test).  Removed when the
+    session ends, unless SIMHASH_KEEP_TEST_TMP is set (to look at a failed
+    test's servers and files)."""
     if config.option.basetemp is None:
-        checkout = hashlib.md5(str(ROOT).encode()).hexdigest()[:12]
-        config.option.basetemp = Path(tempfile.gettempdir()) / f"pysimhash-sql-pytest-{os.getuid()}-{checkout}"
+        config.option.basetemp = Path(tempfile.mkdtemp(prefix=f"pysimhash-sql-pytest-{os.getuid()}-"))
+        config.stash[OWN_BASETEMP] = config.option.basetemp
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    basetemp = config.stash.get(OWN_BASETEMP, None)
+    if basetemp is not None and not os.environ.get("SIMHASH_KEEP_TEST_TMP"):
+        shutil.rmtree(basetemp, ignore_errors=True)
 
 
 # One server for the whole suite: the one pysimhash_sql.pytest_plugin starts
