@@ -31,7 +31,11 @@ second server of the same PostgreSQL):
    bench_index.py), CREATE INDEX ... USING simhash_mih, autovacuum off for the
    table (--autovacuum on: left on), prewarms table and index (pg_prewarm), and
    measures the fresh index: p50/p99 at k = 3, 5, 8 of --queries queries
-   (1,000) drawn from stored rows 0 to 4 bits away;
+   (1,000) drawn from stored rows 0 to 4 bits away; then the same queries
+   again for --loaded-seconds (30) while the W writers of step 2 fill a
+   table of docs' shape without the index (docs_load, dropped after): on a
+   machine with fewer cores than writers and queries, what waiting for a
+   core alone costs a query, for the windows to be read against;
 2. W writer processes, each with its own connection, insert --inserts rows
    between them: transactions of 100 single-row INSERTs or, for --copy-share
    of the transactions, a COPY of --copy-rows rows (a tenth of the rows are
@@ -106,7 +110,8 @@ SIZES = {"default": (1_000_000, 2_400_000), "quick": (100_000, 200_000), "large"
 INSERTS_PER_TRANSACTION = 100
 NEAR_SHARE = 0.1               # inserted rows that are near copies (1 to 3 bits) of stored rows
 SEED = 20261126
-INSERT = "INSERT INTO docs (fp) VALUES (%s::bigint::simhash64)"
+INSERT = "INSERT INTO {table} (fp) VALUES (%s::bigint::simhash64)"
+LOAD_TABLE = "docs_load"       # what the writers fill while the fresh index is queried under their load
 BRUTE_FORCE = """SELECT q.n, d.id, hamming_distance(d.fp, q.c::simhash64)
     FROM docs d CROSS JOIN LATERAL unnest(%s::bigint[]) WITH ORDINALITY AS q(c, n)
     WHERE hamming_distance(d.fp, q.c::simhash64) <= %s"""
@@ -205,6 +210,7 @@ def timed(run) -> tuple[float, float]:
 def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out, starting: Start) -> None:
     """Inserts rows until plan['inserts'] rows are claimed by all writers together."""
     rng = np.random.default_rng([SEED, worker])
+    insert = INSERT.format(table=plan["table"])
     with psycopg.connect(dsn) as conn:
         if plan["pending_limit"]:
             conn.execute(f"SET simhash.mih_pending_limit = {int(plan['pending_limit'])}")
@@ -221,7 +227,7 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
             rows = new_rows(rng, take, sources)
             if copy:
                 def batch() -> None:
-                    with conn.cursor().copy("COPY docs (fp) FROM STDIN") as stream:
+                    with conn.cursor().copy(f"COPY {plan['table']} (fp) FROM STDIN") as stream:
                         stream.write("".join(f"{fp}\n" for fp in rows.tolist()))  # unsigned, as simhash64's text
                     conn.commit()
                 end, ms = timed(batch)
@@ -229,7 +235,7 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
                 window.copies.append(ms)
             else:
                 for fp in signed(rows):
-                    end, ms = timed(lambda fp=fp: conn.execute(INSERT, (fp,), prepare=True))
+                    end, ms = timed(lambda fp=fp: conn.execute(insert, (fp,), prepare=True))
                     report.at(end).waits.append(ms)
                 end, ms = timed(conn.commit)
                 window = report.at(end)
@@ -301,6 +307,8 @@ class Run:
     writers: int
     fresh: dict[int, tuple[float, float]]
     after: dict[int, tuple[float, float]] = field(default_factory=dict)  # the same queries once the writers are done
+    # the fresh index's queries while the writers fill another table: what their load alone costs a query here
+    loaded: dict[int, tuple[float, float]] = field(default_factory=dict)
     # per window: what the workers did, the sample at its end, WAL (all, index), seconds, end (s from the start)
     windows: list[tuple[Window, dict, tuple[int, int | None], float, float]] = field(default_factory=list)
     inserted: int = 0
@@ -392,6 +400,42 @@ def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.nda
     run.final = samples[-1]
 
 
+def loaded_latencies(conn: psycopg.Connection, dsn: str, writers: int, plan: dict, centres: list[int],
+                     sources: np.ndarray, seconds: float) -> dict[int, tuple[float, float]]:
+    """p50 and p99 of the fresh index's queries at each k while `writers`
+    writers insert as the run's will, for `seconds`, into LOAD_TABLE (docs'
+    shape, no index on fp): on a machine with fewer cores than writers and
+    queries, a query waits for a core; this is that wait without the index's
+    own work, for the windows to be read against."""
+    conn.execute(f"CREATE TABLE {LOAD_TABLE} (LIKE docs INCLUDING DEFAULTS)")
+    conn.execute(f"ALTER TABLE {LOAD_TABLE} ADD PRIMARY KEY (id)")
+    loading = dict(plan, table=LOAD_TABLE, seconds=seconds, inserts=2**62)
+    spawn = multiprocessing.get_context("spawn")
+    out, stop, claimed = spawn.Queue(), spawn.Event(), spawn.Value("q", 0)
+    starting = Start(spawn.Barrier(writers + 2), spawn.Event(), spawn.Value("d", 0.0))
+    processes = [spawn.Process(target=writer, args=(dsn, w, loading, claimed, sources, out, starting))
+                 for w in range(writers)]
+    processes.append(spawn.Process(target=querier, args=(dsn, writers, loading, centres, stop, out, starting)))
+    for process in processes:
+        process.start()
+    starting.release()
+    total, done = Window(), set()
+    while len(done) < len(processes):
+        worker, index, part = out.get(timeout=seconds + 120)
+        if index is None:
+            done.add(worker)
+            if len(done & set(range(writers))) == writers:
+                stop.set()
+        else:
+            total.add(part)
+    for process in processes:
+        process.join()
+        if process.exitcode:
+            raise SystemExit(f"a worker process failed (exit code {process.exitcode})")
+    conn.execute(f"DROP TABLE {LOAD_TABLE}")
+    return {k: (p(total.queries[k], 50), p(total.queries[k], 99)) for k in RADII}
+
+
 def exactness(conn: psycopg.Connection, run: Run, centres: list[int], built: int, rng: np.random.Generator,
               count: int) -> None:
     """count queries at k = 0..8, the index's answers against a sequential scan's."""
@@ -446,6 +490,10 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
               f" {built}; {options.inserts:,} to insert ({mix}), autovacuum {options.autovacuum}"
               + (f", simhash.mih_pending_limit {options.pending_limit}" if options.pending_limit else ""))
         print_latencies("fresh", run.fresh)
+        if options.loaded_seconds > 0:
+            run.loaded = loaded_latencies(conn, dsn, writers, plan, centres, sources, options.loaded_seconds)
+            print_latencies(f"fresh, while {writers} writers fill a table without the index ({LOAD_TABLE})"
+                            f" for {options.loaded_seconds:.0f} s", run.loaded)
         workload(dsn, run, plan, centres, sources, Sampler(conn))
         run.after = fresh_latencies(conn, centres, "after")
         print_latencies("after the writes, nothing else running", run.after)
@@ -694,7 +742,7 @@ def row(window: Window, sample: dict, wal: tuple[int, int | None], seconds: floa
 def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, str]]:
     """The run's figures: (name, value for ratios or None, text)."""
     def figure(name: str, value: float | None, form: str = ".3f") -> tuple[str, float | None, str]:
-        return name, value, DASH if value is None else format(value, form) + ("x" if name.endswith(" / fresh") else "")
+        return name, value, DASH if value is None else format(value, form) + ("x" if name.endswith("fresh") else "")
     whole = [w for w, _, _, seconds, _ in run.windows if seconds >= 0.99 * window_seconds]
     waits = [t for w, *_ in run.windows for t in w.waits]
     copies = [t for w, *_ in run.windows for t in w.copies]
@@ -707,6 +755,9 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
             figures.append(figure(f"k = {k} p{q} fresh (ms)", run.fresh[k][column]))
             figures.append(figure(f"k = {k} p{q} worst window (ms)", worst))
             figures.append(figure(f"k = {k} p{q} worst window / fresh", worst and worst / run.fresh[k][column], ".1f"))
+            if run.loaded:
+                figures.append(figure(f"k = {k} p{q} worst window / loaded fresh",
+                                      worst and worst / run.loaded[k][column], ".1f"))
         figures.append(figure(f"k = {k} p50 after the writes / fresh", run.after[k][0] / run.fresh[k][0], ".1f"))
     figures += [figure("INSERT/COMMIT p99 (ms)", p(waits, 99) if waits else None),
                 figure("INSERT/COMMIT max (ms)", max(waits, default=None), ".1f"),
@@ -809,6 +860,8 @@ def parse_options(argv: list[str] | None = None):
     parser.add_argument("--queries", type=int, default=1000, help="query centres (fresh: each once a radius; default 1000)")
     parser.add_argument("--exact-queries", type=int, default=200, help="queries checked at k = 0..8 (default 200)")
     parser.add_argument("--pending-limit", type=int, help="simhash.mih_pending_limit for the writers")
+    parser.add_argument("--loaded-seconds", type=float, default=30.0,
+                        help=f"query the fresh index this long while the writers fill {LOAD_TABLE} (0: not)")
     parser.add_argument("--baseline-ref", help="git commit whose extension runs the same workload beside this one")
     parser.add_argument("--only", choices=["scaling", "workload"], help="the pgbench writer scaling table alone, or the"
                         " continuous writes alone (default: both)")
@@ -833,7 +886,8 @@ def parse_options(argv: list[str] | None = None):
 def plan_of(options) -> dict:
     """What the worker processes need of the options (plain values: they are spawned)."""
     return {"inserts": options.inserts, "copy_share": options.copy_share, "copy_rows": options.copy_rows,
-            "window": options.window, "seconds": options.seconds, "pending_limit": options.pending_limit}
+            "window": options.window, "seconds": options.seconds, "pending_limit": options.pending_limit,
+            "table": "docs"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,10 +18,12 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     options = bench.parse_options([
         "--rows", str(ROWS), "--inserts", str(INSERTS), "--writers", "2", "--window", "1",
         "--copy-share", "0.3", "--copy-rows", "200", "--queries", "30", "--exact-queries", str(EXACT_QUERIES),
-        "--pending-limit", str(PENDING_LIMIT)])
+        "--pending-limit", str(PENDING_LIMIT), "--loaded-seconds", "1.5"])
     run = bench.one_run(db.info.dsn, "tiny", 2, options, bench.plan_of(options))
 
     assert run.inserted == INSERTS == sum(window.rows for window, *_ in run.windows)
+    # the fresh index queried while the writers filled a table without it, which the run then dropped
+    assert set(run.loaded) == set(bench.RADII) and all(p50 > 0 for p50, _ in run.loaded.values())
     assert {k for window, *_ in run.windows for k in bench.RADII if window.queries[k]} == set(bench.RADII)
     assert sum(len(window.waits) for window, *_ in run.windows) > 0          # INSERT transactions ran
     assert sum(len(window.copies) for window, *_ in run.windows) > 0         # and COPY batches
@@ -37,7 +39,8 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     printed = capsys.readouterr().out
     assert printed.count("\n" + bench.header() + "\n") == 1
     assert "exactness mismatches" in printed and f"0 of {run.checked:,}" in printed
-    assert db.execute("SELECT to_regclass('docs')").fetchone() == (None,)  # the run drops its table
+    assert db.execute("SELECT to_regclass('docs'), to_regclass('docs_load')").fetchone() == (None, None)
+    assert "worst window / loaded fresh" in printed
 
 
 def test_mismatch_is_any_difference_from_brute_force() -> None:
