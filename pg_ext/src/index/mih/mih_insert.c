@@ -122,10 +122,8 @@ mih_seal(Relation index, Buffer meta_buffer)
 		if (lane->head == InvalidBlockNumber)
 			continue;
 		rows += lane->rows;
-		if (!mih_tail_counted(meta))
+		if (!mih_tail_counted(meta))	/* else lane 0 is the only lane, its count whole */
 			rows += mih_link_tail(index, lane->tail, head);
-		else if (head != InvalidBlockNumber)
-			mih_link_tail(index, lane->tail, head);
 		head = lane->head;
 	}
 	state = GenericXLogStart(index);
@@ -457,7 +455,8 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		mih_check_meta(index, meta);
 		mih_append_locked(index, meta_buffer, fp, ht_ctid);
 	}
-	if (mih_seal_due(index, meta))
+	/* mih_seal sees whether a seal is due; under the shared lock, only then is the exclusive one taken */
+	if (exclusive || mih_seal_due(index, meta))
 	{
 		if (!exclusive)
 		{
