@@ -338,17 +338,31 @@ def fresh_latencies(conn: psycopg.Connection, centres: list[int], tag: str = "fr
     return fresh
 
 
-def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.ndarray, sampler: Sampler) -> None:
-    """The writers and the query process, the windows printed as they complete."""
+def start_workers(dsn: str, writers: int, plan: dict, centres: list[int], sources: np.ndarray):
+    """`writers` writer processes (workers 0..writers-1) and the query process
+    (worker `writers`), started together: (their reports' queue, the event
+    that stops the queries, the processes, the moment they started)."""
     spawn = multiprocessing.get_context("spawn")
     out, stop, claimed = spawn.Queue(), spawn.Event(), spawn.Value("q", 0)
-    starting = Start(spawn.Barrier(run.writers + 2), spawn.Event(), spawn.Value("d", 0.0))
-    writers = [spawn.Process(target=writer, args=(dsn, w, plan, claimed, sources, out, starting))
-               for w in range(run.writers)]
-    query = spawn.Process(target=querier, args=(dsn, run.writers, plan, centres, stop, out, starting))
-    for process in [*writers, query]:
+    starting = Start(spawn.Barrier(writers + 2), spawn.Event(), spawn.Value("d", 0.0))
+    processes = [spawn.Process(target=writer, args=(dsn, w, plan, claimed, sources, out, starting))
+                 for w in range(writers)]
+    processes.append(spawn.Process(target=querier, args=(dsn, writers, plan, centres, stop, out, starting)))
+    for process in processes:
         process.start()
-    start = starting.release()
+    return out, stop, processes, starting.release()
+
+
+def join_workers(processes: list) -> None:
+    for process in processes:
+        process.join()
+        if process.exitcode:
+            raise SystemExit(f"a worker process failed (exit code {process.exitcode})")
+
+
+def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.ndarray, sampler: Sampler) -> None:
+    """The writers and the query process, the windows printed as they complete."""
+    out, stop, processes, start = start_workers(dsn, run.writers, plan, centres, sources)
     samples = [sampler.sample()]
     windows: dict[int, Window] = {}
     reached = dict.fromkeys(range(run.writers + 1), -1)   # each worker's latest window reported
@@ -361,9 +375,9 @@ def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.nda
             worker, index, part = out.get(timeout=min(1.0, max(0.0, boundary - time.perf_counter())))
         except queue.Empty:
             worker = None
-            failed = [process.exitcode for process in [*writers, query] if process.exitcode]
+            failed = [process.exitcode for process in processes if process.exitcode]
             if failed:
-                for process in [*writers, query]:
+                for process in processes:
                     process.terminate()
                 raise SystemExit(f"a worker process failed (exit codes {failed})")
         if ended is None and time.perf_counter() >= boundary:
@@ -387,10 +401,7 @@ def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.nda
             wal = sampler.wal_bytes(samples[index], samples[index + 1])
             run.windows.append((windows.pop(index, Window()), samples[index + 1], wal, seconds, end - start))
             print(row(*run.windows[-1]), flush=True)
-    for process in [*writers, query]:
-        process.join()
-        if process.exitcode:
-            raise SystemExit(f"a worker process failed (exit code {process.exitcode})")
+    join_workers(processes)
     # Records after the last sample (queries finishing as the run stops) fall in a window never printed.
     run.seconds = ended - start
     run.inserted = sum(w.rows for w, *_ in run.windows)
@@ -410,15 +421,7 @@ def loaded_latencies(conn: psycopg.Connection, dsn: str, writers: int, plan: dic
     conn.execute(f"CREATE TABLE {LOAD_TABLE} (LIKE docs INCLUDING DEFAULTS)")
     conn.execute(f"ALTER TABLE {LOAD_TABLE} ADD PRIMARY KEY (id)")
     loading = dict(plan, table=LOAD_TABLE, seconds=seconds, inserts=2**62)
-    spawn = multiprocessing.get_context("spawn")
-    out, stop, claimed = spawn.Queue(), spawn.Event(), spawn.Value("q", 0)
-    starting = Start(spawn.Barrier(writers + 2), spawn.Event(), spawn.Value("d", 0.0))
-    processes = [spawn.Process(target=writer, args=(dsn, w, loading, claimed, sources, out, starting))
-                 for w in range(writers)]
-    processes.append(spawn.Process(target=querier, args=(dsn, writers, loading, centres, stop, out, starting)))
-    for process in processes:
-        process.start()
-    starting.release()
+    out, stop, processes, _ = start_workers(dsn, writers, loading, centres, sources)
     total, done = Window(), set()
     while len(done) < len(processes):
         worker, index, part = out.get(timeout=seconds + 120)
@@ -428,10 +431,7 @@ def loaded_latencies(conn: psycopg.Connection, dsn: str, writers: int, plan: dic
                 stop.set()
         else:
             total.add(part)
-    for process in processes:
-        process.join()
-        if process.exitcode:
-            raise SystemExit(f"a worker process failed (exit code {process.exitcode})")
+    join_workers(processes)
     conn.execute(f"DROP TABLE {LOAD_TABLE}")
     return {k: (p(total.queries[k], 50), p(total.queries[k], 99)) for k in RADII}
 
