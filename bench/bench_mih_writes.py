@@ -51,7 +51,10 @@ second server of the same PostgreSQL):
    index's own (the Generic WAL records simhash_mih writes, through
    pg_walinspect, PostgreSQL 15 on);
 4. the same queries once the writers are done, nothing else running;
-5. a summary (per k the worst window's p50 and p99 over the fresh ones, rows/s
+5. a summary (per k the worst window's p50 and p99 over the fresh ones, the
+   p50 of the query backend's CPU time a query (/proc/<pid>/schedstat: the
+   index's own cost, without the wait for a core) in the median and the worst
+   window over the fresh one's, rows/s
    in the last whole window over the first, the longest wait, WAL per row)
    and exactness: for --exact-queries queries (half the query set, half
    stored rows that were inserted, 0 to 2 bits away) at k = 0..8 the index's
@@ -99,7 +102,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from bench_index import INDEXED, build_index, fingerprints, flips, latencies_ms, load, p, prewarm, signed
+from bench_index import INDEXED, build_index, fingerprints, flips, load, p, prewarm, signed
 
 from pysimhash_sql.throwaway import ThrowawayServer
 
@@ -149,6 +152,7 @@ class Window:
     waits: list[float] = field(default_factory=list)   # INSERT and COMMIT statements, ms
     copies: list[float] = field(default_factory=list)  # COPY batches (with their COMMIT), ms
     queries: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in RADII})
+    query_cpu: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in RADII})  # the backend's, ms
 
     def add(self, other: Window) -> None:
         self.rows += other.rows
@@ -156,6 +160,7 @@ class Window:
         self.copies += other.copies
         for k in RADII:
             self.queries[k] += other.queries[k]
+            self.query_cpu[k] += other.query_cpu[k]
 
 
 class Reporter:
@@ -207,6 +212,26 @@ def timed(run) -> tuple[float, float]:
     return end, (end - begin) * 1000
 
 
+def backend_cpu_ms(pid: int) -> float | None:
+    """The CPU time a process has run, ms (/proc/<pid>/schedstat: the scheduler's
+    count, not ticks), or None (not Linux, or the server on another machine)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def timed_query(conn: psycopg.Connection, sql: str, centre: int) -> tuple[float, float, float | None]:
+    """(end time, milliseconds at the client, milliseconds of the backend's CPU)
+    of one query: with fewer cores than busy processes a query's latency is
+    mostly its wait for a core, and its CPU time is what the index costs."""
+    pid = conn.info.backend_pid
+    before = backend_cpu_ms(pid)
+    end, ms = timed(lambda: conn.execute(sql, (centre,), prepare=True).fetchall())
+    after = backend_cpu_ms(pid)
+    return end, ms, None if before is None or after is None else after - before
+
+
 def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out, starting: Start) -> None:
     """Inserts rows until plan['inserts'] rows are claimed by all writers together."""
     rng = np.random.default_rng([SEED, worker])
@@ -255,9 +280,11 @@ def querier(dsn: str, worker: int, plan: dict, centres: list[int], stop, out, st
         i = 0
         while not stop.is_set():
             k = RADII[i % len(RADII)]
-            end, ms = timed(lambda: conn.execute(statements[k], (centres[i // len(RADII) % len(centres)],),
-                                                 prepare=True).fetchall())
-            report.at(end).queries[k].append(ms)
+            end, ms, cpu = timed_query(conn, statements[k], centres[i // len(RADII) % len(centres)])
+            window = report.at(end)
+            window.queries[k].append(ms)
+            if cpu is not None:
+                window.query_cpu[k].append(cpu)
             i += 1
     report.close()
 
@@ -306,6 +333,7 @@ class Run:
     design: str
     writers: int
     fresh: dict[int, tuple[float, float]]
+    fresh_cpu: dict[int, float]  # p50 of the backend's CPU time a query, ms (empty where unknown)
     after: dict[int, tuple[float, float]] = field(default_factory=dict)  # the same queries once the writers are done
     # the fresh index's queries while the writers fill another table: what their load alone costs a query here
     loaded: dict[int, tuple[float, float]] = field(default_factory=dict)
@@ -329,13 +357,20 @@ def build(conn: psycopg.Connection, fps: np.ndarray, options) -> str:
     return f"built in {seconds:.1f} s, {per_row:.1f} bytes/row"
 
 
-def fresh_latencies(conn: psycopg.Connection, centres: list[int], tag: str = "fresh") -> dict[int, tuple[float, float]]:
-    """p50 and p99 of the queries at each k, with nothing else running."""
-    fresh = {}
+def fresh_latencies(conn: psycopg.Connection, centres: list[int],
+                    tag: str = "fresh") -> tuple[dict[int, tuple[float, float]], dict[int, float]]:
+    """p50 and p99 of the queries at each k, with nothing else running; and
+    the p50 of their backend's CPU time (empty where it cannot be read)."""
+    fresh, cpu = {}, {}
     for k in RADII:
-        times = latencies_ms(conn, f"/* {tag} k = {k} */ " + INDEXED.format(k=k), centres)
-        fresh[k] = (p(times, 50), p(times, 99))
-    return fresh
+        sql = f"/* {tag} k = {k} */ " + INDEXED.format(k=k)
+        for centre in centres[:5]:  # the cache and the plan
+            conn.execute(sql, (centre,), prepare=True).fetchall()
+        timings = [timed_query(conn, sql, centre)[1:] for centre in centres]
+        fresh[k] = (p([ms for ms, _ in timings], 50), p([ms for ms, _ in timings], 99))
+        if all(c is not None for _, c in timings):
+            cpu[k] = p([c for _, c in timings], 50)
+    return fresh, cpu
 
 
 def start_workers(dsn: str, writers: int, plan: dict, centres: list[int], sources: np.ndarray):
@@ -497,7 +532,7 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
         conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
         built = build(conn, fps, options)
         del fps
-        run = Run(design, writers, fresh_latencies(conn, centres))
+        run = Run(design, writers, *fresh_latencies(conn, centres))
         version = conn.execute("SHOW server_version").fetchone()[0]
         mix = (f"{INSERTS_PER_TRANSACTION} INSERTs a transaction" + (
             f", {options.copy_share:.0%} of transactions a COPY of {options.copy_rows:,} rows" if options.copy_share else ""))
@@ -510,7 +545,7 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
             print_latencies(f"fresh, while {writers} writers fill a table without the index ({LOAD_TABLE})"
                             f" for {options.loaded_seconds:.0f} s", run.loaded)
         workload(dsn, run, plan, centres, sources, Sampler(conn))
-        run.after = fresh_latencies(conn, centres, "after")
+        run.after = fresh_latencies(conn, centres, "after")[0]
         print_latencies("after the writes, nothing else running", run.after)
         exactness(conn, run, centres, options.rows, rng, options.exact_queries)
         conn.execute("DROP TABLE docs")
@@ -774,6 +809,13 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
                 figures.append(figure(f"k = {k} p{q} worst window / loaded fresh",
                                       worst and worst / run.loaded[k][column], ".1f"))
         figures.append(figure(f"k = {k} p50 after the writes / fresh", run.after[k][0] / run.fresh[k][0], ".1f"))
+        # the index's own cost apart from waiting for a core: the backend's CPU time a query
+        cpu = [p(w.query_cpu[k], 50) for w, *_ in run.windows if w.query_cpu[k]]
+        fresh_cpu = run.fresh_cpu.get(k)
+        figures.append(figure(f"k = {k} CPU p50 fresh (ms)", fresh_cpu))
+        for name, value in (("median", p(cpu, 50) if cpu else None), ("worst", max(cpu, default=None))):
+            figures.append(figure(f"k = {k} CPU p50 {name} window / fresh",
+                                  value / fresh_cpu if value is not None and fresh_cpu else None, ".1f"))
     figures += [figure("INSERT/COMMIT p99 (ms)", p(waits, 99) if waits else None),
                 figure("INSERT/COMMIT max (ms)", max(waits, default=None), ".1f"),
                 figure("COPY batch max (ms)", max(copies, default=None), ".1f"),

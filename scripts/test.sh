@@ -16,11 +16,18 @@ status=0
 # newest): the tests marked major_independent ran, or will run, on the newest.
 markers="not cross_version"
 [ -n "${SIMHASH_SKIP_MAJOR_INDEPENDENT:-}" ] && markers="$markers and not major_independent"
-"$ROOT/scripts/pytest.sh" -m "$markers" "$@" || status=$?
+# The suite in one process a core, up to 4 (pytest-xdist; most tests wait on their
+# servers, so one process leaves a core idle), a test file a process at a time so that
+# a file's servers start once.  SIMHASH_TEST_WORKERS=0: in this process (for --pdb).
+workers=${SIMHASH_TEST_WORKERS:-$(cores=$(nproc) && echo $((cores < 4 ? cores : 4)))}
+parallel=()
+[ "$workers" -gt 0 ] && parallel=(-n "$workers" --dist loadfile)
+"$ROOT/scripts/pytest.sh" -m "$markers" "${parallel[@]}" "$@" || status=$?
 # The Django tests on the other Django LTS and driver combinations (the suite ran
 # them on Django 5.2 with psycopg 3): one Django per environment, one driver per
 # process.  With the whole suite only: PYTEST_ARGS narrows a run to what it names.
-if [ $# -eq 0 ]; then
+# What they add does not depend on the major: `make test-all` runs them on the newest.
+if [ $# -eq 0 ] && [ -z "${SIMHASH_SKIP_MAJOR_INDEPENDENT:-}" ]; then
     for combination in "5.2 psycopg2" "4.2 psycopg" "4.2 psycopg2"; do
         read -r django driver <<<"$combination"
         echo "== the Django tests on Django $django, $driver"

@@ -25,6 +25,10 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     # the fresh index queried while the writers filled a table without it, which the run then dropped
     assert set(run.loaded) == set(bench.RADII) and all(p50 > 0 for p50, _ in run.loaded.values())
     assert {k for window, *_ in run.windows for k in bench.RADII if window.queries[k]} == set(bench.RADII)
+    # the query backend's CPU time a query, read from /proc beside each query's latency: on this
+    # Linux machine (the server is local) for every query
+    assert set(run.fresh_cpu) == set(bench.RADII) and all(cpu > 0 for cpu in run.fresh_cpu.values())
+    assert all(len(window.query_cpu[k]) == len(window.queries[k]) for window, *_ in run.windows for k in bench.RADII)
     assert sum(len(window.waits) for window, *_ in run.windows) > 0          # INSERT transactions ran
     assert sum(len(window.copies) for window, *_ in run.windows) > 0         # and COPY batches
     stats = run.final["stats"]
@@ -40,7 +44,7 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     assert printed.count("\n" + bench.header() + "\n") == 1
     assert "exactness mismatches" in printed and f"0 of {run.checked:,}" in printed
     assert db.execute("SELECT to_regclass('docs'), to_regclass('docs_load')").fetchone() == (None, None)
-    assert "worst window / loaded fresh" in printed
+    assert "worst window / loaded fresh" in printed and "CPU p50 worst window / fresh" in printed
 
 
 def test_mismatch_is_any_difference_from_brute_force() -> None:

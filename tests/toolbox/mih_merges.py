@@ -38,6 +38,17 @@ def wait_for_workers(conn: psycopg.Connection, index: str, done, timeout: float 
         time.sleep(0.05)
 
 
+def wait_for_no_autovacuum(conn: psycopg.Connection, timeout: float = 60) -> None:
+    """Returns once no autovacuum worker runs in conn's database: an ANALYZE
+    there (of the catalogs a fresh database's CREATE EXTENSION filled) holds
+    a snapshot, and with it the horizon recycling waits for."""
+    deadline = time.monotonic() + timeout
+    while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'"
+                       " AND datname = current_database()").fetchone()[0]:
+        assert time.monotonic() < deadline, f"autovacuum still running after {timeout} s"
+        time.sleep(0.05)
+
+
 def wait_for_merges(conn: psycopg.Connection, index: str, timeout: float = 60) -> dict:
     """The stats once no worker runs and the index holds no more run sets
     than the cap."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import struct
 import threading
+import uuid
 
 import numpy as np
 import psycopg
@@ -18,7 +19,7 @@ import pytest
 
 from toolbox import MIH, brute_force_within, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
-from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_for_workers
+from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_for_no_autovacuum, wait_for_workers
 from toolbox.mih_pages import (BLCKSZ, CONTENTS, LANES, MAX_SETS, META_MORE_LANES, META_NLANES, META_NSCOPE,
                                PD_LOWER, PENDING_BOUND, PENDING_CAP, SET_CAP, connect, edit_index, lane_offset, lanes_of,
                                own_server)
@@ -159,6 +160,8 @@ def test_with_workers_on_the_workers_recycle_and_inserts_leave_it_to_them(db: ps
     now = stats(db)
     assert (now["pending_rows"], now["retired"], now["recycled"]) == (63, held["retired"], 0)
     # the 64th row seals the list: its flush worker recycles them after the flush, no insert running
+    # (nor an autovacuum ANALYZE of this new database's catalogs, whose snapshot would hold them)
+    wait_for_no_autovacuum(db)
     db.execute("INSERT INTO docs VALUES (60064, '5'::simhash64)")
     now = flushed_and_merged(db)
     assert now["flushes"] == 6 and now["recycled"] > 0 and now["retired"] < held["retired"], now
@@ -292,10 +295,13 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
     # recycled by the workers, not left for a VACUUM: without reuse the index would hold every set
     # page ever written (the flushed rows, then each merge's rows again); with it, at most half
     # of those. How much, depends on how long the readers' snapshots kept pages retired, and so
-    # on the machine's speed (2.1-2.8x a rebuilt index here, idle to loaded; 3.0x seen in CI)
+    # on the machine's speed (2.1-2.8x a rebuilt index here, idle to loaded; 3.0x seen in CI).
+    # Pending pages come on top: each lane's pages and a sealed chain of as many, live at once
+    # (with a limit of 128 rows most of a lane's pages are partly filled tails)
     indexed = len(stored) + inserted
     never_reused = rebuilt * (indexed + final["merged_rows"]) / indexed
-    assert final["recycled"] > 0 and size <= never_reused / 2, (size, rebuilt, final)
+    pending_pages = 2 * LANES * 2 * BLCKSZ
+    assert final["recycled"] > 0 and size <= never_reused / 2 + pending_pages, (size, rebuilt, final)
 
 
 def fail_for_temp_file_limit(db: psycopg.Connection, sql: str) -> None:
@@ -372,6 +378,33 @@ def test_the_insert_that_fills_the_list_leaves_its_flush_to_a_worker(db: psycopg
         (0, 0, 1, [1000, 20000], False)
     db.execute("SELECT simhash_mih_check('docs_fp', true)")
     for centre in [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(5)] + [5]:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
+
+
+def test_a_role_that_may_not_log_in_still_hands_its_flush_to_a_worker(db: psycopg.Connection) -> None:
+    """Rows inserted under a role without LOGIN (SET ROLE, as a SECURITY
+    DEFINER function's owner would be): the worker that flushes them must not
+    connect as that role, which PostgreSQL would refuse (the sealed list
+    would then wait for its bound)."""
+    rng = random.Random(8)
+    fps = [rng.getrandbits(64) for _ in range(1000)]
+    load(db, fps)
+    name = f"writer_{uuid.uuid4().hex[:10]}"
+    db.execute(f"CREATE ROLE {name} NOLOGIN")
+    try:
+        db.execute(f"GRANT SELECT, INSERT ON docs TO {name}")
+        db.execute(f"SET ROLE {name}")
+        db.execute("SET simhash.mih_pending_limit = 200")
+        db.execute("INSERT INTO docs SELECT 1000 + g, hashint8extended(g, 17)::simhash64 FROM generate_series(1, 200) g")
+        db.execute("RESET ROLE")
+        now = wait_for_flush(db, "docs_fp", timeout=30)
+    finally:
+        db.execute("RESET ROLE")
+        db.execute(f"DROP OWNED BY {name}")
+        db.execute(f"DROP ROLE {name}")
+    assert (now["pending_rows"], now["sealed_rows"], now["flushes"], now["set_rows"]) == (0, 0, 1, [1000, 200])
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(5)]:
         assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
 
 

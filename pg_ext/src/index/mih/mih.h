@@ -89,8 +89,13 @@
  * The merge policy (mih_merge.c).  About MIH_SET_CAP run sets once merges
  * catch up (more while a merge runs, up to MIH_MAX_SETS): a query probes
  * each set with the whole plan, so its probes are about MIH_SET_CAP times
- * one set's.  The largest set (the base) is folded once the others hold
- * 1 / MIH_FOLD_SHARE of its rows.
+ * one set's (a small set's cost less: fewer candidates, fewer pages).  The
+ * cap trades those probes against merges' rewrites: a cap of 6 rewrote 2.6
+ * times fewer rows than 4 (10M rows, 2.4M inserted in 293 flushes; half the
+ * index's WAL a row), but its 6 sets left queries at k = 8 twice as slow
+ * once the writes ended (bench/bench_mih_writes.py; docs/index.md).  The
+ * largest set (the base) is folded once the others hold 1 / MIH_FOLD_SHARE
+ * of its rows.
  */
 #define MIH_SET_CAP 4
 #define MIH_FOLD_SHARE 2

@@ -41,7 +41,13 @@ static const char *const mih_job_type[] = {"simhash_mih merge", "simhash_mih flu
 typedef struct MihWorkerTarget
 {
 	Oid			database;
-	Oid			user;
+	/*
+	 * Unused (the role of the insert that started the worker, before 1.3):
+	 * kept in its place because the layout is shared across library versions
+	 * — after the library is replaced, backends started before still
+	 * register workers, and each worker loads the new library.
+	 */
+	Oid			unused;
 	Oid			index;
 	int32		job;			/* MihJob */
 } MihWorkerTarget;
@@ -374,7 +380,7 @@ static bool
 mih_start_worker(Relation index, MihJob job)
 {
 	BackgroundWorker worker;
-	MihWorkerTarget target = {MyDatabaseId, GetUserId(), RelationGetRelid(index), job};
+	MihWorkerTarget target = {MyDatabaseId, InvalidOid, RelationGetRelid(index), job};
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -452,15 +458,18 @@ mih_flush_in_background(Relation index)
 }
 
 /*
- * A worker: connects to the index's database as the user whose insert
- * started it, locks the table as an insert does (a DROP or REINDEX waits for
- * the worker), and does its job: merges until none is due, or flushes the
- * sealed chain (waiting for a flusher that holds the flush lock, which
- * leaves nothing or a chain it failed on) in maintenance_work_mem, as
- * merges sort, then sees to merges as after any flush; then recycles what
- * it can (mih_try_recycle: inserts leave that to workers).  No snapshot is
- * held while it flushes or merges: they read no table, and a long one must
- * not hold back the recycling horizon.
+ * A worker: connects to the index's database as the bootstrap superuser
+ * (as pg_prewarm's autoprewarm worker does: not as the inserting role, which
+ * may be one that cannot log in — SET ROLE, a SECURITY DEFINER function's
+ * owner — and it runs no user code: no expression, no operator of the
+ * table's, only the index's pages), locks the table as an insert does (a
+ * DROP or REINDEX waits for the worker), and does its job: merges until
+ * none is due, or flushes the sealed chain (waiting for a flusher that holds
+ * the flush lock, which leaves nothing or a chain it failed on) in
+ * maintenance_work_mem, as merges sort, then sees to merges as after any
+ * flush; then recycles what it can (mih_try_recycle: inserts leave that to
+ * workers).  No snapshot is held while it flushes or merges: they read no
+ * table, and a long one must not hold back the recycling horizon.
  */
 void
 simhash_mih_worker_main(Datum arg)
@@ -472,7 +481,7 @@ simhash_mih_worker_main(Datum arg)
 	memcpy(&target, MyBgworkerEntry->bgw_extra, sizeof(target));
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(target.database, target.user, 0);
+	BackgroundWorkerInitializeConnectionByOid(target.database, InvalidOid, 0);
 	StartTransactionCommand();
 	pgstat_report_activity(STATE_RUNNING, target.job == MIH_JOB_FLUSH ? "simhash_mih: flushing" : "simhash_mih: merging");
 	heap = IndexGetRelation(target.index, true);
