@@ -442,6 +442,37 @@ def test_a_sealed_list_no_worker_flushes_waits_until_the_pending_list_reaches_it
         assert ids_of_plan(db, centre, 5, index=True) == ids_of_plan(db, centre, 5, index=False)
 
 
+def test_while_no_worker_can_work_inserts_keep_flushing_merging_and_recycling(db: psycopg.Connection) -> None:
+    """Workers start but cannot do their jobs (here: the inserting transaction
+    holds a lock their table lock conflicts with; a worker that fails at
+    connecting is the same): the inserts themselves flush at the pending
+    list's bound, merge, and recycle, so the list stays bounded through a
+    hundred limits of rows, however many sets and retired entries the
+    flushes leave on the way."""
+    rng = random.Random(9)
+    fps = [rng.getrandbits(64) for _ in range(1000)]
+    load(db, fps)
+    limit, batch = 64, 32
+    db.execute(f"SET simhash.mih_pending_limit = {limit}")
+    listed = []
+    with db.transaction():
+        db.execute("LOCK TABLE docs IN SHARE ROW EXCLUSIVE MODE")  # every worker started leaves at once
+        for start in range(10_000, 10_000 + 100 * limit, batch):
+            db.execute("INSERT INTO docs SELECT g, hashint8extended(g, 15)::simhash64"
+                       " FROM generate_series(%s::bigint, %s) g", (start, start + batch - 1))
+            now = stats(db)
+            listed.append(now["pending_rows"] + now["sealed_rows"])
+            assert now["run_sets"] <= MAX_SETS
+    # the bound and a statement's rows (its inserts flush only at the bound)
+    # a sealed list up to the bound (and a statement's rows: its inserts check the bound as they go)
+    # beside a pending list up to the bound, whatever the rows inserted: the list does not grow
+    assert max(listed) <= 2 * PENDING_BOUND * limit + batch, listed
+    assert now["flushes"] >= 100 // (PENDING_BOUND + 1) and now["merges"] > 0 and now["recycled"] > 0, now
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(5)]:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
+
+
 def test_a_failed_merge_leaves_claims_the_next_merge_drops(db: psycopg.Connection) -> None:
     """A merge that fails midway (its sort's spill exceeds temp_file_limit)
     leaves its claims in the metapage and its sets in place: answers stay
