@@ -269,7 +269,7 @@ mih_insert_recycles(Relation index, const MihMeta *meta)
 	if (mih_background(index))
 		return mih_retired_full(meta);
 	return meta->nretired >= MIH_MAX_RETIRED / 2 ||
-		GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid[0]));
+		GlobalVisCheckRemovableFullXid(index, FullTransactionIdFromU64(meta->retired_xid[0]));
 }
 
 /*

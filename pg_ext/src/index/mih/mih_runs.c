@@ -664,10 +664,16 @@ mih_take_retired(Relation index, Buffer meta_buffer, bool by_horizon, MihRetired
 	int			kept = 0;
 	GenericXLogState *state;
 
+	/*
+	 * The horizon of the index's own database (GlobalVisTestFor(index)): only
+	 * its backends scan it, and replication slots' horizons count there too;
+	 * NULL would be the shared catalogs', which every database's snapshots
+	 * (an ANALYZE anywhere on the server) hold back.
+	 */
 	for (int i = 0; i < meta->nretired; i++)
 	{
 		take[i] = !by_horizon ||
-			GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid[i]));
+			GlobalVisCheckRemovableFullXid(index, FullTransactionIdFromU64(meta->retired_xid[i]));
 		if (take[i])
 			retired[ntaken++] = meta->retired[i];
 	}
