@@ -424,7 +424,8 @@ mih_append_locked(Relation index, Buffer meta_buffer, uint64 fp, ItemPointer tid
  * still waits (its worker is behind, or failed), that chain flushed here,
  * after waiting for the flusher at it if there is one (writers wait rather
  * than grow the list; not while merges lag and no room lets the list be
- * sealed at all).
+ * sealed at all).  An insert that flushed where workers take the index's
+ * work recycles after, as the worker would have after its job.
  */
 bool
 mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
@@ -476,5 +477,10 @@ mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		mih_flush(index, work_mem, false);
 	else if (behind)
 		mih_flush(index, work_mem, true);	/* waits for a flusher that is at it */
+	else
+		return false;
+	/* a worker's job done here (none could start, or it lags): its recycling after the job too */
+	if (mih_background(index))
+		mih_try_recycle(index);
 	return false;
 }
