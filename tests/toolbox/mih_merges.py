@@ -24,29 +24,38 @@ def mih_stats(conn: psycopg.Connection, index: str) -> dict:
 WORKER_TYPES = ("simhash_mih merge", "simhash_mih flush")
 
 
+def running_in_database(conn: psycopg.Connection, backend_types: tuple[str, ...]) -> int:
+    """How many backends of these types run in conn's database."""
+    return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = ANY(%s)"
+                        " AND datname = current_database()", (list(backend_types),)).fetchone()[0]
+
+
+def poll(check, timeout: float, what: str):
+    """check() -> (done, value) every 50 ms until done: the value; fails after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, value = check()
+        if done:
+            return value
+        assert time.monotonic() < deadline, f"{what} after {timeout} s: {value}"
+        time.sleep(0.05)
+
+
 def wait_for_workers(conn: psycopg.Connection, index: str, done, timeout: float = 60) -> dict:
     """The stats once no simhash_mih worker of the database runs (a flush
     worker's flush may start a merge worker) and done(stats) holds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        running = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = ANY(%s)"
-                               " AND datname = current_database()", (list(WORKER_TYPES),)).fetchone()[0]
+    def check() -> tuple[bool, dict]:
+        running = running_in_database(conn, WORKER_TYPES)
         now = mih_stats(conn, index)
-        if not running and done(now):
-            return now
-        assert time.monotonic() < deadline, f"workers still running or work due after {timeout} s: {now}"
-        time.sleep(0.05)
+        return not running and done(now), now
+    return poll(check, timeout, "workers still running or work due")
 
 
 def wait_for_no_autovacuum(conn: psycopg.Connection, timeout: float = 60) -> None:
     """Returns once no autovacuum worker runs in conn's database: an ANALYZE
     there (of the catalogs a fresh database's CREATE EXTENSION filled) holds
     a snapshot, and with it the horizon recycling waits for."""
-    deadline = time.monotonic() + timeout
-    while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'"
-                       " AND datname = current_database()").fetchone()[0]:
-        assert time.monotonic() < deadline, f"autovacuum still running after {timeout} s"
-        time.sleep(0.05)
+    poll(lambda: (running_in_database(conn, ("autovacuum worker",)) == 0, None), timeout, "autovacuum still running")
 
 
 def wait_for_merges(conn: psycopg.Connection, index: str, timeout: float = 60) -> dict:
