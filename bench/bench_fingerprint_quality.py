@@ -19,7 +19,7 @@ N-grams of the token stream, W*: weight, + to combine; flags /run: a feature
 equal to the one before it does not vote, /set: each distinct feature votes once,
 /sN: 1 in N features votes, /num: numbers are word characters (not separators),
 /nonum: so, but tokens of digits only left out, /capN: a distinct feature votes at
-most N times; e.g. tok3+chr4/run, 2*tok3+chr5/run/s2), --kinds (copies measured),
+most N times, /powA: a distinct feature votes its weight x count**A; e.g. tok3+chr4/run, 2*tok3+chr5/run/s2), --kinds (copies measured),
 --skip-shipped (no row of the package's own simhash_v2, the slow one),
 --skip-recall, --skip-false-pairs. docs/fingerprint-quality.md has the tables.
 """

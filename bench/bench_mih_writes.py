@@ -232,16 +232,45 @@ def timed_query(conn: psycopg.Connection, sql: str, centre: int) -> tuple[float,
     return end, ms, None if before is None or after is None else after - before
 
 
+class Inserts:
+    """A writer's single-row INSERTs, sent through libpq itself (psycopg's
+    PGconn: a prepared statement, the value as text): psycopg's execute()
+    costs the client tens of microseconds a row, and on a machine where the
+    writers share the cores with the server that is CPU taken from the
+    server (with psycopg's execute() the 4 writers and the query process took 0.9 of
+    2 cores, the writers' backends 0.5)."""
+
+    NAME = b"bench_insert"
+
+    def __init__(self, conn: psycopg.Connection, table: str) -> None:
+        self.pgconn = conn.pgconn
+        self.ok(self.pgconn.prepare(self.NAME, INSERT.format(table=table).replace("%s", "$1").encode()))
+
+    def ok(self, result) -> None:
+        if result.status not in (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK):
+            raise SystemExit(f"a writer's statement failed: {result.error_message.decode(errors='replace')}")
+
+    def run(self, command: bytes) -> None:
+        self.ok(self.pgconn.exec_(command))
+
+    def insert(self, fp: int) -> None:
+        self.ok(self.pgconn.exec_prepared(self.NAME, [str(fp).encode()]))
+
+
 def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out, starting: Start) -> None:
-    """Inserts rows until plan['inserts'] rows are claimed by all writers together."""
+    """Inserts rows until plan['inserts'] rows are claimed by all writers
+    together; with plan['rate'], at most that many rows a second between them
+    (each writer its share, a transaction at a time)."""
     rng = np.random.default_rng([SEED, worker])
-    insert = INSERT.format(table=plan["table"])
     with psycopg.connect(dsn) as conn:
         if plan["pending_limit"]:
             conn.execute(f"SET simhash.mih_pending_limit = {int(plan['pending_limit'])}")
         conn.commit()
+        inserts = Inserts(conn, plan["table"])
         start = starting.wait()
         report = Reporter(out, worker, start, plan["window"])
+        pace = plan["writers"] / plan["rate"] if plan["rate"] else 0.0   # seconds a row, this writer
+        due = start
         while True:
             copy = rng.random() < plan["copy_share"]
             with claimed.get_lock():
@@ -249,6 +278,9 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
                 claimed.value += max(take, 0)
             if take <= 0 or time.perf_counter() > start + plan["seconds"]:
                 break
+            if pace:
+                time.sleep(max(0.0, due - time.perf_counter()))
+                due += take * pace
             rows = new_rows(rng, take, sources)
             if copy:
                 def batch() -> None:
@@ -259,10 +291,11 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
                 window = report.at(end)
                 window.copies.append(ms)
             else:
+                inserts.run(b"BEGIN")
                 for fp in signed(rows):
-                    end, ms = timed(lambda fp=fp: conn.execute(insert, (fp,), prepare=True))
+                    end, ms = timed(lambda fp=fp: inserts.insert(fp))
                     report.at(end).waits.append(ms)
-                end, ms = timed(conn.commit)
+                end, ms = timed(lambda: inserts.run(b"COMMIT"))
                 window = report.at(end)
                 window.waits.append(ms)
             window.rows += take
@@ -537,7 +570,8 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
         mix = (f"{INSERTS_PER_TRANSACTION} INSERTs a transaction" + (
             f", {options.copy_share:.0%} of transactions a COPY of {options.copy_rows:,} rows" if options.copy_share else ""))
         print(f"\n{design}, {writers} writer{'s' if writers > 1 else ''}, PostgreSQL {version}: {options.rows:,} rows"
-              f" {built}; {options.inserts:,} to insert ({mix}), autovacuum {options.autovacuum}"
+              f" {built}; {options.inserts:,} to insert ({mix}"
+              + (f", at most {options.rate:,.0f} rows/s" if options.rate else "") + f"), autovacuum {options.autovacuum}"
               + (f", simhash.mih_pending_limit {options.pending_limit}" if options.pending_limit else ""))
         print_latencies("fresh", run.fresh)
         if options.loaded_seconds > 0:
@@ -914,6 +948,8 @@ def parse_options(argv: list[str] | None = None):
     parser.add_argument("--autovacuum", choices=["off", "on"], default="off", help="for the table (default off)")
     parser.add_argument("--window", type=float, default=10.0, help="seconds a window (default 10)")
     parser.add_argument("--seconds", type=float, default=math.inf, help="stop inserting after this long")
+    parser.add_argument("--rate", type=float, help="rows a second the writers insert between them, at most"
+                        " (default: as fast as they can)")
     parser.add_argument("--queries", type=int, default=1000, help="query centres (fresh: each once a radius; default 1000)")
     parser.add_argument("--exact-queries", type=int, default=200, help="queries checked at k = 0..8 (default 200)")
     parser.add_argument("--pending-limit", type=int, help="simhash.mih_pending_limit for the writers")
@@ -934,17 +970,19 @@ def parse_options(argv: list[str] | None = None):
     options.writers = [int(w) for w in options.writers.split(",") if w]
     options.scaling_writers = sorted({int(w) for w in options.scaling_writers.split(",") if w})
     if (not options.writers or min(options.writers) < 1 or not options.scaling_writers
-            or min(options.scaling_writers) < 1 or options.scaling_rounds < 1 or not 0 <= options.copy_share <= 1):
+            or min(options.scaling_writers) < 1 or options.scaling_rounds < 1 or not 0 <= options.copy_share <= 1
+            or (options.rate is not None and not options.rate > 0)):
         parser.error("--writers and --scaling-writers take counts of 1 or more, --scaling-rounds 1 or more,"
-                     " --copy-share a share from 0 to 1")
+                     " --copy-share a share from 0 to 1, --rate rows a second above 0")
     return options
 
 
-def plan_of(options) -> dict:
-    """What the worker processes need of the options (plain values: they are spawned)."""
-    return {"inserts": options.inserts, "copy_share": options.copy_share, "copy_rows": options.copy_rows,
+def plan_of(options, writers: int) -> dict:
+    """What the worker processes of a run of `writers` writers need of the
+    options (plain values: they are spawned)."""
+    return {"writers": writers, "inserts": options.inserts, "copy_share": options.copy_share, "copy_rows": options.copy_rows,
             "window": options.window, "seconds": options.seconds, "pending_limit": options.pending_limit,
-            "table": "docs"}
+            "rate": options.rate, "table": "docs"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -962,7 +1000,7 @@ def main(argv: list[str] | None = None) -> int:
             servers.append((design, stack.enter_context(server).dsn()))
         for writers in options.writers:
             for design, dsn in servers:
-                runs.append(one_run(dsn, design, writers, options, plan_of(options)))
+                runs.append(one_run(dsn, design, writers, options, plan_of(options, writers)))
     if len(runs) > 1:
         print_side_by_side(runs, options.window)
     failed = [run for run in runs if run.mismatches or run.check_error]

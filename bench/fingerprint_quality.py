@@ -276,28 +276,34 @@ class Design:
     # (numbers are word characters), "nonum" (as tokens, but tokens of digits only left out).
     numbers: str = "separate"
     cap: int = 0  # > 0: each distinct feature votes at most this many times
+    power: float = 1.0  # != 1: each distinct feature votes weight x count**power times
 
     def __str__(self):
         return " + ".join(map(str, self.parts)) + (", distinct" if self.unique else "") + (
             ", runs once" if self.runs else "") + (f", 1 in {self.sample}" if self.sample > 1 else "") + (
             {"separate": "", "tokens": ", numbers as tokens", "nonum": ", numbers as tokens but no number tokens"}[
-                self.numbers]) + (f", at most {self.cap} votes" if self.cap else "")
+                self.numbers]) + (f", at most {self.cap} votes" if self.cap else "") + (
+            f", count^{self.power:g} votes" if self.power != 1 else "")
 
 
 def parse_design(spec: str) -> Design:
     """'tok3+2*chr5' with optional flags: '/set' (each distinct feature votes once),
     '/run' (runs vote once), '/sN' (1 in N features votes, chosen by hash), '/num'
     (numbers are word characters, not separators), '/nonum' (so, but tokens of
-    digits only left out), '/capN' (a distinct feature votes at most N times) -> Design."""
+    digits only left out), '/capN' (a distinct feature votes at most N times), '/powA'
+    (a distinct feature votes its weight x count**A) -> Design."""
     body, *flags = spec.split("/")
     sample = cap = 0
+    power = 1.0
     for flag in flags:
-        if re.fullmatch(r"s[1-9]\d*", flag):
+        if re.fullmatch(r"pow\d+(\.\d+)?", flag):
+            power = float(flag[3:])
+        elif re.fullmatch(r"s[1-9]\d*", flag):
             sample = int(flag[1:])
         elif re.fullmatch(r"cap[1-9]\d*", flag):
             cap = int(flag[3:])
         elif flag not in ("set", "run", "num", "nonum"):
-            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN or capN")
+            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN, capN or powA")
     parts = []
     for part in body.split("+"):
         weight, _, rest = part.rpartition("*")
@@ -306,7 +312,7 @@ def parse_design(spec: str) -> Design:
             raise ValueError(f"design part {part!r}: expected tokN or chrN, optionally W*")
         parts.append(Part(m.group(1), int(m.group(2)), int(weight or 1)))
     numbers = "nonum" if "nonum" in flags else "tokens" if "num" in flags else "separate"
-    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap)
+    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap, power)
 
 
 def _counts(h: np.ndarray) -> np.ndarray:
@@ -318,14 +324,20 @@ def _counts(h: np.ndarray) -> np.ndarray:
     )
 
 
-def vote_parts(parts: Iterable[tuple[np.ndarray, int]]) -> int:
-    """The weighted vote of (hashes, weight) groups: bit i set iff the weight of hashes
-    with it set exceeds the weight of those with it clear."""
-    total = np.zeros(64, np.int64)
-    n = 0
+def vote_parts(parts: Iterable[tuple[np.ndarray, int | np.ndarray]]) -> int:
+    """The weighted vote of (hashes, weight) groups, a weight for the group or one a
+    hash: bit i set iff the weight of hashes with it set exceeds the weight of those
+    with it clear."""
+    total = np.zeros(64, np.float64)
+    n = 0.0
     for h, w in parts:
-        total += w * _counts(h)
-        n += w * h.size
+        if isinstance(w, np.ndarray):
+            if h.size:
+                total += w @ np.unpackbits(h.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+                n += w.sum()
+        else:
+            total += w * _counts(h)
+            n += w * h.size
     return int(np.packbits(2 * total > n, bitorder="little").view("<u8")[0])
 
 
@@ -390,6 +402,11 @@ class Fingerprinter:
                     h = _capped(h, d.cap)
                 if d.sample > 1:
                     h = h[_mix(h ^ _GOLDEN) % np.uint64(d.sample) == 0]
+                if d.power != 1:
+                    values, counts = np.unique(h, return_counts=True)
+                    groups.append((values, p.weight * counts.astype(np.float64) ** d.power))
+                    self.features[d.name] += p.weight * h.size
+                    continue
                 groups.append((h, p.weight))
                 self.features[d.name] += p.weight * h.size
             out[d.name] = vote_parts(groups)

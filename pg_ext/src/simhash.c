@@ -11,6 +11,7 @@
 #include "fingerprint/vote.h"
 #include "index/mih/mih.h"
 #include "index/probe_plan.h"
+#include "simhash.h"
 
 PG_MODULE_MAGIC;
 
@@ -19,6 +20,7 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	simhash_popcount_init();
 	simhash_fingerprint_init();
 	simhash_probe_plan_define_setting();
 	simhash_mih_init();

@@ -19,7 +19,7 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
         "--rows", str(ROWS), "--inserts", str(INSERTS), "--writers", "2", "--window", "1",
         "--copy-share", "0.3", "--copy-rows", "200", "--queries", "30", "--exact-queries", str(EXACT_QUERIES),
         "--pending-limit", str(PENDING_LIMIT), "--loaded-seconds", "1.5"])
-    run = bench.one_run(db.info.dsn, "tiny", 2, options, bench.plan_of(options))
+    run = bench.one_run(db.info.dsn, "tiny", 2, options, bench.plan_of(options, 2))
 
     assert run.inserted == INSERTS == sum(window.rows for window, *_ in run.windows)
     # the fresh index queried while the writers filled a table without it, which the run then dropped
@@ -45,6 +45,19 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     assert "exactness mismatches" in printed and f"0 of {run.checked:,}" in printed
     assert db.execute("SELECT to_regclass('docs'), to_regclass('docs_load')").fetchone() == (None, None)
     assert "worst window / loaded fresh" in printed and "CPU p50 worst window / fresh" in printed
+
+
+def test_writers_keep_to_the_rate(db: psycopg.Connection) -> None:
+    """--rate 1500 with 2 writers: each writer starts a transaction of 100
+    rows every 2/15 s, so the one that wrote at least half of the 1,200 rows
+    began its last transaction 5 transactions in, after 2/3 s at least (an
+    unpaced run of these rows takes a tenth of that)."""
+    options = bench.parse_options([
+        "--rows", "1000", "--inserts", "1200", "--writers", "2", "--copy-share", "0", "--rate", "1500",
+        "--queries", "10", "--exact-queries", "4", "--loaded-seconds", "0"])
+    run = bench.one_run(db.info.dsn, "paced", 2, options, bench.plan_of(options, 2))
+    assert run.inserted == 1200 and run.mismatches == 0
+    assert run.seconds >= 5 * 100 * 2 / 1500
 
 
 def test_mismatch_is_any_difference_from_brute_force() -> None:

@@ -92,7 +92,8 @@ def test_designs_parse_and_refuse_nonsense() -> None:
     assert fq.parse_design("tok3/num").numbers == "tokens" and fq.parse_design("tok3/nonum").numbers == "nonum"
     assert str(fq.parse_design("chr5/run/nonum/cap4")) == (
         "char 5, runs once, numbers as tokens but no number tokens, at most 4 votes")
-    for bad in ("word3", "tok3/maybe", "chr", "chr4/s0", "chr4/cap0"):
+    assert str(fq.parse_design("chr5/pow1.5")) == "char 5, count^1.5 votes"
+    for bad in ("word3", "tok3/maybe", "chr", "chr4/s0", "chr4/cap0", "chr4/pow", "chr4/pow-1"):
         with pytest.raises(ValueError, match="design"):
             fq.parse_design(bad)
 
@@ -107,6 +108,15 @@ def test_weights_vote_as_repeated_hashes() -> None:
     rng = np.random.default_rng(1)
     a, b = (rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1) for n in (50, 70))
     assert fq.vote_parts([(a, 3), (b, 2)]) == hashing.vote(np.concatenate([a, a, a, b, b]))
+
+
+def test_a_power_of_the_count_votes_as_that_many_repeats() -> None:
+    """/pow2: a word twice votes 4 times, once once; /pow1 is the plain vote."""
+    fp = fq.Fingerprinter([fq.parse_design("tok1/pow2"), fq.parse_design("tok1/pow1"), fq.parse_design("tok1")])
+    squared = fp("apple pear apple fig")
+    assert squared["tok1/pow2"] == fp("apple apple apple apple pear fig")["tok1"]
+    assert squared["tok1/pow1"] == squared["tok1"]
+    assert squared["tok1/pow2"] != squared["tok1"]
 
 
 def test_fingerprinter_features_are_the_design() -> None:

@@ -77,7 +77,7 @@ simhash_table_bits(const SimhashBlocks *blocks, uint32 table, uint64 fp)
 		if (!(table & ((uint32) 1 << i)))
 			continue;
 		packed |= ((fp & mask) >> pg_rightmost_one_pos64(mask)) << width;
-		width += pg_popcount64(mask);
+		width += simhash_popcount64(mask);
 	}
 	return packed;
 }

@@ -41,7 +41,7 @@ extern uint64 simhash_table_mask(const SimhashBlocks *blocks, uint32 table);
 /*
  * The bits of fp under a table's blocks, packed into the low bits in block
  * order: two fingerprints get the same value iff they agree on those blocks.
- * Its width is pg_popcount64(simhash_table_mask(blocks, table)).
+ * Its width is simhash_popcount64(simhash_table_mask(blocks, table)).
  */
 extern uint64 simhash_table_bits(const SimhashBlocks *blocks, uint32 table, uint64 fp);
 

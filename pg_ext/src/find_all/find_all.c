@@ -315,7 +315,7 @@ simhash_compare_across(const SimhashSearch *search, int table, const SimhashEntr
 	{
 		for (Size j = 0; j < n; j++)
 		{
-			int			distance = pg_popcount64(others[i].hash ^ group[j].hash);
+			int			distance = simhash_popcount64(others[i].hash ^ group[j].hash);
 
 			if (distance <= search->k)
 				report_if_first(search, search->tables[table], &others[i], &group[j], distance);
@@ -334,7 +334,7 @@ compare_group(const SimhashSearch *search, uint32 table, const SimhashEntry *ent
 
 		for (Size j = i + 1; j < count; j++)
 		{
-			int			distance = pg_popcount64(hash_i ^ entries[j].hash);
+			int			distance = simhash_popcount64(hash_i ^ entries[j].hash);
 
 			if (distance <= search->k)
 				report_if_first(search, table, &entries[i], &entries[j], distance);
@@ -353,7 +353,7 @@ compare_small_bucket(const SimhashSearch *search, uint32 table, const SimhashSor
 
 	if (count == 2)
 	{
-		int			distance = pg_popcount64(entries[0].hash ^ entries[1].hash);
+		int			distance = simhash_popcount64(entries[0].hash ^ entries[1].hash);
 
 		if (distance <= search->k &&
 			simhash_sort_value(by, &entries[0]) == simhash_sort_value(by, &entries[1]))
@@ -369,7 +369,7 @@ compare_small_bucket(const SimhashSearch *search, uint32 table, const SimhashSor
 
 			if (values[i] != values[j])
 				continue;
-			distance = pg_popcount64(entries[i].hash ^ entries[j].hash);
+			distance = simhash_popcount64(entries[i].hash ^ entries[j].hash);
 			if (distance <= search->k)
 				report_if_first(search, table, &entries[i], &entries[j], distance);
 		}

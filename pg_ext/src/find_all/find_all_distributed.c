@@ -61,7 +61,7 @@ simhash_partition_key(PG_FUNCTION_ARGS)
 static void
 blocks_over(SimhashBlocks *layout, int nblocks, uint64 bits)
 {
-	int			total = pg_popcount64(bits);
+	int			total = simhash_popcount64(bits);
 	int			bit = 0;
 
 	layout->nblocks = nblocks;
@@ -117,7 +117,7 @@ simhash_find_all_part(PG_FUNCTION_ARGS)
 	check_part(k, part);
 	simhash_blocks_init(&coarse, k + 1);
 	required = coarse.mask[part];
-	free_bits = SIMHASH64_BITS - pg_popcount64(required);
+	free_bits = SIMHASH64_BITS - simhash_popcount64(required);
 
 	work = AllocSetContextCreate(CurrentMemoryContext, "simhash find_all part", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(work);

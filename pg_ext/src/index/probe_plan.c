@@ -179,7 +179,7 @@ find_plan(const SimhashBlocks *blocks, int radius, SimhashProbePlan *plan)
 	search.radius = radius;
 	for (int i = 0; i < blocks->nblocks; i++)
 	{
-		search.width[i] = pg_popcount64(blocks->mask[i]);
+		search.width[i] = simhash_popcount64(blocks->mask[i]);
 		widest = Max(widest, search.width[i]);
 	}
 	search.rows = ldexp(SIMHASH_PROBE_ROWS_PER_KEY, widest);
@@ -238,7 +238,7 @@ simhash_probe_plan_visit(const SimhashBlocks *blocks, const SimhashProbePlan *pl
 {
 	for (int i = 0; i < blocks->nblocks; i++)
 	{
-		int			width = pg_popcount64(blocks->mask[i]);
+		int			width = simhash_popcount64(blocks->mask[i]);
 		int			shift = pg_rightmost_one_pos64(blocks->mask[i]);
 
 		for (int d = 0; d <= Min(plan->radius[i], width); d++)

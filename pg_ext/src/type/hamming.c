@@ -3,6 +3,19 @@
  */
 #include "simhash.h"
 
+#ifdef SIMHASH_POPCNT_CHECKED
+bool		simhash_cpu_has_popcnt = false;
+#endif
+
+void
+simhash_popcount_init(void)
+{
+#ifdef SIMHASH_POPCNT_CHECKED
+	__builtin_cpu_init();
+	simhash_cpu_has_popcnt = __builtin_cpu_supports("popcnt");
+#endif
+}
+
 PG_FUNCTION_INFO_V1(simhash64_hamming_distance);
 Datum
 simhash64_hamming_distance(PG_FUNCTION_ARGS)

@@ -142,7 +142,7 @@ mih_plan(const SimhashBlocks *blocks, int k, SimhashProbePlan *plan)
 		best[0][u] = u == 0 ? 0 : PG_INT64_MAX;
 	for (int t = 1; t <= m; t++)
 	{
-		int			width = pg_popcount64(blocks->mask[t - 1]);
+		int			width = simhash_popcount64(blocks->mask[t - 1]);
 
 		for (int u = 0; u <= need; u++)
 		{
@@ -232,7 +232,7 @@ found_in_earlier_run(const MihProbe *s, int run, uint64 fp)
 		return false;
 	for (int t = 0; t < run; t++)
 		if (s->plan->radius[t] >= 0 &&
-			pg_popcount64((fp ^ s->center) & s->cache->blocks.mask[t]) <= s->plan->radius[t])
+			simhash_popcount64((fp ^ s->center) & s->cache->blocks.mask[t]) <= s->plan->radius[t])
 			return true;
 	return false;
 }
@@ -242,7 +242,7 @@ static inline bool
 in_other_balls(const MihProbe *s, uint64 fp)
 {
 	for (int i = 0; i < s->query->nothers; i++)
-		if (pg_popcount64(fp ^ s->query->others[i].center) > s->query->others[i].radius)
+		if (simhash_popcount64(fp ^ s->query->others[i].center) > s->query->others[i].radius)
 			return false;
 	return true;
 }
@@ -362,7 +362,7 @@ mih_probe_range(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uin
 		{
 			if (key > hi)
 				return;
-			if (pg_popcount64(key ^ query) > k || found_in_earlier_run(s, t, unlead(key, mask)) ||
+			if (simhash_popcount64(key ^ query) > k || found_in_earlier_run(s, t, unlead(key, mask)) ||
 				!in_other_balls(s, unlead(key, mask)))
 				continue;
 			if (t == 0)
@@ -524,7 +524,7 @@ mih_probe_set(MihProbe *s)
 	simhash_probe_plan_visit(blocks, s->plan, mih_visit, s);
 	for (int t = 0; t < blocks->nblocks; t++)
 	{
-		int			width = pg_popcount64(blocks->mask[t]);
+		int			width = simhash_popcount64(blocks->mask[t]);
 
 		if (s->nprobes[t] == 0)
 			continue;
@@ -551,7 +551,7 @@ mih_scan_pending(MihProbe *s, BlockNumber blkno, BlockNumber last, int64 rows)
 		MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
 
 		for (uint32 j = 0; j < page->n; j++)
-			if (pg_popcount64(page->fps[j] ^ s->center) <= s->k && in_other_balls(s, page->fps[j]))
+			if (simhash_popcount64(page->fps[j] ^ s->center) <= s->k && in_other_balls(s, page->fps[j]))
 			{
 				if (!mih_tid_valid(&page->tids[j]))
 				{
