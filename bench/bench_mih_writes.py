@@ -32,10 +32,12 @@ second server of the same PostgreSQL):
    table (--autovacuum on: left on), prewarms table and index (pg_prewarm), and
    measures the fresh index: p50/p99 at k = 3, 5, 8 of --queries queries
    (1,000) drawn from stored rows 0 to 4 bits away; then the same queries
-   again for --loaded-seconds (30) while the W writers of step 2 fill a
-   table of docs' shape without the index (docs_load, dropped after): on a
-   machine with fewer cores than writers and queries, what waiting for a
-   core alone costs a query, for the windows to be read against;
+   again for --loaded-seconds (30) while the W writers of step 2 fill
+   another table of docs' shape with its own simhash_mih index, empty at
+   first (docs_load, dropped after): the writers' load, their index work
+   included, with the queried index left fresh; on a machine with fewer
+   cores than writers and queries, what waiting for a core costs a query,
+   for the windows to be read against;
 2. W writer processes, each with its own connection, insert --inserts rows
    between them: transactions of 100 single-row INSERTs or, for --copy-share
    of the transactions, a COPY of --copy-rows rows (a tenth of the rows are
@@ -51,7 +53,8 @@ second server of the same PostgreSQL):
    index's own (the Generic WAL records simhash_mih writes, through
    pg_walinspect, PostgreSQL 15 on);
 4. the same queries once the writers are done, nothing else running;
-5. a summary (per k the worst window's p50 and p99 over the fresh ones, the
+5. a summary (per k the worst window's p50 and p99 over the fresh ones, of
+   the windows of half a window's length or more, the
    p50 of the query backend's CPU time a query (/proc/<pid>/schedstat: the
    index's own cost, without the wait for a core) in the median and the worst
    window over the fresh one's, rows/s
@@ -480,14 +483,17 @@ def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.nda
 
 
 def loaded_latencies(conn: psycopg.Connection, dsn: str, writers: int, plan: dict, centres: list[int],
-                     sources: np.ndarray, seconds: float) -> dict[int, tuple[float, float]]:
+                     sources: np.ndarray, seconds: float) -> tuple[dict[int, tuple[float, float]], float]:
     """p50 and p99 of the fresh index's queries at each k while `writers`
     writers insert as the run's will, for `seconds`, into LOAD_TABLE (docs'
-    shape, no index on fp): on a machine with fewer cores than writers and
-    queries, a query waits for a core; this is that wait without the index's
-    own work, for the windows to be read against."""
+    shape, its own simhash_mih index, empty at first), and the rows a second
+    they inserted: on a machine with fewer cores than writers and queries, a
+    query waits for a core; this is that wait under the same work a row
+    (the flushes and merges of a small index, not of the queried one's
+    size), for the windows to be read against."""
     conn.execute(f"CREATE TABLE {LOAD_TABLE} (LIKE docs INCLUDING DEFAULTS)")
     conn.execute(f"ALTER TABLE {LOAD_TABLE} ADD PRIMARY KEY (id)")
+    conn.execute(f"CREATE INDEX ON {LOAD_TABLE} USING simhash_mih (fp)")
     loading = dict(plan, table=LOAD_TABLE, seconds=seconds, inserts=2**62)
     out, stop, processes, _ = start_workers(dsn, writers, loading, centres, sources)
     total, done = Window(), set()
@@ -501,7 +507,7 @@ def loaded_latencies(conn: psycopg.Connection, dsn: str, writers: int, plan: dic
             total.add(part)
     join_workers(processes)
     conn.execute(f"DROP TABLE {LOAD_TABLE}")
-    return {k: (p(total.queries[k], 50), p(total.queries[k], 99)) for k in RADII}
+    return {k: (p(total.queries[k], 50), p(total.queries[k], 99)) for k in RADII}, total.rows / seconds
 
 
 def all_rows(conn: psycopg.Connection) -> tuple[np.ndarray, np.ndarray]:
@@ -575,9 +581,9 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
               + (f", simhash.mih_pending_limit {options.pending_limit}" if options.pending_limit else ""))
         print_latencies("fresh", run.fresh)
         if options.loaded_seconds > 0:
-            run.loaded = loaded_latencies(conn, dsn, writers, plan, centres, sources, options.loaded_seconds)
-            print_latencies(f"fresh, while {writers} writers fill a table without the index ({LOAD_TABLE})"
-                            f" for {options.loaded_seconds:.0f} s", run.loaded)
+            run.loaded, loading = loaded_latencies(conn, dsn, writers, plan, centres, sources, options.loaded_seconds)
+            print_latencies(f"fresh, while {writers} writers fill another table with its own index ({LOAD_TABLE},"
+                            f" {loading:,.0f} rows/s) for {options.loaded_seconds:.0f} s", run.loaded)
         workload(dsn, run, plan, centres, sources, Sampler(conn))
         run.after = fresh_latencies(conn, centres, "after")[0]
         print_latencies("after the writes, nothing else running", run.after)
@@ -828,6 +834,9 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
     def figure(name: str, value: float | None, form: str = ".3f") -> tuple[str, float | None, str]:
         return name, value, DASH if value is None else format(value, form) + ("x" if name.endswith("fresh") else "")
     whole = [w for w, _, _, seconds, _ in run.windows if seconds >= 0.99 * window_seconds]
+    # Latencies' worst and median windows: those of half a window or more (the last
+    # one may last a moment, as the writers finish, with a few queries).
+    timed = [w for w, _, _, seconds, _ in run.windows if seconds >= 0.5 * window_seconds]
     waits = [t for w, *_ in run.windows for t in w.waits]
     copies = [t for w, *_ in run.windows for t in w.copies]
     figures = [figure("rows/s", run.inserted / run.seconds, ",.0f"),
@@ -835,7 +844,7 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
                       if len(whole) > 1 and whole[0].rows else None, ".2f")]
     for k in RADII:
         for q, column in ((50, 0), (99, 1)):
-            worst = max((p(w.queries[k], q) for w, *_ in run.windows if w.queries[k]), default=None)
+            worst = max((p(w.queries[k], q) for w in timed if w.queries[k]), default=None)
             figures.append(figure(f"k = {k} p{q} fresh (ms)", run.fresh[k][column]))
             figures.append(figure(f"k = {k} p{q} worst window (ms)", worst))
             figures.append(figure(f"k = {k} p{q} worst window / fresh", worst and worst / run.fresh[k][column], ".1f"))
@@ -844,7 +853,7 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
                                       worst and worst / run.loaded[k][column], ".1f"))
         figures.append(figure(f"k = {k} p50 after the writes / fresh", run.after[k][0] / run.fresh[k][0], ".1f"))
         # the index's own cost apart from waiting for a core: the backend's CPU time a query
-        cpu = [p(w.query_cpu[k], 50) for w, *_ in run.windows if w.query_cpu[k]]
+        cpu = [p(w.query_cpu[k], 50) for w in timed if w.query_cpu[k]]
         fresh_cpu = run.fresh_cpu.get(k)
         figures.append(figure(f"k = {k} CPU p50 fresh (ms)", fresh_cpu))
         for name, value in (("median", p(cpu, 50) if cpu else None), ("worst", max(cpu, default=None))):
