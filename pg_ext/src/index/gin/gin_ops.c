@@ -79,8 +79,7 @@ key_layout_init(SimhashKeyLayout *layout, int nblocks, int max_distance)
 	layout->table_shift = 0;
 	for (int i = 0; i < layout->ntables; i++)
 		layout->table_shift = Max(layout->table_shift,
-								  simhash_popcount64(simhash_table_mask(&layout->blocks,
-																   layout->tables[i])));
+								  simhash_popcount64(simhash_table_mask(&layout->blocks, layout->tables[i])));
 	number_bits = layout->ntables > 1 ? pg_leftmost_one_pos32(layout->ntables - 1) + 1 : 0;
 	if (layout->table_shift + number_bits > 64)
 		ereport(ERROR,
