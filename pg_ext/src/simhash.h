@@ -29,10 +29,12 @@ typedef uint64 simhash64;
  * about 2 ns a call, most of what comparing one stored fingerprint costs (a
  * query reading 200,000 pending rows: 540 us with it, 160 us with the
  * instruction inline).  Here the instruction is inline behind a flag set at
- * load (simhash_popcount_init), a branch that always goes the same way.
+ * load from cpuid (simhash_popcount_init), a branch that always goes the
+ * same way.
  * aarch64's is inline from the compiler; elsewhere PostgreSQL's function.
  */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(HAVE_X86_64_POPCNTQ) && !defined(__POPCNT__)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(HAVE_X86_64_POPCNTQ) && \
+	defined(HAVE__GET_CPUID) && !defined(__POPCNT__)
 #define SIMHASH_POPCNT_CHECKED 1
 extern bool simhash_cpu_has_popcnt;
 #endif

@@ -4,15 +4,22 @@
 #include "simhash.h"
 
 #ifdef SIMHASH_POPCNT_CHECKED
+#include <cpuid.h>
+
 bool		simhash_cpu_has_popcnt = false;
 #endif
 
+/* cpuid as PostgreSQL's own check: header-only, with GCC and clang alike. */
 void
 simhash_popcount_init(void)
 {
 #ifdef SIMHASH_POPCNT_CHECKED
-	__builtin_cpu_init();
-	simhash_cpu_has_popcnt = __builtin_cpu_supports("popcnt");
+	unsigned int eax,
+				ebx,
+				ecx,
+				edx;
+
+	simhash_cpu_has_popcnt = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_POPCNT) != 0;
 #endif
 }
 
