@@ -41,9 +41,11 @@ second server of the same PostgreSQL):
 2. W writer processes, each with its own connection, insert --inserts rows
    between them: transactions of 100 single-row INSERTs or, for --copy-share
    of the transactions, a COPY of --copy-rows rows (a tenth of the rows are
-   near copies of stored rows, as a crawler's refetches); every INSERT, COMMIT
-   and COPY is timed.  Meanwhile one query process runs the queries at
-   k = 3, 5, 8 in turn, without pause;
+   near copies of stored rows, as a crawler's refetches), as fast as they can
+   or, with --rate, at most that many rows a second between them; every
+   INSERT (through libpq's own calls: Inserts), COMMIT and COPY is timed.
+   Meanwhile one query process runs the queries at k = 3, 5, 8 in turn,
+   without pause;
 3. every --window seconds (10): rows/s, INSERT/COMMIT p99 and max, COPY max,
    query p50/p99 per k, simhash_mih_stats (pending rows with the sealed ones
    a flush is sorting: what every query reads whole; run sets, those being
