@@ -36,7 +36,12 @@ typedef uint64 simhash64;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(HAVE_X86_64_POPCNTQ) && \
 	defined(HAVE__GET_CPUID) && !defined(__POPCNT__)
 #define SIMHASH_POPCNT_CHECKED 1
-extern bool simhash_cpu_has_popcnt;
+/*
+ * Exported (PGDLLEXPORT: PGXS hides symbols from PostgreSQL 16 on): JIT
+ * inlining copies functions that read it into JIT code, which finds it by
+ * name in the loaded libraries.
+ */
+extern PGDLLEXPORT bool simhash_cpu_has_popcnt;
 #endif
 
 static inline int
@@ -49,7 +54,8 @@ simhash_popcount64(uint64 word)
 	{
 		uint64		count;
 
-		__asm__("popcntq %1, %0":"=r"(count):"rm"(word):"cc");
+		/* volatile: never run ahead of the check; "r": clang spills "rm" to memory */
+		__asm__ __volatile__("popcntq %1, %0":"=r"(count):"r"(word):"cc");
 		return (int) count;
 	}
 	return pg_popcount64(word);
