@@ -283,9 +283,10 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
                 claimed.value += max(take, 0)
             if take <= 0 or time.perf_counter() > start + plan["seconds"]:
                 break
-            if pace:
-                time.sleep(max(0.0, due - time.perf_counter()))
-                due += take * pace
+            if pace:   # no bursts to catch up after a stall: the rate is a ceiling
+                now = time.perf_counter()
+                time.sleep(max(0.0, due - now))
+                due = max(due, now) + take * pace
             rows = new_rows(rng, take, sources)
             if copy:
                 def batch() -> None:
