@@ -239,11 +239,10 @@ def timed_query(conn: psycopg.Connection, sql: str, centre: int) -> tuple[float,
 
 class Inserts:
     """A writer's single-row INSERTs, sent through libpq itself (psycopg's
-    PGconn: a prepared statement, the value as text): psycopg's execute()
-    costs the client tens of microseconds a row, and on a machine where the
-    writers share the cores with the server that is CPU taken from the
-    server (with psycopg's execute() the 4 writers and the query process took 0.9 of
-    2 cores, the writers' backends 0.5)."""
+    PGconn: a prepared statement, the value as text).  Through psycopg's
+    execute() the client spent tens of microseconds a row, CPU taken from the
+    server where they share the cores: the 4 writers and the query process
+    took 0.9 of 2 cores, the writers' backends 0.5."""
 
     NAME = b"bench_insert"
 
@@ -839,7 +838,7 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
     whole = [w for w, _, _, seconds, _ in run.windows if seconds >= 0.99 * window_seconds]
     # Latencies' worst and median windows: those of half a window or more (the last
     # one may last a moment, as the writers finish, with a few queries).
-    timed = [w for w, _, _, seconds, _ in run.windows if seconds >= 0.5 * window_seconds]
+    lasting = [w for w, _, _, seconds, _ in run.windows if seconds >= 0.5 * window_seconds]
     waits = [t for w, *_ in run.windows for t in w.waits]
     copies = [t for w, *_ in run.windows for t in w.copies]
     figures = [figure("rows/s", run.inserted / run.seconds, ",.0f"),
@@ -847,7 +846,7 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
                       if len(whole) > 1 and whole[0].rows else None, ".2f")]
     for k in RADII:
         for q, column in ((50, 0), (99, 1)):
-            worst = max((p(w.queries[k], q) for w in timed if w.queries[k]), default=None)
+            worst = max((p(w.queries[k], q) for w in lasting if w.queries[k]), default=None)
             figures.append(figure(f"k = {k} p{q} fresh (ms)", run.fresh[k][column]))
             figures.append(figure(f"k = {k} p{q} worst window (ms)", worst))
             figures.append(figure(f"k = {k} p{q} worst window / fresh", worst and worst / run.fresh[k][column], ".1f"))
@@ -856,7 +855,7 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
                                       worst and worst / run.loaded[k][column], ".1f"))
         figures.append(figure(f"k = {k} p50 after the writes / fresh", run.after[k][0] / run.fresh[k][0], ".1f"))
         # the index's own cost apart from waiting for a core: the backend's CPU time a query
-        cpu = [p(w.query_cpu[k], 50) for w in timed if w.query_cpu[k]]
+        cpu = [p(w.query_cpu[k], 50) for w in lasting if w.query_cpu[k]]
         fresh_cpu = run.fresh_cpu.get(k)
         figures.append(figure(f"k = {k} CPU p50 fresh (ms)", fresh_cpu))
         for name, value in (("median", p(cpu, 50) if cpu else None), ("worst", max(cpu, default=None))):

@@ -468,8 +468,9 @@ mih_flush_in_background(Relation index)
  * the flush lock, which leaves nothing or a chain it failed on) in
  * maintenance_work_mem, as merges sort, then sees to merges as after any
  * flush; then recycles what it can (mih_try_recycle: inserts leave that to
- * workers, unless they did a worker's job).  No snapshot is held while it flushes or merges: they read no
- * table, and a long one must not hold back the recycling horizon.
+ * workers, unless they did a worker's job).  No snapshot is held while it
+ * flushes or merges: they read no table, and a long one must not hold back
+ * the recycling horizon.
  */
 void
 simhash_mih_worker_main(Datum arg)
