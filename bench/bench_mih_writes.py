@@ -104,6 +104,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import psycopg
@@ -157,7 +158,8 @@ class Window:
     waits: list[float] = field(default_factory=list)   # INSERT and COMMIT statements, ms
     copies: list[float] = field(default_factory=list)  # COPY batches (with their COMMIT), ms
     queries: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in RADII})
-    query_cpu: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in RADII})  # the backend's, ms
+    # each query's time as the scheduler counts it (Sched), beside queries: empty where unknown
+    query_sched: dict[int, list[Sched]] = field(default_factory=lambda: {k: [] for k in RADII})
 
     def add(self, other: Window) -> None:
         self.rows += other.rows
@@ -165,7 +167,7 @@ class Window:
         self.copies += other.copies
         for k in RADII:
             self.queries[k] += other.queries[k]
-            self.query_cpu[k] += other.query_cpu[k]
+            self.query_sched[k] += other.query_sched[k]
 
 
 class Reporter:
@@ -217,24 +219,40 @@ def timed(run) -> tuple[float, float]:
     return end, (end - begin) * 1000
 
 
-def backend_cpu_ms(pid: int) -> float | None:
-    """The CPU time a process has run, ms (/proc/<pid>/schedstat: the scheduler's
-    count, not ticks), or None (not Linux, or the server on another machine)."""
+class Sched(NamedTuple):
+    """A query's time as the scheduler counts it, ms: the backend's on a CPU
+    (what the index costs) and runnable but waiting for one, and the same for
+    the client's process.  The rest of its latency is sleeping: locks, I/O."""
+    cpu: float
+    wait: float
+    client_cpu: float
+    client_wait: float
+
+
+def sched_ms(task: str) -> tuple[float, float] | None:
+    """The time a task has run on a CPU and the time it has waited, runnable,
+    for one, ms (/proc/<task>/schedstat: the scheduler's counts, not ticks), or
+    None (not Linux, or the server on another machine)."""
     try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e6
-    except (OSError, ValueError, IndexError):
+        ran, waited = Path(f"/proc/{task}/schedstat").read_text().split()[:2]
+        return int(ran) / 1e6, int(waited) / 1e6
+    except (OSError, ValueError):
         return None
 
 
-def timed_query(conn: psycopg.Connection, sql: str, centre: int) -> tuple[float, float, float | None]:
-    """(end time, milliseconds at the client, milliseconds of the backend's CPU)
-    of one query: with fewer cores than busy processes a query's latency is
-    mostly its wait for a core, and its CPU time is what the index costs."""
-    pid = conn.info.backend_pid
-    before = backend_cpu_ms(pid)
+def timed_query(conn: psycopg.Connection, sql: str, centre: int) -> tuple[float, float, Sched | None]:
+    """(end time, milliseconds at the client, Sched) of one query: with fewer
+    cores than busy processes a query's latency is mostly its wait for a core,
+    and its CPU time is what the index costs."""
+    # The client's counts read closest to the query: they include the reads' own
+    # few microseconds, outside the latency.
+    tasks = (str(conn.info.backend_pid), "thread-self")
+    before = [sched_ms(task) for task in tasks]
     end, ms = timed(lambda: conn.execute(sql, (centre,), prepare=True).fetchall())
-    after = backend_cpu_ms(pid)
-    return end, ms, None if before is None or after is None else after - before
+    after = [sched_ms(task) for task in reversed(tasks)][::-1]
+    if None in before or None in after:
+        return end, ms, None
+    return end, ms, Sched(*(a - b for new, old in zip(after, before) for a, b in zip(new, old)))
 
 
 class Inserts:
@@ -318,11 +336,11 @@ def querier(dsn: str, worker: int, plan: dict, centres: list[int], stop, out, st
         i = 0
         while not stop.is_set():
             k = RADII[i % len(RADII)]
-            end, ms, cpu = timed_query(conn, statements[k], centres[i // len(RADII) % len(centres)])
+            end, ms, sched = timed_query(conn, statements[k], centres[i // len(RADII) % len(centres)])
             window = report.at(end)
             window.queries[k].append(ms)
-            if cpu is not None:
-                window.query_cpu[k].append(cpu)
+            if sched is not None:
+                window.query_sched[k].append(sched)
             i += 1
     report.close()
 
@@ -373,6 +391,7 @@ class Run:
     fresh: dict[int, tuple[float, float]]
     fresh_cpu: dict[int, float]  # p50 of the backend's CPU time a query, ms (empty where unknown)
     after: dict[int, tuple[float, float]] = field(default_factory=dict)  # the same queries once the writers are done
+    after_cpu: dict[int, float] = field(default_factory=dict)
     # the fresh index's queries while the writers fill another table: what their load alone costs a query here
     loaded: dict[int, tuple[float, float]] = field(default_factory=dict)
     # per window: what the workers did, the sample at its end, WAL (all, index), seconds, end (s from the start)
@@ -407,8 +426,20 @@ def fresh_latencies(conn: psycopg.Connection, centres: list[int],
         timings = [timed_query(conn, sql, centre)[1:] for centre in centres]
         fresh[k] = (p([ms for ms, _ in timings], 50), p([ms for ms, _ in timings], 99))
         if all(c is not None for _, c in timings):
-            cpu[k] = p([c for _, c in timings], 50)
+            cpu[k] = p([c.cpu for _, c in timings], 50)
     return fresh, cpu
+
+
+def settle(conn: psycopg.Connection, limit: float = 900.0) -> float:
+    """Waits until no simhash_mih flush or merge worker runs (those the writes
+    started finish in the background), three looks in a row half a second
+    apart; returns the seconds waited."""
+    start, quiet = time.perf_counter(), 0
+    while quiet < 3 and time.perf_counter() - start < limit:
+        busy = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'simhash_mih %'").fetchone()[0]
+        quiet = 0 if busy else quiet + 1
+        time.sleep(0.5)
+    return time.perf_counter() - start
 
 
 def start_workers(dsn: str, writers: int, plan: dict, centres: list[int], sources: np.ndarray):
@@ -587,8 +618,10 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
             print_latencies(f"fresh, while {writers} writers fill another table with its own index ({LOAD_TABLE},"
                             f" {loading:,.0f} rows/s) for {options.loaded_seconds:.0f} s", run.loaded)
         workload(dsn, run, plan, centres, sources, Sampler(conn))
-        run.after = fresh_latencies(conn, centres, "after")[0]
-        print_latencies("after the writes, nothing else running", run.after)
+        settled = settle(conn)
+        run.after, run.after_cpu = fresh_latencies(conn, centres, "after")
+        print_latencies(f"after the writes and the flushes and merges they started ({settled:.1f} s more),"
+                        " nothing else running", run.after)
         exactness(conn, run, centres, options.rows, rng, options.exact_queries)
         conn.execute("DROP TABLE docs")
     print_summary(run, plan["window"])
@@ -831,6 +864,27 @@ def row(window: Window, sample: dict, wal: tuple[int, int | None], seconds: floa
             f" {sample['index_bytes'] / 1e6:>8.1f} {per_row(wal[0], window.rows):>9} {per_row(wal[1], window.rows):>6}")
 
 
+SPLIT = "server CPU / server's core wait / client CPU / client's core wait / asleep (ms)"
+
+
+def slowest_split(k: int, windows: list[Window]) -> tuple[str, float | None, str]:
+    """Where the slowest 1 % of the queries at k spent their time, in the
+    window with the worst p99 (mean ms of the queries at or over its p99):
+    the backend's and the client's time on a CPU and waiting for one, and the
+    rest, asleep (locks, I/O).  The value (for ratios) is the share of their
+    latency the backend spent waiting for a core."""
+    name = f"k = {k} slowest 1 % of the worst p99 window: {SPLIT}"
+    timed = [w for w in windows if w.queries[k] and len(w.query_sched[k]) == len(w.queries[k])]
+    if not timed:
+        return name, None, DASH
+    worst = max(timed, key=lambda w: p(w.queries[k], 99))
+    edge = p(worst.queries[k], 99)
+    slow = [(ms, *sched) for ms, sched in zip(worst.queries[k], worst.query_sched[k]) if ms >= edge]
+    latency, *parts = (sum(column) / len(slow) for column in zip(*slow))
+    asleep = max(0.0, latency - sum(parts))
+    return name, parts[1] / latency if latency else None, " / ".join(f"{x:.3f}" for x in (*parts, asleep))
+
+
 def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, str]]:
     """The run's figures: (name, value for ratios or None, text)."""
     def figure(name: str, value: float | None, form: str = ".3f") -> tuple[str, float | None, str]:
@@ -854,8 +908,11 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
                 figures.append(figure(f"k = {k} p{q} worst window / loaded fresh",
                                       worst and worst / run.loaded[k][column], ".1f"))
         figures.append(figure(f"k = {k} p50 after the writes / fresh", run.after[k][0] / run.fresh[k][0], ".1f"))
+        figures.append(figure(f"k = {k} CPU p50 after the writes / fresh", run.after_cpu[k] / run.fresh_cpu[k]
+                              if k in run.after_cpu and run.fresh_cpu.get(k) else None, ".1f"))
+        figures.append(slowest_split(k, lasting))
         # the index's own cost apart from waiting for a core: the backend's CPU time a query
-        cpu = [p(w.query_cpu[k], 50) for w in lasting if w.query_cpu[k]]
+        cpu = [p([c.cpu for c in w.query_sched[k]], 50) for w in lasting if w.query_sched[k]]
         fresh_cpu = run.fresh_cpu.get(k)
         figures.append(figure(f"k = {k} CPU p50 fresh (ms)", fresh_cpu))
         for name, value in (("median", p(cpu, 50) if cpu else None), ("worst", max(cpu, default=None))):

@@ -11,6 +11,7 @@
 #include "fingerprint/vote.h"
 #include "index/mih/mih.h"
 #include "index/probe_plan.h"
+#include "simd.h"
 #include "simhash.h"
 
 PG_MODULE_MAGIC;
@@ -21,6 +22,7 @@ void
 _PG_init(void)
 {
 	simhash_popcount_init();
+	simhash_simd_init();
 	simhash_fingerprint_init();
 	simhash_probe_plan_define_setting();
 	simhash_mih_init();

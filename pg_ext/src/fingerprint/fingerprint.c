@@ -31,7 +31,6 @@ simhash_fingerprint_init(void)
 		lowered[c] = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
 	}
 	simhash_text_v2_init();
-	vote_simd_init();
 }
 
 static void

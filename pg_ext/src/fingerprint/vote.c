@@ -18,7 +18,6 @@
 
 #include <math.h>
 
-#include "utils/guc.h"
 
 /* SPREAD(b): bit j of byte b moved to bit 8*j, i.e. into byte lane j. */
 #define SPREAD_BIT(b, j)	((uint64) (((b) >> (j)) & 1) << (8 * (j)))
@@ -34,40 +33,6 @@ static const uint64 byte_spread[256] = {
 };
 
 #define LANE_CAPACITY 255
-
-/* What this CPU runs (vote_simd_init), and the most simhash.debug_simd allows. */
-static SimdLevel cpu_simd = SIMD_PLAIN;
-static int	debug_simd = SIMD_AVX512;
-
-static const struct config_enum_entry debug_simd_options[] = {
-	{"auto", SIMD_AVX512, false},
-	{"avx2", SIMD_AVX2, false},
-	{"none", SIMD_PLAIN, false},
-	{NULL, 0, false},
-};
-
-SimdLevel
-simd_level(void)
-{
-	return Min(cpu_simd, (SimdLevel) debug_simd);
-}
-
-void
-vote_simd_init(void)
-{
-#ifdef HAVE_SIMD_COPIES
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("x86-64-v4"))
-		cpu_simd = SIMD_AVX512;
-	else if (__builtin_cpu_supports("x86-64-v3"))
-		cpu_simd = SIMD_AVX2;
-#endif
-	DefineCustomEnumVariable("simhash.debug_simd",
-							 "Uses at most this instruction set in the fingerprints' vector code, for tests.",
-							 "auto (the default): the best this CPU runs; avx2; none. Every one gives the same bits.",
-							 &debug_simd, SIMD_AVX512, debug_simd_options,
-							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-}
 
 void
 vote_init(SimhashVote *vote)

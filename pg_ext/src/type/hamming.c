@@ -1,7 +1,12 @@
 /*
  * hamming.c — Hamming distance between fingerprints.
  */
+#include "simd.h"
 #include "simhash.h"
+
+#ifdef HAVE_SIMD_COPIES
+#include <immintrin.h>
+#endif
 
 #ifdef SIMHASH_POPCNT_CHECKED
 #include <cpuid.h>
@@ -21,6 +26,70 @@ simhash_popcount_init(void)
 
 	simhash_cpu_has_popcnt = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_POPCNT) != 0;
 #endif
+}
+
+/* simhash_within_many from position `from` on, the hits after `found` of them. */
+static int
+within_many_plain(const uint64 *fps, int from, int n, uint64 centre, int k, int *hits, int found)
+{
+	for (int j = from; j < n; j++)
+		if (simhash64_distance(fps[j], centre) <= k)
+			hits[found++] = j;
+	return found;
+}
+
+#ifdef HAVE_SIMD_COPIES
+/*
+ * Four distances at once: each byte's bits counted by a table of the 16
+ * nibbles (vpshufb), the bytes of each 64-bit lane summed (vpsadbw), each
+ * sum compared with k.  Eight fingerprints a step, where nearly every step
+ * finds none (a query's matches are few).
+ */
+static inline TARGET_AVX2 int
+over_mask_avx2(__m256i words, __m256i centre, __m256i k)
+{
+	const __m256i nibbles = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+											 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+	const __m256i low = _mm256_set1_epi8(0x0f);
+	__m256i		x = _mm256_xor_si256(words, centre);
+	__m256i		bytes = _mm256_add_epi8(_mm256_shuffle_epi8(nibbles, _mm256_and_si256(x, low)),
+										_mm256_shuffle_epi8(nibbles, _mm256_and_si256(_mm256_srli_epi16(x, 4), low)));
+	__m256i		counts = _mm256_sad_epu8(bytes, _mm256_setzero_si256());
+
+	return _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(counts, k)));
+}
+
+static TARGET_AVX2 int
+within_many_avx2(const uint64 *fps, int n, uint64 centre, int k, int *hits)
+{
+	const __m256i c = _mm256_set1_epi64x((int64) centre);
+	const __m256i kk = _mm256_set1_epi64x(k);
+	int			found = 0;
+	int			j = 0;
+
+	for (; j + 8 <= n; j += 8)
+	{
+		int			within = 0xff & ~(over_mask_avx2(_mm256_loadu_si256((const __m256i *) (fps + j)), c, kk) |
+									  over_mask_avx2(_mm256_loadu_si256((const __m256i *) (fps + j + 4)), c, kk) << 4);
+
+		while (within != 0)
+		{
+			hits[found++] = j + __builtin_ctz(within);
+			within &= within - 1;
+		}
+	}
+	return within_many_plain(fps, j, n, centre, k, hits, found);
+}
+#endif
+
+int
+simhash_within_many(const uint64 *fps, int n, uint64 centre, int k, int *hits)
+{
+#ifdef HAVE_SIMD_COPIES
+	if (simd_level() >= SIMD_AVX2)
+		return within_many_avx2(fps, n, centre, k, hits);
+#endif
+	return within_many_plain(fps, 0, n, centre, k, hits, 0);
 }
 
 PG_FUNCTION_INFO_V1(simhash64_hamming_distance);

@@ -746,3 +746,31 @@ def test_an_index_built_before_lanes_keeps_its_pending_list_and_starts_lanes(tmp
                 (0, 0, 2000 + 2 * PENDING_CAP + 102, False)
             conn.execute("SELECT simhash_mih_check('docs_fp', true)")
             assert_exact(conn, centres)
+
+
+@pytest.mark.parametrize("simd", ["auto", "avx2", "none"])
+def test_pending_rows_at_every_distance_are_found_by_every_copy_of_the_comparison(db: psycopg.Connection,
+                                                                                   simd: str) -> None:
+    """A query compares the pending rows eight at a time where the CPU has AVX2
+    (simhash_within_many; simhash.debug_simd picks the copy): rows at every
+    distance from the centre, on pages whose counts are no multiple of 8,
+    against brute force at every radius, each copy; and the index hands the
+    heap no row outside the ball (the heap's recheck would hide those)."""
+    rng = random.Random(29)
+    centre = rng.getrandbits(64)
+    # rows 0..64 bits from the centre, each distance several times, then random ones
+    fps = [flip_random(centre, d % 65, rng) for d in range(65 * 5)] + [rng.getrandbits(64) for _ in range(700)]
+    rng.shuffle(fps)
+    load(db, [])  # an empty index: every row inserted stays pending (no flush below the limit)
+    db.execute(f"SET simhash.mih_pending_limit = {len(fps) + 1}")
+    copy_rows(db, "COPY docs FROM STDIN", ((i, str(fp)) for i, fp in enumerate(fps)))
+    assert stats(db)["pending_rows"] == len(fps) and len(fps) % PENDING_CAP % 8 != 0
+    db.execute(f"SET simhash.debug_simd = {simd}")
+    db.execute("SET enable_seqscan = off")
+    query_sql = "SELECT id FROM docs WHERE fp <@ (%s::simhash64, %s)::simhash64_ball"
+    for k in [0, 1, 2, 3, 7, 8, 31, 32, 33, 63, 64]:
+        for query in (centre, flip_random(centre, 1, rng)):
+            found = sorted(row[0] for row in db.execute(query_sql, (str(query), k)))
+            assert found == brute_force_within(fps, query, k), (k, query)
+            plan = db.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + query_sql, (str(query), k)).fetchone()[0][0]["Plan"]
+            assert plan["Node Type"] == "Bitmap Heap Scan" and plan.get("Rows Removed by Index Recheck", 0) == 0

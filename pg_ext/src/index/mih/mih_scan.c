@@ -549,18 +549,23 @@ mih_scan_pending(MihProbe *s, BlockNumber blkno, BlockNumber last, int64 rows)
 
 		Buffer		buffer = mih_read_pending(s->index, blkno, pages, rows);
 		MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
+		int			hits[MIH_PENDING_CAP];
+		int			nhits = simhash_within_many(page->fps, page->n, s->center, s->k, hits);	/* n checked on reading */
 
-		for (uint32 j = 0; j < page->n; j++)
-			if (simhash_popcount64(page->fps[j] ^ s->center) <= s->k && in_other_balls(s, page->fps[j]))
+		for (int h = 0; h < nhits; h++)
+		{
+			int			j = hits[h];
+
+			if (!in_other_balls(s, page->fps[j]))
+				continue;
+			if (!mih_tid_valid(&page->tids[j]))
 			{
-				if (!mih_tid_valid(&page->tids[j]))
-				{
-					UnlockReleaseBuffer(buffer);
-					mih_corrupt(s->index, blkno, "entry %u has an invalid heap TID", j);
-				}
-				tbm_add_tuples(s->tbm, &page->tids[j], 1, true);
-				s->found++;
+				UnlockReleaseBuffer(buffer);
+				mih_corrupt(s->index, blkno, "entry %d has an invalid heap TID", j);
 			}
+			tbm_add_tuples(s->tbm, &page->tids[j], 1, true);
+			s->found++;
+		}
 		blkno = here == last ? InvalidBlockNumber : page->next;
 		UnlockReleaseBuffer(buffer);
 		CHECK_FOR_INTERRUPTS();
