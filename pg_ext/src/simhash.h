@@ -98,12 +98,14 @@ extern Oid	simhash_extension_type(Oid function, const char *type_name);
 /* hamming.c */
 extern void simhash_check_radius(int32 k);
 /*
- * The positions in fps[0..n) of the fingerprints within k bits of centre, in
- * order, into hits (room for n); returns how many.  Vector code where the
- * CPU has it (simd.h): a query compares every pending row of a simhash_mih
- * index this way.
+ * The positions j in [0, n) of the fingerprints fps[j * stride] within k
+ * bits of centre, in order, into hits (room for n); returns how many.
+ * stride is 1 (an array of fingerprints) or 2 (pairs, the fingerprint
+ * first: find_all's entries).  Vector code where the CPU has it (simd.h):
+ * a simhash_mih query compares every pending row this way, find_all the
+ * rows of a group.
  */
-extern int	simhash_within_many(const uint64 *fps, int n, uint64 centre, int k, int *hits);
+extern int	simhash_within_many(const uint64 *fps, int stride, int n, uint64 centre, int k, int *hits);
 /* Whether the CPU has POPCNT, for simhash_popcount64 (from _PG_init). */
 extern void simhash_popcount_init(void);
 

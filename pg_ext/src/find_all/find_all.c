@@ -307,19 +307,39 @@ report_if_first(const SimhashSearch *search, uint32 table, const SimhashEntry *a
 	search->emit(search->arg, Min(a->key, b->key), Max(a->key, b->key), distance);
 }
 
+/*
+ * Entries read as pairs of words, the fingerprint first (simhash_within_many's
+ * stride 2), a step of at most COMPARE_STEP of them at a time.
+ */
+StaticAssertDecl(sizeof(SimhashEntry) == 2 * sizeof(uint64) && offsetof(SimhashEntry, hash) == 0,
+				 "an entry is two words, the fingerprint first");
+#define COMPARE_STEP 1024
+
+/* Reports the pairs of `one` and entries[0..count) within k bits (each pair once: report_if_first). */
+static void
+compare_one(const SimhashSearch *search, uint32 table, const SimhashEntry *one,
+			const SimhashEntry *entries, Size count)
+{
+	int			hits[COMPARE_STEP];
+
+	for (Size from = 0; from < count; from += COMPARE_STEP)
+	{
+		const SimhashEntry *step = entries + from;
+		int			found = simhash_within_many(&step->hash, 2, (int) Min(count - from, COMPARE_STEP),
+												one->hash, search->k, hits);
+
+		for (int h = 0; h < found; h++)
+			report_if_first(search, table, one, &step[hits[h]], simhash64_distance(one->hash, step[hits[h]].hash));
+	}
+}
+
 void
 simhash_compare_across(const SimhashSearch *search, int table, const SimhashEntry *group, Size n,
 					   const SimhashEntry *others, Size m)
 {
 	for (Size i = 0; i < m; i++)
 	{
-		for (Size j = 0; j < n; j++)
-		{
-			int			distance = simhash_popcount64(others[i].hash ^ group[j].hash);
-
-			if (distance <= search->k)
-				report_if_first(search, search->tables[table], &others[i], &group[j], distance);
-		}
+		compare_one(search, search->tables[table], &others[i], group, n);
 		CHECK_FOR_INTERRUPTS();
 	}
 }
@@ -330,15 +350,7 @@ compare_group(const SimhashSearch *search, uint32 table, const SimhashEntry *ent
 {
 	for (Size i = 0; i + 1 < count; i++)
 	{
-		uint64		hash_i = entries[i].hash;
-
-		for (Size j = i + 1; j < count; j++)
-		{
-			int			distance = simhash_popcount64(hash_i ^ entries[j].hash);
-
-			if (distance <= search->k)
-				report_if_first(search, table, &entries[i], &entries[j], distance);
-		}
+		compare_one(search, table, &entries[i], entries + i + 1, count - i - 1);
 		/* Many equal keys make this loop quadratic: stay cancellable. */
 		CHECK_FOR_INTERRUPTS();
 	}

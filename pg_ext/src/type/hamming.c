@@ -30,20 +30,35 @@ simhash_popcount_init(void)
 
 /* simhash_within_many from position `from` on, the hits after `found` of them. */
 static int
-within_many_plain(const uint64 *fps, int from, int n, uint64 centre, int k, int *hits, int found)
+within_many_plain(const uint64 *fps, int stride, int from, int n, uint64 centre, int k, int *hits, int found)
 {
 	for (int j = from; j < n; j++)
-		if (simhash64_distance(fps[j], centre) <= k)
+		if (simhash64_distance(fps[(Size) j * stride], centre) <= k)
 			hits[found++] = j;
 	return found;
 }
 
 #ifdef HAVE_SIMD_COPIES
 /*
+ * Four fingerprints: consecutive words (stride 1), or the first word of four
+ * pairs (stride 2: find_all's entries, a fingerprint and its row's key).
+ */
+static inline TARGET_AVX2 __m256i
+load4_avx2(const uint64 *fps, int stride)
+{
+	__m256i		a = _mm256_loadu_si256((const __m256i *) fps);
+
+	if (stride == 1)
+		return a;
+	/* a = f0 x0 f1 x1, b = f2 x2 f3 x3: unpacked f0 f2 f1 f3, permuted in order */
+	return _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(a, _mm256_loadu_si256((const __m256i *) (fps + 4))),
+									_MM_SHUFFLE(3, 1, 2, 0));
+}
+
+/*
  * Four distances at once: each byte's bits counted by a table of the 16
  * nibbles (vpshufb), the bytes of each 64-bit lane summed (vpsadbw), each
- * sum compared with k.  Eight fingerprints a step, where nearly every step
- * finds none (a query's matches are few).
+ * sum compared with k; bit i of the result set when fingerprint i is beyond.
  */
 static inline TARGET_AVX2 int
 over_mask_avx2(__m256i words, __m256i centre, __m256i k)
@@ -59,8 +74,9 @@ over_mask_avx2(__m256i words, __m256i centre, __m256i k)
 	return _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(counts, k)));
 }
 
-static TARGET_AVX2 int
-within_many_avx2(const uint64 *fps, int n, uint64 centre, int k, int *hits)
+/* Eight fingerprints a step, where nearly every step finds none (a query's matches are few). */
+static inline TARGET_AVX2 int
+within_many_avx2(const uint64 *fps, int stride, int n, uint64 centre, int k, int *hits)
 {
 	const __m256i c = _mm256_set1_epi64x((int64) centre);
 	const __m256i kk = _mm256_set1_epi64x(k);
@@ -69,8 +85,9 @@ within_many_avx2(const uint64 *fps, int n, uint64 centre, int k, int *hits)
 
 	for (; j + 8 <= n; j += 8)
 	{
-		int			within = 0xff & ~(over_mask_avx2(_mm256_loadu_si256((const __m256i *) (fps + j)), c, kk) |
-									  over_mask_avx2(_mm256_loadu_si256((const __m256i *) (fps + j + 4)), c, kk) << 4);
+		const uint64 *at = fps + (Size) j * stride;
+		int			within = 0xff & ~(over_mask_avx2(load4_avx2(at, stride), c, kk) |
+									  over_mask_avx2(load4_avx2(at + 4 * stride, stride), c, kk) << 4);
 
 		while (within != 0)
 		{
@@ -78,18 +95,33 @@ within_many_avx2(const uint64 *fps, int n, uint64 centre, int k, int *hits)
 			within &= within - 1;
 		}
 	}
-	return within_many_plain(fps, j, n, centre, k, hits, found);
+	return within_many_plain(fps, stride, j, n, centre, k, hits, found);
+}
+
+/* One copy per stride, each with its loads fixed. */
+static TARGET_AVX2 int
+within_many_avx2_stride1(const uint64 *fps, int n, uint64 centre, int k, int *hits)
+{
+	return within_many_avx2(fps, 1, n, centre, k, hits);
+}
+
+static TARGET_AVX2 int
+within_many_avx2_stride2(const uint64 *fps, int n, uint64 centre, int k, int *hits)
+{
+	return within_many_avx2(fps, 2, n, centre, k, hits);
 }
 #endif
 
 int
-simhash_within_many(const uint64 *fps, int n, uint64 centre, int k, int *hits)
+simhash_within_many(const uint64 *fps, int stride, int n, uint64 centre, int k, int *hits)
 {
+	Assert(stride == 1 || stride == 2);
 #ifdef HAVE_SIMD_COPIES
 	if (simd_level() >= SIMD_AVX2)
-		return within_many_avx2(fps, n, centre, k, hits);
+		return stride == 1 ? within_many_avx2_stride1(fps, n, centre, k, hits) :
+			within_many_avx2_stride2(fps, n, centre, k, hits);
 #endif
-	return within_many_plain(fps, 0, n, centre, k, hits, 0);
+	return within_many_plain(fps, stride, 0, n, centre, k, hits, 0);
 }
 
 PG_FUNCTION_INFO_V1(simhash64_hamming_distance);

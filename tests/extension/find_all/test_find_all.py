@@ -97,6 +97,26 @@ def test_bigger_inputs_equal_brute_force(shared_db, k, blocks) -> None:
     assert sql_clusters(shared_db, query, k, blocks, True) == components(nodes, [(a, b) for a, b, _ in expected])
 
 
+@pytest.mark.parametrize("simd", ["auto", "avx2", "none"])
+def test_big_groups_compared_by_every_copy_of_the_comparison_equal_brute_force(db, simd) -> None:
+    """Groups of hundreds of rows sharing a table's key (near copies of a few
+    fingerprints, the low 16 bits never flipped) are compared eight rows at a
+    time where the CPU has AVX2 (simhash_within_many over the entries, read as
+    pairs of words; simhash.debug_simd picks the copy): every pair at every k
+    equals brute force, group sizes no multiple of 8."""
+    rng = random.Random(61)
+    rows = []
+    for group, size in enumerate([301, 157, 90]):
+        centre = rng.getrandbits(64)
+        for _ in range(size):
+            rows.append((len(rows), flip(centre, rng.sample(range(16, 64), rng.randint(0, 9)))))
+    rows += [(len(rows) + i, rng.getrandbits(64)) for i in range(200)]
+    db.execute(f"SET simhash.debug_simd = {simd}")
+    for k in [0, 2, 5, 8]:
+        expected = brute_force_pairs(rows, k)
+        assert expected and sql_pairs(db, rows_query(rows), k, None) == expected, k
+
+
 def test_colliding_keys_in_one_bucket(shared_db) -> None:
     """Distinct keys crafted to share one bucket (the bucket is the top bits of
     key * 0x9E3779B97F4A7C15), each key twice: the big bucket is sorted by key

@@ -550,7 +550,7 @@ mih_scan_pending(MihProbe *s, BlockNumber blkno, BlockNumber last, int64 rows)
 		Buffer		buffer = mih_read_pending(s->index, blkno, pages, rows);
 		MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
 		int			hits[MIH_PENDING_CAP];
-		int			nhits = simhash_within_many(page->fps, page->n, s->center, s->k, hits);	/* n checked on reading */
+		int			nhits = simhash_within_many(page->fps, 1, page->n, s->center, s->k, hits);	/* n checked on reading */
 
 		for (int h = 0; h < nhits; h++)
 		{
