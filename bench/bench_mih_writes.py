@@ -54,12 +54,15 @@ second server of the same PostgreSQL):
    WAL written per inserted row (pg_current_wal_flush_lsn) and of it the
    index's own (the Generic WAL records simhash_mih writes, through
    pg_walinspect, PostgreSQL 15 on);
-4. the same queries once the writers are done, nothing else running;
+4. the same queries once the writers are done and the flush and merge
+   workers they started have finished, nothing else running;
 5. a summary (per k the worst window's p50 and p99 over the fresh ones, of
    the windows of half a window's length or more, the
    p50 of the query backend's CPU time a query (/proc/<pid>/schedstat: the
    index's own cost, without the wait for a core) in the median and the worst
-   window over the fresh one's, rows/s
+   window over the fresh one's; where the slowest 1 % of the queries spent
+   their time, in the worst p99 window: the backend's and the client's time
+   on a CPU and waiting for one, and the rest asleep; rows/s
    in the last whole window over the first, the longest wait, WAL per row)
    and exactness: for --exact-queries queries (half the query set, half
    stored rows that were inserted, 0 to 2 bits away) at k = 0..8 the index's
