@@ -485,14 +485,17 @@ mih_visit(int t, int distance, uint64 flip, void *arg)
 	s->probes[t][s->nprobes[t]++] = lead_with((s->center ^ flip) & mask, mask);
 }
 
-static int
-compare_uint64(const void *a, const void *b)
-{
-	uint64		x = *(const uint64 *) a;
-	uint64		y = *(const uint64 *) b;
-
-	return x < y ? -1 : x > y;
-}
+/*
+ * sort_keys(keys, n): PostgreSQL's quicksort with the comparison inline.
+ * Through qsort's call a pair, sorting the probes was a fifth of a query's
+ * time at k = 8 (profiled, 10M rows, 4 run sets, each set sorting its own).
+ */
+#define ST_SORT sort_keys
+#define ST_ELEMENT_TYPE uint64
+#define ST_COMPARE(a, b) (*(a) < *(b) ? -1 : *(a) > *(b))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /* Sorts keys and drops repeats; returns how many are left. */
 static int
@@ -500,11 +503,28 @@ sort_distinct(uint64 *keys, int n)
 {
 	int			kept = 0;
 
-	qsort(keys, n, sizeof(uint64), compare_uint64);
+	sort_keys(keys, n);
 	for (int i = 0; i < n; i++)
 		if (kept == 0 || keys[i] != keys[kept - 1])
 			keys[kept++] = keys[i];
 	return kept;
+}
+
+/*
+ * The probes of the plan, each run's in key order without repeats: the same
+ * for every run set (they share the layout) and every pass of the scan, so
+ * made once.
+ */
+static void
+mih_make_probes(MihProbe *s)
+{
+	const SimhashBlocks *blocks = &s->cache->blocks;
+
+	for (int t = 0; t < blocks->nblocks; t++)
+		s->nprobes[t] = 0;
+	simhash_probe_plan_visit(blocks, s->plan, mih_visit, s);
+	for (int t = 0; t < blocks->nblocks; t++)
+		s->nprobes[t] = sort_distinct(s->probes[t], s->nprobes[t]);
 }
 
 /*
@@ -520,15 +540,11 @@ mih_probe_set(MihProbe *s)
 	const SimhashBlocks *blocks = &s->cache->blocks;
 
 	for (int t = 0; t < blocks->nblocks; t++)
-		s->nprobes[t] = 0;
-	simhash_probe_plan_visit(blocks, s->plan, mih_visit, s);
-	for (int t = 0; t < blocks->nblocks; t++)
 	{
 		int			width = simhash_popcount64(blocks->mask[t]);
 
 		if (s->nprobes[t] == 0)
 			continue;
-		s->nprobes[t] = sort_distinct(s->probes[t], s->nprobes[t]);
 		mih_walk_run(s, t, s->probes[t], s->nprobes[t], width == 64 ? 0 : ~UINT64CONST(0) >> width,
 					 false, lead_with(s->center, blocks->mask[t]), s->k);
 	}
@@ -727,8 +743,11 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 			planned = mih_plan(&s.cache->blocks, s.k, &plan);
 			s.plan = planned ? &plan : NULL;
 			if (planned)
+			{
 				for (int t = 0; t < s.cache->blocks.nblocks; t++)
 					s.probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
+				mih_make_probes(&s);
+			}
 		}
 		s.found = 0;
 		mih_scan_layout(&s, &meta);
