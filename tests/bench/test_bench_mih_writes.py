@@ -30,14 +30,15 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     assert set(run.fresh_cpu) == set(bench.RADII) and all(cpu > 0 for cpu in run.fresh_cpu.values())
     assert all(len(window.query_sched[k]) == len(window.queries[k]) for window, *_ in run.windows for k in bench.RADII)
     # No part of a query's time is negative, and over all the queries the backend's time fits in
-    # their latencies.  (Query by query it need not: the scheduler adds a running task's time at
-    # its next tick or switch, so a query may be charged the end of the one before.  The client's
-    # counts include the bench's own reads around the query.)
+    # their latencies, but for a margin.  (Query by query it need not: the scheduler adds a running
+    # task's time at its next tick or switch, so a query may be charged the end of the one before,
+    # the backend's few microseconds after its reply.  The client's counts include the bench's
+    # own reads around the query.)
     sched = [(ms, *split) for window, *_ in run.windows for k in bench.RADII
              for ms, split in zip(window.queries[k], window.query_sched[k])]
     assert sched and all(min(split) >= 0 for _, *split in sched)
     latency, cpu, wait, client_cpu, _ = map(sum, zip(*sched))
-    assert 0 < cpu + wait <= latency + 5 and client_cpu > 0, (latency, cpu, wait)
+    assert 0 < cpu + wait <= 1.1 * latency + 5 and client_cpu > 0, (latency, cpu, wait)
     # the slowest queries' time, split: five parts, none negative
     for k in bench.RADII:
         _, share, text = bench.slowest_split(k, [window for window, *_ in run.windows])
