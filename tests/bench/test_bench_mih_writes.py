@@ -45,6 +45,7 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
         assert len(split := [float(part) for part in text.split(" / ")]) == 5 and min(split) >= 0
         assert share >= 0
     assert sum(len(window.waits) for window, *_ in run.windows) > 0          # INSERT transactions ran
+    assert sum(len(window.commits) for window, *_ in run.windows) > 0        # and their COMMITs were timed apart
     assert sum(len(window.copies) for window, *_ in run.windows) > 0         # and COPY batches
     stats = run.final["stats"]
     # Every row built or inserted is in the index, pending (with the sealed rows,
