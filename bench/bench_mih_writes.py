@@ -234,30 +234,83 @@ class Sched(NamedTuple):
     client_wait: float
 
 
-def sched_ms(task: str) -> tuple[float, float] | None:
-    """The time a task has run on a CPU and the time it has waited, runnable,
-    for one, ms (/proc/<task>/schedstat: the scheduler's counts, not ticks), or
-    None (not Linux, or the server on another machine)."""
-    try:
-        ran, waited = Path(f"/proc/{task}/schedstat").read_text().split()[:2]
-        return int(ran) / 1e6, int(waited) / 1e6
-    except (OSError, ValueError):
-        return None
+class SchedCounts:
+    """A task's scheduler counts (/proc/<task>/schedstat: time on a CPU and
+    time runnable but waiting for one, ms), the file kept open and re-read
+    with one pread: a few microseconds of the client's time a look, not the
+    tens that opening it again takes.  None where it cannot be read (not
+    Linux, or the server on another machine)."""
+
+    def __init__(self, task: str) -> None:
+        try:
+            self.fd: int | None = os.open(f"/proc/{task}/schedstat", os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def read(self) -> tuple[float, float] | None:
+        if self.fd is None:
+            return None
+        try:
+            ran, waited = os.pread(self.fd, 128, 0).split()[:2]
+            return int(ran) / 1e6, int(waited) / 1e6
+        except (OSError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
-def timed_query(conn: psycopg.Connection, sql: str, centre: int) -> tuple[float, float, Sched | None]:
-    """(end time, milliseconds at the client, Sched) of one query: with fewer
-    cores than busy processes a query's latency is mostly its wait for a core,
-    and its CPU time is what the index costs."""
-    # The client's counts read closest to the query: they include the reads' own
-    # few microseconds, outside the latency.
-    tasks = (str(conn.info.backend_pid), "thread-self")
-    before = [sched_ms(task) for task in tasks]
-    end, ms = timed(lambda: conn.execute(sql, (centre,), prepare=True).fetchall())
-    after = [sched_ms(task) for task in reversed(tasks)][::-1]
-    if None in before or None in after:
-        return end, ms, None
-    return end, ms, Sched(*(a - b for new, old in zip(after, before) for a, b in zip(new, old)))
+class Queries:
+    """The queries at k = 3, 5, 8, prepared once and run through libpq's own
+    calls (psycopg's PGconn, the centre as text, the rows left unread but
+    counted), each timed with the scheduler's counts of its backend and of
+    this process: with fewer cores than busy processes a query's latency is
+    mostly its wait for a core, and its CPU time is what the index costs.
+    Through psycopg's execute() the client spent about 0.1 ms a query (its
+    own Python, and opening the counts' files), CPU taken from the server
+    where they share the cores, and a share of the slowest queries' time
+    (issue 29's split: 0.5-0.9 ms of them on the client's CPU)."""
+
+    def __init__(self, conn: psycopg.Connection, tag: str) -> None:
+        self.pgconn = conn.pgconn
+        for k in RADII:
+            sql = f"/* {tag} k = {k} */ " + INDEXED.format(k=k).replace("%s", "$1")
+            self.ok(self.pgconn.prepare(self.name(k), sql.encode()))
+        # the client's counts read closest to the query: they include the reads' own
+        # microsecond, outside the latency
+        self.tasks = (SchedCounts(str(self.pgconn.backend_pid)), SchedCounts("thread-self"))
+
+    @staticmethod
+    def name(k: int) -> bytes:
+        return f"bench_query_{k}".encode()
+
+    @staticmethod
+    def ok(result) -> int:
+        if result.status not in (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK):
+            raise SystemExit(f"a query failed: {result.error_message.decode(errors='replace')}")
+        return result.ntuples
+
+    def run(self, k: int, centre: int) -> int:
+        """The rows one query found."""
+        return self.ok(self.pgconn.exec_prepared(self.name(k), [str(centre).encode()]))
+
+    def timed(self, k: int, centre: int) -> tuple[float, float, Sched | None]:
+        """(end time, milliseconds at the client, Sched) of one query."""
+        server, client = self.tasks
+        before = (server.read(), client.read())
+        begin = time.perf_counter()
+        self.run(k, centre)
+        end = time.perf_counter()
+        after = (server.read(), client.read())
+        if None in before or None in after:
+            return end, (end - begin) * 1000, None
+        return end, (end - begin) * 1000, Sched(*(a - b for new, old in zip(after, before) for a, b in zip(new, old)))
+
+    def close(self) -> None:
+        for task in self.tasks:
+            task.close()
 
 
 class Inserts:
@@ -332,21 +385,22 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
 
 def querier(dsn: str, worker: int, plan: dict, centres: list[int], stop, out, starting: Start) -> None:
     """Runs the queries at k = 3, 5, 8 in turn until stop is set."""
-    statements = {k: f"/* k = {k} */ " + INDEXED.format(k=k) for k in RADII}
     with psycopg.connect(dsn, autocommit=True) as conn:
+        queries = Queries(conn, "window")
         for k in RADII:  # the plans, before the clock starts
-            conn.execute(statements[k], (centres[0],), prepare=True).fetchall()
+            queries.run(k, centres[0])
         start = starting.wait()
         report = Reporter(out, worker, start, plan["window"])
         i = 0
         while not stop.is_set():
             k = RADII[i % len(RADII)]
-            end, ms, sched = timed_query(conn, statements[k], centres[i // len(RADII) % len(centres)])
+            end, ms, sched = queries.timed(k, centres[i // len(RADII) % len(centres)])
             window = report.at(end)
             window.queries[k].append(ms)
             if sched is not None:
                 window.query_sched[k].append(sched)
             i += 1
+        queries.close()
     report.close()
 
 
@@ -424,14 +478,17 @@ def fresh_latencies(conn: psycopg.Connection, centres: list[int],
     """p50 and p99 of the queries at each k, with nothing else running; and
     the p50 of their backend's CPU time (empty where it cannot be read)."""
     fresh, cpu = {}, {}
+    queries = Queries(conn, tag)
     for k in RADII:
-        sql = f"/* {tag} k = {k} */ " + INDEXED.format(k=k)
         for centre in centres[:5]:  # the cache and the plan
-            conn.execute(sql, (centre,), prepare=True).fetchall()
-        timings = [timed_query(conn, sql, centre)[1:] for centre in centres]
+            queries.run(k, centre)
+        timings = [queries.timed(k, centre)[1:] for centre in centres]
         fresh[k] = (p([ms for ms, _ in timings], 50), p([ms for ms, _ in timings], 99))
         if all(c is not None for _, c in timings):
             cpu[k] = p([c.cpu for _, c in timings], 50)
+    queries.close()
+    for k in RADII:
+        conn.execute(f"DEALLOCATE {Queries.name(k).decode()}")
     return fresh, cpu
 
 
