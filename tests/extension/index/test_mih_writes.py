@@ -207,13 +207,20 @@ def write_rows(conninfo: str, seed: int, stored: list[int], written: list[tuple[
 
 
 def ids(conn: psycopg.Connection, centre: int, k: int) -> list[int]:
+    # never prepared (psycopg prepares a query run 5 times): a prepared statement's
+    # generic plan is kept whatever enable_* says later (ids_of_plan's scans)
     return [r[0] for r in conn.execute("SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s)"
-                                       " ORDER BY id", (str(centre), k))]
+                                       " ORDER BY id", (str(centre), k), prepare=False)]
 
 
 def ids_of_plan(conn: psycopg.Connection, centre: int, k: int, index: bool) -> list[int]:
-    """ids() by a bitmap scan of the index, or by a sequential scan (brute force)."""
-    settings = ("enable_seqscan = off",) if index else ("enable_bitmapscan = off", "enable_indexscan = off")
+    """ids() by a bitmap scan of the index, or by a sequential scan (brute force).
+    Every setting is given each time: SET LOCAL in a savepoint (the caller's
+    transaction open) lasts to the end of the transaction, so a setting left
+    out would be the last call's.  Never by an index scan: with the
+    sequential scan off, the primary key's would do (the condition a filter)."""
+    settings = ("enable_seqscan = off", "enable_bitmapscan = on", "enable_indexscan = off") if index else \
+        ("enable_seqscan = on", "enable_bitmapscan = off", "enable_indexscan = off")
     with conn.transaction():
         for setting in settings:
             conn.execute(f"SET LOCAL {setting}")
@@ -229,12 +236,13 @@ def compare_in_snapshots(conninfo: str, stored: list[int], stop: threading.Event
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             for k in range(9):
                 centre = flip_random(rng.choice(stored), rng.randint(0, 4), rng)
-                conn.execute("SET LOCAL enable_seqscan = off")
+                # never by an index scan: with the sequential scan off, the primary key's would do
+                conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = on;"
+                             " SET LOCAL enable_indexscan = off")
                 by_index = ids(conn, centre, k)
                 conn.execute("SET LOCAL enable_seqscan = on; SET LOCAL enable_bitmapscan = off;"
                              " SET LOCAL enable_indexscan = off")
                 assert by_index == ids(conn, centre, k), (centre, k)
-                conn.execute("RESET enable_bitmapscan; RESET enable_indexscan")
                 compared.append(k)
             conn.rollback()
 
@@ -286,7 +294,7 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
     present = [(i, fp) for i, fp in rows.items() if fp is not None]
     row_ids = np.array([i for i, _ in present], dtype=np.int64)
     values = np.array([fp for _, fp in present], dtype=np.uint64)
-    db.execute("SET enable_seqscan = off")
+    db.execute("SET enable_seqscan = off; SET enable_indexscan = off")  # not the primary key's index scan
     for k in range(9):
         for _ in range(12):
             centre = flip_random(rng.choice(stored + [fp for _, fp in written]), rng.randint(0, k + 1), rng)
@@ -657,7 +665,8 @@ def assert_exact(conn: psycopg.Connection, centres: list[int]) -> None:
 def test_writers_append_to_their_own_lanes_and_a_seal_joins_the_lanes(db: psycopg.Connection) -> None:
     """Writers of different lanes append to different tails; a lane's count
     leaves its tail's rows out (a page's rows join it when the next page is
-    linked), stats and the checker count them all, queries read every lane;
+    linked), stats and the checker count them all, queries read every lane
+    (a tail a writer holds last: simhash.debug_busy_tails takes every tail so);
     the seal joins the lanes into one sealed chain of exactly their rows,
     and its flush sorts them all into one set."""
     rng = random.Random(31)
@@ -687,6 +696,10 @@ def test_writers_append_to_their_own_lanes_and_a_seal_joins_the_lanes(db: psycop
     new = [int(r[0]) for r in db.execute("SELECT fp::text FROM docs WHERE id IN (10005, 10600, 20001, 30039)")]
     centres = new + [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(4)]
     assert_exact(db, centres)
+    # a tail a writer holds is read after every other page: each lane's tail so taken
+    db.execute("SET simhash.debug_busy_tails = on")
+    assert_exact(db, centres)
+    db.execute("RESET simhash.debug_busy_tails")
     with db.transaction():
         # the worker cannot lock the table: the sealed chain stays for the checker to walk
         db.execute("LOCK TABLE docs IN SHARE ROW EXCLUSIVE MODE")

@@ -412,6 +412,7 @@ mih_dir_of(Page page)
 extern void simhash_mih_init(void);
 extern int	mih_runs_of(Relation index);
 extern int	mih_pending_limit;
+extern bool mih_debug_busy_tails;
 
 /* mih_runs.c: pages, run sets, the metapage */
 simhash_noreturn extern void mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...) pg_attribute_printf(3, 4);

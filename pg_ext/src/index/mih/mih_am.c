@@ -24,6 +24,7 @@ typedef struct MihOptions
 
 static relopt_kind mih_relopt_kind;
 int			mih_pending_limit = 65536;
+bool		mih_debug_busy_tails = false;
 
 /* Called from _PG_init: the index option, the pending-list and merge settings. */
 void
@@ -43,6 +44,11 @@ simhash_mih_init(void)
 							 "Off, or where no worker can start, the insert that fills the pending list flushes it itself, and runs one merge if that made one due; off, inserts recycle.",
 							 &mih_background_merges, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("simhash.debug_busy_tails",
+							 "For tests: simhash_mih scans take every pending lane's tail for one a writer holds.",
+							 "They read such tails after every other page, as they do those a writer holds.",
+							 &mih_debug_busy_tails, false,
+							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }
 
 static bytea *

@@ -219,6 +219,9 @@ typedef struct MihProbe
 	/* The probes of the plan, run by run: the first key of each range. */
 	uint64	   *probes[MIH_MAX_TABLES];
 	int			nprobes[MIH_MAX_TABLES];
+	/* Lane tails a writer held when the scan reached them, read last. */
+	BlockNumber busy_tails[MIH_LANES];
+	int			nbusy_tails;
 } MihProbe;
 
 /*
@@ -555,19 +558,52 @@ mih_probe_set(MihProbe *s)
 	s->nlookups = 0;
 }
 
-/* Every entry of a pending chain, up to `last` (a lane's tail) or its end, compared. */
+/*
+ * A lane's tail, share-locked, or InvalidBuffer when a writer holds it: the
+ * scan reads it after every other page.  Waiting on a page lock sleeps, and
+ * on a machine with every core busy a woken backend waits for a core too
+ * (milliseconds), though the writer holds the tail for an append's few
+ * microseconds: by the time the rest is read, it is most likely free.
+ */
+static Buffer
+mih_try_tail(MihProbe *s, BlockNumber blkno)
+{
+	Buffer		buffer = ReadBuffer(s->index, blkno);
+
+	if (mih_debug_busy_tails || !ConditionalLockBuffer(buffer))
+	{
+		ReleaseBuffer(buffer);
+		s->busy_tails[s->nbusy_tails++] = blkno;
+		return InvalidBuffer;
+	}
+	mih_check_locked_page(s->index, buffer, MIH_PAGE_PENDING);
+	return buffer;
+}
+
+/*
+ * Every entry of a pending chain, up to `last` (a lane's tail) or its end,
+ * compared; with `defer`, a tail a writer holds is left for later (s->busy_tails).
+ */
 static void
-mih_scan_pending(MihProbe *s, BlockNumber blkno, BlockNumber last, int64 rows)
+mih_scan_pending(MihProbe *s, BlockNumber blkno, BlockNumber last, int64 rows, bool defer)
 {
 	for (int64 pages = 0; blkno != InvalidBlockNumber; pages++)
 	{
 		BlockNumber here = blkno;
-
-		Buffer		buffer = mih_read_pending(s->index, blkno, pages, rows);
-		MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
+		Buffer		buffer;
+		MihPendingPage *page;
 		int			hits[MIH_PENDING_CAP];
-		int			nhits = simhash_within_many(page->fps, 1, page->n, s->center, s->k, hits);	/* n checked on reading */
+		int			nhits;
 
+		if (defer && here == last && pages < rows && s->nbusy_tails < MIH_LANES)
+		{
+			if (!BufferIsValid(buffer = mih_try_tail(s, here)))
+				break;
+		}
+		else
+			buffer = mih_read_pending(s->index, blkno, pages, rows);
+		page = mih_pending_of(BufferGetPage(buffer));
+		nhits = simhash_within_many(page->fps, 1, page->n, s->center, s->k, hits);	/* n checked on reading */
 		for (int h = 0; h < nhits; h++)
 		{
 			int			j = hits[h];
@@ -681,13 +717,16 @@ mih_scan_layout(MihProbe *s, const MihMeta *meta)
 		}
 	}
 	if (meta->sealed_count > 0)	/* an older index has 0, not InvalidBlockNumber, as its head */
-		mih_scan_pending(s, meta->sealed_head, InvalidBlockNumber, meta->sealed_count);
+		mih_scan_pending(s, meta->sealed_head, InvalidBlockNumber, meta->sealed_count, false);
 	/*
 	 * Each lane up to its tail in this copy of the metapage: a row a later
 	 * page holds was inserted after this scan's snapshot.
 	 */
+	s->nbusy_tails = 0;
 	for (int i = 0; i < mih_nlanes(meta); i++)
-		mih_scan_pending(s, MIH_LANE(meta, i)->head, MIH_LANE(meta, i)->tail, mih_lane_pages_most(meta, i));
+		mih_scan_pending(s, MIH_LANE(meta, i)->head, MIH_LANE(meta, i)->tail, mih_lane_pages_most(meta, i), true);
+	for (int i = 0; i < s->nbusy_tails; i++)
+		mih_scan_pending(s, s->busy_tails[i], s->busy_tails[i], 1, false);
 }
 
 /*
