@@ -60,7 +60,9 @@ def batch(conn: psycopg.Connection, planner: str, condition: str = FUNCTION_FORM
     plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql).fetchall())
     uses_index = "Bitmap Index Scan on docs_fp" in plan
     assert uses_index == (planner == INDEX_ONLY), plan
-    rows = conn.execute(sql).fetchall()
+    # never prepared (psycopg prepares a query run 5 times): a prepared statement's plan
+    # is kept whatever the planner settings say later, so both sides would run one plan
+    rows = conn.execute(sql, prepare=False).fetchall()
     conn.execute("RESET ALL")
     return rows
 

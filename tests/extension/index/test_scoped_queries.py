@@ -32,7 +32,9 @@ def answers(db: psycopg.Connection, queries, index: str | None) -> list[list[int
     db.execute("SET enable_seqscan = off" if index else "SET enable_bitmapscan = off; SET enable_indexscan = off")
     plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + SCOPED, queries[0]))
     assert (f"Bitmap Index Scan on {index}" in plan) if index else ("Seq Scan" in plan), plan
-    result = [[r[0] for r in db.execute(SCOPED, q)] for q in queries]
+    # never prepared (psycopg prepares a query run 5 times): a prepared statement's plan
+    # is kept whatever enable_* says later (here only the new index's invalidation replans it)
+    result = [[r[0] for r in db.execute(SCOPED, q, prepare=False)] for q in queries]
     db.execute("RESET ALL")
     return result
 
