@@ -234,6 +234,16 @@ class Sched(NamedTuple):
     client_wait: float
 
 
+WRITER = "a writer's statement"
+
+
+def succeeded(result, who: str):
+    """A libpq result (psycopg's PGconn calls, which raise nothing), or exit naming who failed."""
+    if result.status not in (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK):
+        raise SystemExit(f"{who} failed: {result.error_message.decode(errors='replace')}")
+    return result
+
+
 class SchedCounts:
     """A task's scheduler counts (/proc/<task>/schedstat: time on a CPU and
     time runnable but waiting for one, ms), the file kept open and re-read
@@ -277,7 +287,7 @@ class Queries:
         self.pgconn = conn.pgconn
         for k in RADII:
             sql = f"/* {tag} k = {k} */ " + INDEXED.format(k=k).replace("%s", "$1")
-            self.ok(self.pgconn.prepare(self.name(k), sql.encode()))
+            succeeded(self.pgconn.prepare(self.name(k), sql.encode()), "a query")
         # the client's counts read closest to the query: they include the reads' own
         # microsecond, outside the latency
         self.tasks = (SchedCounts(str(self.pgconn.backend_pid)), SchedCounts("thread-self"))
@@ -286,15 +296,9 @@ class Queries:
     def name(k: int) -> bytes:
         return f"bench_query_{k}".encode()
 
-    @staticmethod
-    def ok(result) -> int:
-        if result.status not in (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK):
-            raise SystemExit(f"a query failed: {result.error_message.decode(errors='replace')}")
-        return result.ntuples
-
     def run(self, k: int, centre: int) -> int:
         """The rows one query found."""
-        return self.ok(self.pgconn.exec_prepared(self.name(k), [str(centre).encode()]))
+        return succeeded(self.pgconn.exec_prepared(self.name(k), [str(centre).encode()]), "a query").ntuples
 
     def timed(self, k: int, centre: int) -> tuple[float, float, Sched | None]:
         """(end time, milliseconds at the client, Sched) of one query."""
@@ -309,8 +313,11 @@ class Queries:
         return end, (end - begin) * 1000, Sched(*(a - b for new, old in zip(after, before) for a, b in zip(new, old)))
 
     def close(self) -> None:
+        """The counts' files closed and the statements deallocated (the connection may go on)."""
         for task in self.tasks:
             task.close()
+        for k in RADII:
+            succeeded(self.pgconn.exec_(b"DEALLOCATE " + self.name(k)), "a query")
 
 
 class Inserts:
@@ -324,17 +331,13 @@ class Inserts:
 
     def __init__(self, conn: psycopg.Connection, table: str) -> None:
         self.pgconn = conn.pgconn
-        self.ok(self.pgconn.prepare(self.NAME, INSERT.format(table=table).replace("%s", "$1").encode()))
-
-    def ok(self, result) -> None:
-        if result.status not in (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK):
-            raise SystemExit(f"a writer's statement failed: {result.error_message.decode(errors='replace')}")
+        succeeded(self.pgconn.prepare(self.NAME, INSERT.format(table=table).replace("%s", "$1").encode()), WRITER)
 
     def run(self, command: bytes) -> None:
-        self.ok(self.pgconn.exec_(command))
+        succeeded(self.pgconn.exec_(command), WRITER)
 
     def insert(self, fp: int) -> None:
-        self.ok(self.pgconn.exec_prepared(self.NAME, [str(fp).encode()]))
+        succeeded(self.pgconn.exec_prepared(self.NAME, [str(fp).encode()]), WRITER)
 
 
 def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out, starting: Start) -> None:
@@ -487,8 +490,6 @@ def fresh_latencies(conn: psycopg.Connection, centres: list[int],
         if all(c is not None for _, c in timings):
             cpu[k] = p([c.cpu for _, c in timings], 50)
     queries.close()
-    for k in RADII:
-        conn.execute(f"DEALLOCATE {Queries.name(k).decode()}")
     return fresh, cpu
 
 
