@@ -60,9 +60,12 @@ second server of the same PostgreSQL):
    the windows of half a window's length or more, the
    p50 of the query backend's CPU time a query (/proc/<pid>/schedstat: the
    index's own cost, without the wait for a core) in the median and the worst
-   window over the fresh one's; where the slowest 1 % of the queries spent
-   their time, in the worst p99 window: the backend's and the client's time
-   on a CPU and waiting for one, and the rest asleep; rows/s
+   window over the fresh one's and over the loaded fresh one's (on a VM an
+   idle machine may run a query's CPU slower than a busy one); where the
+   slowest 1 % of the queries spent their time, in the worst p99 window: the
+   backend's and the client's time on a CPU and waiting for one, and the
+   rest asleep; the same for the middle queries (p40 to p60: what the p50
+   is made of) of the loaded fresh index and of the median window; rows/s
    in the last whole window over the first, the longest wait, WAL per row)
    and exactness: for --exact-queries queries (half the query set, half
    stored rows that were inserted, 0 to 2 bits away) at k = 0..8 the index's
@@ -456,6 +459,7 @@ class Run:
     after_cpu: dict[int, float] = field(default_factory=dict)
     # the fresh index's queries while the writers fill another table: what their load alone costs a query here
     loaded: dict[int, tuple[float, float]] = field(default_factory=dict)
+    loaded_queries: Window | None = None  # those queries' latencies and scheduler counts
     # per window: what the workers did, the sample at its end, WAL (all, index), seconds, end (s from the start)
     windows: list[tuple[Window, dict, tuple[int, int | None], float, float]] = field(default_factory=list)
     inserted: int = 0
@@ -579,14 +583,15 @@ def workload(dsn: str, run: Run, plan: dict, centres: list[int], sources: np.nda
 
 
 def loaded_latencies(conn: psycopg.Connection, dsn: str, writers: int, plan: dict, centres: list[int],
-                     sources: np.ndarray, seconds: float) -> tuple[dict[int, tuple[float, float]], float]:
+                     sources: np.ndarray, seconds: float) -> tuple[dict[int, tuple[float, float]], float, Window]:
     """p50 and p99 of the fresh index's queries at each k while `writers`
     writers insert as the run's will, for `seconds`, into LOAD_TABLE (docs'
     shape, its own simhash_mih index, empty at first), and the rows a second
     they inserted: on a machine with fewer cores than writers and queries, a
     query waits for a core; this is that wait under the same work a row
     (the flushes and merges of a small index, not of the queried one's
-    size), for the windows to be read against."""
+    size), for the windows to be read against.  Also the queries' own
+    latencies and scheduler counts (a Window)."""
     conn.execute(f"CREATE TABLE {LOAD_TABLE} (LIKE docs INCLUDING DEFAULTS)")
     conn.execute(f"ALTER TABLE {LOAD_TABLE} ADD PRIMARY KEY (id)")
     conn.execute(f"CREATE INDEX ON {LOAD_TABLE} USING simhash_mih (fp)")
@@ -603,7 +608,7 @@ def loaded_latencies(conn: psycopg.Connection, dsn: str, writers: int, plan: dic
             total.add(part)
     join_workers(processes)
     conn.execute(f"DROP TABLE {LOAD_TABLE}")
-    return {k: (p(total.queries[k], 50), p(total.queries[k], 99)) for k in RADII}, total.rows / seconds
+    return {k: (p(total.queries[k], 50), p(total.queries[k], 99)) for k in RADII}, total.rows / seconds, total
 
 
 def all_rows(conn: psycopg.Connection) -> tuple[np.ndarray, np.ndarray]:
@@ -677,7 +682,8 @@ def one_run(dsn: str, design: str, writers: int, options, plan: dict) -> Run:
               + (f", simhash.mih_pending_limit {options.pending_limit}" if options.pending_limit else ""))
         print_latencies("fresh", run.fresh)
         if options.loaded_seconds > 0:
-            run.loaded, loading = loaded_latencies(conn, dsn, writers, plan, centres, sources, options.loaded_seconds)
+            run.loaded, loading, run.loaded_queries = loaded_latencies(conn, dsn, writers, plan, centres, sources,
+                                                                       options.loaded_seconds)
             print_latencies(f"fresh, while {writers} writers fill another table with its own index ({LOAD_TABLE},"
                             f" {loading:,.0f} rows/s) for {options.loaded_seconds:.0f} s", run.loaded)
         workload(dsn, run, plan, centres, sources, Sampler(conn))
@@ -931,6 +937,32 @@ def row(window: Window, sample: dict, wal: tuple[int, int | None], seconds: floa
 SPLIT = "server CPU / server's core wait / client CPU / client's core wait / asleep (ms)"
 
 
+def split(queries: list[tuple[float, Sched]]) -> tuple[float, ...]:
+    """The mean of each part of these queries' time (SPLIT's five), and their mean latency first."""
+    latency, *parts = (sum(column) / len(queries) for column in zip(*((ms, *sched) for ms, sched in queries)))
+    return latency, *parts, max(0.0, latency - sum(parts))
+
+
+def timed_queries(window: Window, k: int) -> list[tuple[float, Sched]]:
+    """The queries at k with their scheduler counts; none where some could not be read."""
+    if not window.queries[k] or len(window.query_sched[k]) != len(window.queries[k]):
+        return []
+    return list(zip(window.queries[k], window.query_sched[k]))
+
+
+def middle_split(k: int, name: str, window: Window | None) -> tuple[str, float | None, str]:
+    """Where the middle queries at k of a window (p40 to p60 of its latencies)
+    spent their time: what the p50 is made of.  The value (for ratios) is
+    their server CPU time."""
+    label = f"k = {k} middle queries (p40-p60), {name}: {SPLIT}"
+    queries = timed_queries(window, k) if window else []
+    if not queries:
+        return label, None, DASH
+    low, high = p([ms for ms, _ in queries], 40), p([ms for ms, _ in queries], 60)
+    _, *parts = split([(ms, sched) for ms, sched in queries if low <= ms <= high])
+    return label, parts[0], " / ".join(f"{x:.3f}" for x in parts)
+
+
 def slowest_split(k: int, windows: list[Window]) -> tuple[str, float | None, str]:
     """Where the slowest 1 % of the queries at k spent their time, in the
     window with the worst p99 (mean ms of the queries at or over its p99):
@@ -938,15 +970,13 @@ def slowest_split(k: int, windows: list[Window]) -> tuple[str, float | None, str
     rest, asleep (locks, I/O).  The value (for ratios) is the share of their
     latency the backend spent waiting for a core."""
     name = f"k = {k} slowest 1 % of the worst p99 window: {SPLIT}"
-    timed = [w for w in windows if w.queries[k] and len(w.query_sched[k]) == len(w.queries[k])]
+    timed = [w for w in windows if timed_queries(w, k)]
     if not timed:
         return name, None, DASH
     worst = max(timed, key=lambda w: p(w.queries[k], 99))
     edge = p(worst.queries[k], 99)
-    slow = [(ms, *sched) for ms, sched in zip(worst.queries[k], worst.query_sched[k]) if ms >= edge]
-    latency, *parts = (sum(column) / len(slow) for column in zip(*slow))
-    asleep = max(0.0, latency - sum(parts))
-    return name, parts[1] / latency if latency else None, " / ".join(f"{x:.3f}" for x in (*parts, asleep))
+    latency, *parts = split([(ms, sched) for ms, sched in timed_queries(worst, k) if ms >= edge])
+    return name, parts[1] / latency if latency else None, " / ".join(f"{x:.3f}" for x in parts)
 
 
 def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, str]]:
@@ -979,10 +1009,18 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
         # the index's own cost apart from waiting for a core: the backend's CPU time a query
         cpu = [p([c.cpu for c in w.query_sched[k]], 50) for w in lasting if w.query_sched[k]]
         fresh_cpu = run.fresh_cpu.get(k)
-        figures.append(figure(f"k = {k} CPU p50 fresh (ms)", fresh_cpu))
-        for name, value in (("median", p(cpu, 50) if cpu else None), ("worst", max(cpu, default=None))):
-            figures.append(figure(f"k = {k} CPU p50 {name} window / fresh",
-                                  value / fresh_cpu if value is not None and fresh_cpu else None, ".1f"))
+        loaded_cpu = [c.cpu for _, c in timed_queries(run.loaded_queries, k)] if run.loaded_queries else []
+        # on a VM an idle machine's CPU can run a query slower than a busy one's: the loaded fresh
+        # index's CPU time is the one measured under the windows' conditions
+        for name, base in (("fresh", fresh_cpu), ("loaded fresh", p(loaded_cpu, 50) if loaded_cpu else None)):
+            figures.append(figure(f"k = {k} CPU p50 {name} (ms)", base))
+            for window, value in (("median", p(cpu, 50) if cpu else None), ("worst", max(cpu, default=None))):
+                figures.append(figure(f"k = {k} CPU p50 {window} window / {name}",
+                                      value / base if value is not None and base else None, ".1f"))
+        # what the p50 is made of, under the same load with the index fresh and in the median window
+        median = sorted((w for w in lasting if timed_queries(w, k)), key=lambda w: p(w.queries[k], 50))
+        figures.append(middle_split(k, "loaded fresh", run.loaded_queries))
+        figures.append(middle_split(k, "the median p50 window", median[len(median) // 2] if median else None))
     # an INSERT waits for the index (and the table); a COMMIT for its WAL's flush
     figures += [figure("INSERT/COMMIT p99 (ms)", p(inserts + commits, 99) if inserts or commits else None),
                 figure("INSERT/COMMIT max (ms)", max(inserts + commits, default=None), ".1f"),

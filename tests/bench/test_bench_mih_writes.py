@@ -44,6 +44,12 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
         _, share, text = bench.slowest_split(k, [window for window, *_ in run.windows])
         assert len(split := [float(part) for part in text.split(" / ")]) == 5 and min(split) >= 0
         assert share >= 0
+        # and the middle ones' (what the p50 is made of), of the loaded fresh index and of a window
+        busiest = max((window for window, *_ in run.windows), key=lambda window: len(window.queries[k]))
+        for window in (run.loaded_queries, busiest):
+            _, server_cpu, text = bench.middle_split(k, "", window)
+            assert len(split := [float(part) for part in text.split(" / ")]) == 5 and min(split) >= 0
+            assert round(server_cpu, 3) == split[0] > 0
     assert sum(len(window.waits) for window, *_ in run.windows) > 0          # INSERT transactions ran
     assert sum(len(window.commits) for window, *_ in run.windows) > 0        # and their COMMITs were timed apart
     assert sum(len(window.copies) for window, *_ in run.windows) > 0         # and COPY batches
@@ -61,6 +67,7 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     assert "exactness mismatches" in printed and f"0 of {run.checked:,}" in printed
     assert db.execute("SELECT to_regclass('docs'), to_regclass('docs_load')").fetchone() == (None, None)
     assert "worst window / loaded fresh" in printed and "CPU p50 worst window / fresh" in printed
+    assert "CPU p50 median window / loaded fresh" in printed and "middle queries (p40-p60), loaded fresh" in printed
 
 
 def test_writers_keep_to_the_rate(db: psycopg.Connection) -> None:
