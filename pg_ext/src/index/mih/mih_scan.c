@@ -105,16 +105,15 @@ mih_filter_bits(int64 rows, int width)
 static void
 mih_load_filter(Relation index, int t, MemoryContext context, MihScanRun *run)
 {
-	uint64	   *keys = palloc(sizeof(uint64) * MIH_RUN_MAX_ENTRIES);
+	uint64		keys[MIH_RUN_MAX_ENTRIES];
 
 	run->filter = MemoryContextAllocZero(context, Max(((Size) 1 << run->filter_bits) / 8, sizeof(uint64)));
 	for (BlockNumber p = 0; p < run->dir.npages; p++)
 	{
-		Buffer		buffer = ReadBuffer(index, run->dir.blkno[p]);
+		Buffer		buffer = mih_read_page(index, run->dir.blkno[p], MIH_PAGE_RUN, BUFFER_LOCK_SHARE);
 		MihRunView	v;
 		int			n;
 
-		mih_lock_page(index, buffer, MIH_PAGE_RUN, BUFFER_LOCK_SHARE);
 		mih_run_view(&v, index, run->dir.blkno[p], BufferGetPage(buffer), t == 0);
 		n = mih_run_decode(&v, keys, NULL);
 		for (int j = 0; j < n; j++)
@@ -127,7 +126,6 @@ mih_load_filter(Relation index, int t, MemoryContext context, MihScanRun *run)
 		UnlockReleaseBuffer(buffer);
 		CHECK_FOR_INTERRUPTS();
 	}
-	pfree(keys);
 }
 
 static void
