@@ -39,6 +39,8 @@ META_LANE0 = SET0 + 16 * 72        # lane0: head, tail (uint32), rows (int64)
 META_NLANES = 4672                 # after sealed_waits: the lanes in use (0 before lanes), then lanes 1 to 7
 META_MORE_LANES = 4680
 LANES = 8                          # MIH_LANES
+META_NSEALS = META_MORE_LANES + 16 * (LANES - 1)   # seals done (uint64), then VACUUM's passes over pending pages
+META_PENDING_VACUUMS = META_NSEALS + 8
 META_NSCOPE = 4016                 # after retired[32] (88 bytes each, from 1200): the scope column count
 # The merge policy's cap: run sets once merges catch up (MIH_SET_CAP); the metapage's room (MIH_MAX_SETS).
 SET_CAP = 4
@@ -66,9 +68,27 @@ def lanes_of_metapage(contents: bytes) -> list[tuple[int, int, int]]:
 
 def lanes_of(conn: psycopg.Connection, index: str = "docs_fp") -> list[tuple[int, int, int]]:
     """The pending lanes of a live index, its metapage read through pageinspect."""
+    return lanes_of_metapage(metapage_of(conn, index))
+
+
+def metapage_of(conn: psycopg.Connection, index: str = "docs_fp") -> bytes:
+    """The contents of a live index's metapage, read through pageinspect."""
     conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-    page = conn.execute("SELECT get_raw_page(%s, 0)", (index,)).fetchone()[0]
-    return lanes_of_metapage(bytes(page)[CONTENTS:])
+    return bytes(conn.execute("SELECT get_raw_page(%s, 0)", (index,)).fetchone()[0])[CONTENTS:]
+
+
+def backends_of_other_lanes(conninfo: str, count: int) -> list[psycopg.Connection]:
+    """`count` connections whose backends have different home lanes (pid % LANES)."""
+    conns: list[psycopg.Connection] = []
+    for _ in range(100):
+        conn = psycopg.connect(conninfo, autocommit=True)
+        if conn.info.backend_pid % LANES in {c.info.backend_pid % LANES for c in conns}:
+            conn.close()
+            continue
+        conns.append(conn)
+        if len(conns) == count:
+            return conns
+    raise AssertionError(f"no {count} backends of different lanes in 100 connections")
 
 
 @contextlib.contextmanager

@@ -21,8 +21,8 @@ from toolbox import MIH, brute_force_within, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
 from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_for_no_autovacuum, wait_for_workers
 from toolbox.mih_pages import (BLCKSZ, CONTENTS, LANES, MAX_SETS, META_MORE_LANES, META_NLANES, META_NSCOPE,
-                               PD_LOWER, PENDING_BOUND, PENDING_CAP, SET_CAP, connect, edit_index, lane_offset, lanes_of,
-                               own_server)
+                               PD_LOWER, PENDING_BOUND, PENDING_CAP, SET_CAP, backends_of_other_lanes, connect, edit_index,
+                               lane_offset, lanes_of, own_server)
 from toolbox.workers import run_together
 
 PENDING_LIMIT = 128
@@ -641,20 +641,6 @@ def test_an_index_built_before_the_write_path_fields_flushes_and_merges(tmp_path
 
 INVALID_BLOCK = 0xFFFFFFFF
 INSERT_RANGE = "INSERT INTO docs SELECT g, hashint8extended(g, 29)::simhash64 FROM generate_series(%s::bigint, %s) g"
-
-
-def backends_of_other_lanes(conninfo: str, count: int) -> list[psycopg.Connection]:
-    """`count` connections whose backends have different home lanes (pid % LANES)."""
-    conns: list[psycopg.Connection] = []
-    for _ in range(100):
-        conn = psycopg.connect(conninfo, autocommit=True)
-        if conn.info.backend_pid % LANES in {c.info.backend_pid % LANES for c in conns}:
-            conn.close()
-            continue
-        conns.append(conn)
-        if len(conns) == count:
-            return conns
-    raise AssertionError(f"no {count} backends of different lanes in 100 connections")
 
 
 def assert_exact(conn: psycopg.Connection, centres: list[int]) -> None:

@@ -236,6 +236,15 @@ typedef struct MihMeta
 	 */
 	int32		nlanes;
 	MihLane		more_lanes[MIH_LANES - 1];
+	/*
+	 * Added with the scans' copies of pending pages (zero in an older
+	 * index): seals done, and VACUUM's passes over the pending pages, each
+	 * counted before it removes a row.  A lane's or the sealed chain's pages
+	 * are known by its head and the seals, and change (rows removed) only as
+	 * the passes count (mih_scan_pending.c).
+	 */
+	uint64		nseals;
+	uint64		pending_vacuums;
 } MihMeta;
 
 /* Lane i of the metapage `meta` (const or not). */

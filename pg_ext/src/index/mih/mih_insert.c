@@ -131,6 +131,7 @@ mih_seal(Relation index, Buffer meta_buffer)
 	meta->sealed_head = head;
 	meta->sealed_count = rows;
 	meta->sealed_waits = 1;
+	meta->nseals++;
 	for (int i = 0; i < mih_nlanes(meta); i++)
 	{
 		MIH_LANE(meta, i)->head = MIH_LANE(meta, i)->tail = InvalidBlockNumber;

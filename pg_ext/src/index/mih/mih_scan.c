@@ -4,15 +4,11 @@
  * set, the first run's TIDs of the matches found in later runs, the pending
  * list, all into the bitmap.
  */
-#include "index/mih/mih_page.h"
+#include "index/mih/mih_scan.h"
 
 #include "access/relscan.h"
-#include "nodes/tidbitmap.h"
 #include "storage/buf_internals.h"
 #include "utils/memutils.h"
-
-#include "index/hamming_ball.h"
-#include "index/probe_plan.h"
 
 /*
  * A run's directory as probes read it: a binary search over the first keys
@@ -41,7 +37,9 @@ typedef struct MihCachedSet
 /*
  * The directories of every run set, for one generation (rd_amcache): a
  * flush or merge changes the generation, and the next scan loads the new
- * set's directories only, keeping the others' (by set id).
+ * set's directories only, keeping the others' (by set id).  The pending
+ * pages' copies (mih_scan_pending.c) hang here too, kept across
+ * generations.
  */
 typedef struct MihCache
 {
@@ -50,6 +48,7 @@ typedef struct MihCache
 	int			nsets;
 	SimhashBlocks blocks;
 	MihCachedSet *sets[MIH_MAX_SETS];
+	struct MihPendingCopies *copies;
 } MihCache;
 
 static inline uint32
@@ -199,7 +198,13 @@ mih_cache(Relation index, const MihMeta *meta)
 		cache->sets[s] = set;
 	}
 	if (old)
+	{
+		cache->copies = old->copies;
+		mih_pending_copies_adopt(cache->copies, context);
 		MemoryContextDelete(old->context);
+	}
+	else
+		cache->copies = mih_pending_copies_create(context);
 	MemoryContextSetParent(context, index->rd_indexcxt);
 	index->rd_amcache = cache;
 	return cache;
@@ -252,55 +257,6 @@ mih_plan(const SimhashBlocks *blocks, int k, SimhashProbePlan *plan)
 }
 
 /*
- * What a scan's keys ask, the scope folded in (mih_scope.c): the ball the
- * probes search, and any further balls every match must also lie in.
- */
-typedef struct MihQuery
-{
-	bool		folded;			/* every scope column given: centres folded */
-	SimhashBall probe;
-	int			nothers;
-	SimhashBall *others;
-} MihQuery;
-
-/*
- * The run page a walk has locked, kept while the next probes (in key order)
- * land on it: at 100M rows and k = 8 about a third of the probes of a run
- * share a page with the one before.
- */
-typedef struct MihHeldPage
-{
-	int			run;			/* -1: none held */
-	BlockNumber p;				/* its place in the run's directory */
-	Buffer		buffer;
-	MihRunView	view;
-} MihHeldPage;
-
-typedef struct MihProbe
-{
-	Relation	index;
-	MihCache   *cache;
-	const SimhashProbePlan *plan;	/* NULL when reading the first run whole */
-	int			set;
-	TIDBitmap  *tbm;
-	uint64		center;
-	int			k;
-	const MihQuery *query;
-	int64		found;
-	MihHeldPage held;
-	/* Fingerprints matched in later runs, whose TIDs the first run holds. */
-	uint64	   *lookups;
-	int			nlookups;
-	int			maxlookups;
-	/* The probes of the plan, run by run: the first key of each range. */
-	uint64	   *probes[MIH_MAX_TABLES];
-	int			nprobes[MIH_MAX_TABLES];
-	/* Lane tails a writer held when the scan reached them, read last. */
-	BlockNumber busy_tails[MIH_LANES];
-	int			nbusy_tails;
-} MihProbe;
-
-/*
  * True when an earlier run's probes also reach fp: that run reported it, so
  * each match is added to the bitmap (and counted) once.
  */
@@ -314,16 +270,6 @@ found_in_earlier_run(const MihProbe *s, int run, uint64 fp)
 			simhash_popcount64((fp ^ s->center) & s->cache->blocks.mask[t]) <= s->plan->radius[t])
 			return true;
 	return false;
-}
-
-/* Whether fp lies in every other ball of the query (several radius conditions on one column). */
-static inline bool
-in_other_balls(const MihProbe *s, uint64 fp)
-{
-	for (int i = 0; i < s->query->nothers; i++)
-		if (simhash_popcount64(fp ^ s->query->others[i].center) > s->query->others[i].radius)
-			return false;
-	return true;
 }
 
 static void
@@ -442,7 +388,7 @@ mih_probe_range(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uin
 			if (key > hi)
 				return;
 			if (simhash_popcount64(key ^ query) > k || found_in_earlier_run(s, t, unlead(key, mask)) ||
-				!in_other_balls(s, unlead(key, mask)))
+				!mih_in_other_balls(s, unlead(key, mask)))
 				continue;
 			if (t == 0)
 			{
@@ -649,72 +595,6 @@ mih_probe_set(MihProbe *s)
 }
 
 /*
- * A lane's tail, share-locked, or InvalidBuffer when a writer holds it: the
- * scan reads it after every other page.  Waiting on a page lock sleeps, and
- * on a machine with every core busy a woken backend waits for a core too
- * (milliseconds), though the writer holds the tail for an append's few
- * microseconds: by the time the rest is read, it is most likely free.
- */
-static Buffer
-mih_try_tail(MihProbe *s, BlockNumber blkno)
-{
-	Buffer		buffer = ReadBuffer(s->index, blkno);
-
-	if (mih_debug_busy_tails || !ConditionalLockBuffer(buffer))
-	{
-		ReleaseBuffer(buffer);
-		s->busy_tails[s->nbusy_tails++] = blkno;
-		return InvalidBuffer;
-	}
-	mih_check_locked_page(s->index, buffer, MIH_PAGE_PENDING);
-	return buffer;
-}
-
-/*
- * Every entry of a pending chain, up to `last` (a lane's tail) or its end,
- * compared; with `defer`, a tail a writer holds is left for later (s->busy_tails).
- */
-static void
-mih_scan_pending(MihProbe *s, BlockNumber blkno, BlockNumber last, int64 rows, bool defer)
-{
-	for (int64 pages = 0; blkno != InvalidBlockNumber; pages++)
-	{
-		BlockNumber here = blkno;
-		Buffer		buffer;
-		MihPendingPage *page;
-		int			hits[MIH_PENDING_CAP];
-		int			nhits;
-
-		if (defer && here == last && pages < rows && s->nbusy_tails < MIH_LANES)
-		{
-			if (!BufferIsValid(buffer = mih_try_tail(s, here)))
-				break;
-		}
-		else
-			buffer = mih_read_pending(s->index, blkno, pages, rows);
-		page = mih_pending_of(BufferGetPage(buffer));
-		nhits = simhash_within_many(page->fps, 1, page->n, s->center, s->k, hits);	/* n checked on reading */
-		for (int h = 0; h < nhits; h++)
-		{
-			int			j = hits[h];
-
-			if (!in_other_balls(s, page->fps[j]))
-				continue;
-			if (!mih_tid_valid(&page->tids[j]))
-			{
-				UnlockReleaseBuffer(buffer);
-				mih_corrupt(s->index, blkno, "entry %d has an invalid heap TID", j);
-			}
-			tbm_add_tuples(s->tbm, &page->tids[j], 1, true);
-			s->found++;
-		}
-		blkno = here == last ? InvalidBlockNumber : page->next;
-		UnlockReleaseBuffer(buffer);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
  * The scan's keys, folded: false when no row can match (a NULL key, a ball
  * of NULLs, two different values for one scope column).  Without every
  * scope column given (a query on some of them, or the scope alone), the
@@ -789,7 +669,7 @@ mih_read_keys(IndexScanDesc scan, MihQuery *q)
 
 /*
  * One pass over the layout `meta` names: every run set probed, the sealed
- * chain and the pending list compared.
+ * chain and the pending lanes compared (mih_scan_pending.c).
  */
 static void
 mih_scan_layout(MihProbe *s, const MihMeta *meta)
@@ -806,17 +686,7 @@ mih_scan_layout(MihProbe *s, const MihMeta *meta)
 						 lead_with(s->center, s->cache->blocks.mask[0]), s->k);
 		}
 	}
-	if (meta->sealed_count > 0)	/* an older index has 0, not InvalidBlockNumber, as its head */
-		mih_scan_pending(s, meta->sealed_head, InvalidBlockNumber, meta->sealed_count, false);
-	/*
-	 * Each lane up to its tail in this copy of the metapage: a row a later
-	 * page holds was inserted after this scan's snapshot.
-	 */
-	s->nbusy_tails = 0;
-	for (int i = 0; i < mih_nlanes(meta); i++)
-		mih_scan_pending(s, MIH_LANE(meta, i)->head, MIH_LANE(meta, i)->tail, mih_lane_pages_most(meta, i), true);
-	for (int i = 0; i < s->nbusy_tails; i++)
-		mih_scan_pending(s, s->busy_tails[i], s->busy_tails[i], 1, false);
+	mih_scan_pending_list(s, meta);
 }
 
 /*
@@ -867,6 +737,7 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		meta_buffer = mih_pin_meta(index, &meta);
 		mih_scan_guard(index, meta.nrecycles);
 		s.cache = mih_cache(index, &meta);
+		s.copies = s.cache->copies;
 		if (pass == 1)
 		{
 			planned = mih_plan(&s.cache->blocks, s.k, &plan);
@@ -884,6 +755,7 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		ReleaseBuffer(meta_buffer);
 		if (mih_recycles_now(index) == meta.nrecycles)
 			break;
+		mih_pending_copies_forget(s.copies);	/* a page copied may have been reused under the pass */
 		if (pass == MIH_SCAN_PASSES)
 			ereport(ERROR,
 					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

@@ -190,6 +190,23 @@ mih_vacuum_pending_page(Relation index, BlockNumber blkno, void *arg)
 }
 
 /*
+ * Counts a pass over the pending pages in the metapage before it removes a
+ * row from one: a scan that copied a pending page (mih_scan_pending.c)
+ * reads it again after this, so no copy keeps a TID VACUUM frees.
+ */
+static void
+mih_count_pending_vacuum(Relation index, Buffer meta_buffer)
+{
+	GenericXLogState *state;
+
+	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	mih_meta_for_update(state, meta_buffer)->pending_vacuums++;
+	GenericXLogFinish(state);
+	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
+}
+
+/*
  * Dead TIDs out of every run set (the first run, then their fingerprints out
  * of the later runs, in batches that fit maintenance_work_mem) and out of
  * the pending list.
@@ -225,6 +242,7 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		mih_visit_run(info->index, v.set, 0, false, mih_vacuum_run_page, &v);
 		mih_remove_from_later_runs(info->index, &v);
 	}
+	mih_count_pending_vacuum(info->index, meta_buffer);
 	if (meta.sealed_count > 0)
 		mih_visit_chain(info->index, meta.sealed_head, InvalidBlockNumber, meta.sealed_count,
 						mih_vacuum_pending_page, &v);

@@ -1,0 +1,82 @@
+/*
+ * mih_scan.h — a radius query's state on simhash_mih, shared by the probes
+ * of the run sets (mih_scan.c) and the reading of the pending list
+ * (mih_scan_pending.c).
+ */
+#ifndef SIMHASH_MIH_SCAN_H
+#define SIMHASH_MIH_SCAN_H
+
+#include "index/mih/mih_page.h"
+
+#include "nodes/tidbitmap.h"
+
+#include "index/hamming_ball.h"
+#include "index/probe_plan.h"
+
+/*
+ * What a scan's keys ask, the scope folded in (mih_scope.c): the ball the
+ * probes search, and any further balls every match must also lie in.
+ */
+typedef struct MihQuery
+{
+	bool		folded;			/* every scope column given: centres folded */
+	SimhashBall probe;
+	int			nothers;
+	SimhashBall *others;
+} MihQuery;
+
+/*
+ * The run page a walk has locked, kept while the next probes (in key order)
+ * land on it: at 100M rows and k = 8 about a third of the probes of a run
+ * share a page with the one before.
+ */
+typedef struct MihHeldPage
+{
+	int			run;			/* -1: none held */
+	BlockNumber p;				/* its place in the run's directory */
+	Buffer		buffer;
+	MihRunView	view;
+} MihHeldPage;
+
+typedef struct MihProbe
+{
+	Relation	index;
+	struct MihCache *cache;	/* the run sets' directories (mih_scan.c) */
+	const SimhashProbePlan *plan;	/* NULL when reading the first run whole */
+	int			set;
+	TIDBitmap  *tbm;
+	uint64		center;
+	int			k;
+	const MihQuery *query;
+	int64		found;
+	MihHeldPage held;
+	/* Fingerprints matched in later runs, whose TIDs the first run holds. */
+	uint64	   *lookups;
+	int			nlookups;
+	int			maxlookups;
+	/* The probes of the plan, run by run: the first key of each range. */
+	uint64	   *probes[MIH_MAX_TABLES];
+	int			nprobes[MIH_MAX_TABLES];
+	/* The pending list (mih_scan_pending.c): the pages copied so far; lane tails a writer held, read last. */
+	struct MihPendingCopies *copies;
+	BlockNumber busy_tails[MIH_LANES];
+	int			nbusy_tails;
+} MihProbe;
+
+/* Whether fp lies in every other ball of the query (several radius conditions on one column). */
+static inline bool
+mih_in_other_balls(const MihProbe *s, uint64 fp)
+{
+	for (int i = 0; i < s->query->nothers; i++)
+		if (simhash_popcount64(fp ^ s->query->others[i].center) > s->query->others[i].radius)
+			return false;
+	return true;
+}
+
+/* mih_scan_pending.c */
+extern struct MihPendingCopies *mih_pending_copies_create(MemoryContext parent);
+extern void mih_pending_copies_adopt(struct MihPendingCopies *copies, MemoryContext parent);
+extern void mih_pending_copies_forget(struct MihPendingCopies *copies);
+extern void mih_scan_pending_list(MihProbe *s, const MihMeta *meta);
+
+#endif							/* SIMHASH_MIH_SCAN_H */
