@@ -30,12 +30,13 @@
 #include "utils/memutils.h"
 
 /*
- * Rows copied for one index in one backend at most (14 bytes each, 3.5 MB):
+ * Rows copied for one index in one backend at most (14 bytes each, 3.5 MB;
+ * about 4 MB as the arrays grow by doubling):
  * the pending list's own bound at the default limit, with a sealed chain
  * beside it.  Pages past it are read from the buffer pool as before.
  */
 #define MIH_COPIES_MOST_ROWS (4 * 65536)
-/* Copied rows compared at a time. */
+/* Rows compared at a time (at least a page's). */
 #define MIH_COMPARE_STEP 4096
 
 /* The rows of a chain's first pages, copied in chain order. */
@@ -134,24 +135,34 @@ mih_copy_page(MihPendingCopies *copies, MihChainCopy *c, BlockNumber blkno, cons
 	return true;
 }
 
-/* Adds the TIDs of the copied rows within the query's balls to the bitmap. */
+/*
+ * Adds the TIDs of rows[0..n) within the query's balls to the bitmap: a
+ * page's rows (locked in `buffer`, block blkno), each TID checked as it
+ * matches, or copied ones (buffer InvalidBuffer), checked when copied.
+ */
 static void
-mih_compare_copied(MihProbe *s, const MihChainCopy *c)
+mih_compare_rows(MihProbe *s, const uint64 *fps, ItemPointerData *tids, int n, Buffer buffer,
+				 BlockNumber blkno)
 {
 	int			hits[MIH_COMPARE_STEP];
 
-	for (int from = 0; from < c->nrows; from += MIH_COMPARE_STEP)
+	for (int from = 0; from < n; from += MIH_COMPARE_STEP)
 	{
-		int			nhits = simhash_within_many(c->fps + from, 1, Min(c->nrows - from, MIH_COMPARE_STEP),
+		int			nhits = simhash_within_many(fps + from, 1, Min(n - from, MIH_COMPARE_STEP),
 												s->center, s->k, hits);
 
 		for (int h = 0; h < nhits; h++)
 		{
 			int			j = from + hits[h];
 
-			if (!mih_in_other_balls(s, c->fps[j]))
+			if (!mih_in_other_balls(s, fps[j]))
 				continue;
-			tbm_add_tuples(s->tbm, &c->tids[j], 1, true);
+			if (BufferIsValid(buffer) && !mih_tid_valid(&tids[j]))
+			{
+				UnlockReleaseBuffer(buffer);
+				mih_corrupt(s->index, blkno, "entry %d has an invalid heap TID", j);
+			}
+			tbm_add_tuples(s->tbm, &tids[j], 1, true);
 			s->found++;
 		}
 	}
@@ -197,7 +208,7 @@ mih_scan_chain(MihProbe *s, MihChainCopy *c, BlockNumber blkno, BlockNumber last
 		mih_forget_chain(s->copies, c, blkno, nseals);
 	if (c && c->npages > 0)
 	{
-		mih_compare_copied(s, c);
+		mih_compare_rows(s, c->fps, c->tids, c->nrows, InvalidBuffer, InvalidBlockNumber);
 		pages = c->npages;
 		blkno = c->next;
 	}
@@ -206,8 +217,6 @@ mih_scan_chain(MihProbe *s, MihChainCopy *c, BlockNumber blkno, BlockNumber last
 		BlockNumber here = blkno;
 		Buffer		buffer;
 		MihPendingPage *page;
-		int			hits[MIH_PENDING_CAP];
-		int			nhits;
 
 		if (defer && here == last && pages < rows && s->nbusy_tails < MIH_LANES)
 		{
@@ -217,21 +226,7 @@ mih_scan_chain(MihProbe *s, MihChainCopy *c, BlockNumber blkno, BlockNumber last
 		else
 			buffer = mih_read_pending(s->index, blkno, pages, rows);
 		page = mih_pending_of(BufferGetPage(buffer));
-		nhits = simhash_within_many(page->fps, 1, page->n, s->center, s->k, hits);	/* n checked on reading */
-		for (int h = 0; h < nhits; h++)
-		{
-			int			j = hits[h];
-
-			if (!mih_in_other_balls(s, page->fps[j]))
-				continue;
-			if (!mih_tid_valid(&page->tids[j]))
-			{
-				UnlockReleaseBuffer(buffer);
-				mih_corrupt(s->index, blkno, "entry %d has an invalid heap TID", j);
-			}
-			tbm_add_tuples(s->tbm, &page->tids[j], 1, true);
-			s->found++;
-		}
+		mih_compare_rows(s, page->fps, page->tids, page->n, buffer, here);	/* n checked on reading */
 		if (copying && here != last)
 			copying = mih_copy_page(s->copies, c, here, page, s->index, buffer);
 		blkno = here == last ? InvalidBlockNumber : page->next;
