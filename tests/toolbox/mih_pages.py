@@ -42,9 +42,17 @@ LANES = 8                          # MIH_LANES
 META_NSEALS = META_MORE_LANES + 16 * (LANES - 1)   # seals done (uint64), then VACUUM's passes over pending pages
 META_PENDING_VACUUMS = META_NSEALS + 8
 META_NSCOPE = 4016                 # after retired[32] (88 bytes each, from 1200): the scope column count
-# The merge policy's cap: run sets once merges catch up (MIH_SET_CAP); the metapage's room (MIH_MAX_SETS).
+# The merge policy's caps: run sets once merges catch up (MIH_SET_CAP), of them sets too large for a
+# filter (MIH_PROBED_CAP); the metapage's room (MIH_MAX_SETS).
 SET_CAP = 4
+PROBED_CAP = 2
 MAX_SETS = 16
+
+
+def filtered_most(runs: int) -> int:
+    """The most rows a run set may hold for scans to filter its probes in every run (mih.h's
+    mih_filter_bits: 2^(width - MIH_FILTER_SPARSITY), width the narrowest block, at most 21 bits)."""
+    return 2 ** (min(64 // runs, 21) - 3)
 # While a sealed list waits for its flusher, the pending list grows up to this many times the limit (MIH_PENDING_BOUND).
 PENDING_BOUND = 2
 KIND_RUN, KIND_DIRECTORY, KIND_PENDING, KIND_DELETED = 0x5201, 0x5202, 0x5203, 0x52FF

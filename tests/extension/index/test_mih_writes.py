@@ -21,8 +21,8 @@ from toolbox import MIH, brute_force_within, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
 from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_for_no_autovacuum, wait_for_workers
 from toolbox.mih_pages import (BLCKSZ, CONTENTS, LANES, MAX_SETS, META_MORE_LANES, META_NLANES, META_NSCOPE,
-                               PD_LOWER, PENDING_BOUND, PENDING_CAP, SET_CAP, backends_of_other_lanes, connect, edit_index,
-                               lane_offset, lanes_of, own_server)
+                               PD_LOWER, PENDING_BOUND, PENDING_CAP, PROBED_CAP, SET_CAP, backends_of_other_lanes, connect,
+                               edit_index, filtered_most, lane_offset, lanes_of, own_server)
 from toolbox.workers import run_together
 
 PENDING_LIMIT = 128
@@ -73,6 +73,40 @@ def test_stats_follow_flushes_and_merges(db: psycopg.Connection) -> None:
     # the first insert of this transaction recycled what no snapshot could read any more
     assert now["recycled"] >= 1 and now["retired"] < 4 + 1 + 4 + 4
     db.execute("SELECT simhash_mih_check('docs_fp')")
+
+
+def test_merges_keep_at_most_two_sets_too_large_for_a_filter(db: psycopg.Connection) -> None:
+    # 4 runs of 16 bits: scans filter the probes of sets of at most 8,192 rows, so flushes of
+    # 1,000 rows soon merge into sets every probe reaches, the base's 100,000 rows among them
+    runs, base, flush, flushes = 4, 100_000, 1000, 49
+    most = filtered_most(runs)
+    rng = np.random.default_rng(30)
+    values = rng.integers(0, 2**64, size=base + flush * flushes, dtype=np.uint64)
+    db.execute("CREATE TABLE docs (id bigint PRIMARY KEY, fp simhash64) WITH (autovacuum_enabled = off)")
+    copy_rows(db, "COPY docs FROM STDIN", ((i, str(fp)) for i, fp in enumerate(values[:base].tolist())))
+    db.execute(f"CREATE INDEX docs_fp ON docs USING {MIH.format(options=f'WITH (runs = {runs})')}")
+    db.execute("SET simhash.mih_background_merges = off")  # merges in the inserting backend, at once
+    db.execute(f"SET simhash.mih_pending_limit = {flush}")
+    beside = []
+    for batch in range(flushes):
+        start = base + batch * flush
+        copy_rows(db, "COPY docs FROM STDIN", ((i, str(values[i])) for i in range(start, start + flush)))
+        now = stats(db)
+        probed = [rows for rows in now["set_rows"] if rows > most]
+        # 49,000 rows beside the base's 100,000: never half of it, so no fold
+        assert now["flushes"] == batch + 1 and max(now["set_rows"]) == base, now
+        assert now["run_sets"] <= SET_CAP and len(probed) <= PROBED_CAP, now
+        beside.append(sorted(now["set_rows"])[-2] if now["run_sets"] > 1 else 0)
+    # the large sets' cap bound: with 4 sets and no such cap, 32,000 + 16,000 would stand
+    # beside the base at the end (3 sets every probe reaches)
+    assert max(beside) > most and stats(db)["set_rows"].count(base) == 1
+    db.execute("SELECT simhash_mih_check('docs_fp')")
+    db.execute("SET enable_seqscan = off; SET enable_indexscan = off")
+    ids_all = np.arange(len(values))
+    for k in (0, 3, 8):
+        for centre in rng.choice(values, 5).tolist():
+            expected = ids_all[np.bitwise_count(values ^ np.uint64(centre)) <= k].tolist()
+            assert ids(db, centre, k) == expected, (centre, k)
 
 
 def repeatable_reader(db: psycopg.Connection) -> psycopg.Connection:

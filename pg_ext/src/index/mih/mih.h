@@ -25,10 +25,10 @@
  *   replaces it under a brief lock.
  *   Merges of run sets run apart (mih_merge.c: size-tiered, claimed sets
  *   sorted unlocked, in a background worker), so a query probes about
- *   MIH_SET_CAP sets.  One flush at a time: the flusher holds the
- *   heavyweight lock MIH_FLUSH_LOCK (inserts only try for it), which an
- *   ERROR or crash releases; the next flusher takes over a sealed chain it
- *   finds.  VACUUM only takes dead entries out.
+ *   MIH_SET_CAP sets, MIH_PROBED_CAP of them in full.  One flush at a
+ *   time: the flusher holds the heavyweight lock MIH_FLUSH_LOCK (inserts
+ *   only try for it), which an ERROR or crash releases; the next flusher
+ *   takes over a sealed chain it finds.  VACUUM only takes dead entries out.
  * Pages a flush retires are listed in the metapage with the next transaction
  * id of that moment, and recycled once no snapshot that old remains (as
  * nbtree recycles deleted pages): by a flush or merge worker after its job
@@ -67,6 +67,7 @@
 #include "access/htup_details.h"
 #include "nodes/execnodes.h"
 #include "nodes/tidbitmap.h"
+#include "port/pg_bitutils.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
@@ -87,18 +88,44 @@
 #define MIH_MAX_RETIRED 32
 /*
  * The merge policy (mih_merge.c).  About MIH_SET_CAP run sets once merges
- * catch up (more while a merge runs, up to MIH_MAX_SETS): a query probes
- * each set with the whole plan, so its probes are about MIH_SET_CAP times
- * one set's (a small set's cost less: fewer candidates, fewer pages).  The
- * cap trades those probes against merges' rewrites: a cap of 6 rewrote 2.6
- * times fewer rows than 4 (10M rows, 2.4M inserted in 293 flushes; half the
- * index's WAL a row), but its 6 sets left queries at k = 8 twice as slow
- * once the writes ended (bench/bench_mih_writes.py; docs/index.md).  The
- * largest set (the base) is folded once the others hold 1 / MIH_FOLD_SHARE
- * of its rows.
+ * catch up (more while a merge runs, up to MIH_MAX_SETS), of which at most
+ * MIH_PROBED_CAP too large for a filter (below; the base among them): a
+ * query probes each set with the whole plan, and a set with a filter drops
+ * about 7 probes in 8 unread, so a query's probes stay about MIH_PROBED_CAP
+ * times one set's.  The caps trade those probes against merges' rewrites:
+ * a cap of 6 sets rewrote 2.6 times fewer rows than 4 (10M rows, 2.4M
+ * inserted in 293 flushes; half the index's WAL a row), but its 6 sets left
+ * queries at k = 8 twice as slow once the writes ended; at 100M rows, 4 sets
+ * beside no cap on the large ones left 3 of them for most of the writes
+ * (bench/bench_mih_writes.py; docs/index.md).  The largest set (the base) is
+ * folded once the others hold 1 / MIH_FOLD_SHARE of its rows.
  */
 #define MIH_SET_CAP 4
+#define MIH_PROBED_CAP 2
 #define MIH_FOLD_SHARE 2
+
+/*
+ * Filters of small run sets (mih_scan.c).  Every set is probed with the
+ * whole plan, but in a set of few rows nearly every probe's key prefix (its
+ * block's bits) has no entry, and finding that out still costs a directory
+ * search and a page's bucket.  For a set of at most
+ * 2^(width - MIH_FILTER_SPARSITY) rows, a scan marks the top F bits of each
+ * run's keys, F = ceil(log2(rows)) + MIH_FILTER_SPARSITY (at most one bit in
+ * 8 set, so about 7 probes in 8 are dropped unread), at most
+ * 2^MIH_FILTER_MAX_BITS bits (256 kB) a run; F <= width, so a probe's range
+ * (a prefix of width bits) has one bit.
+ */
+#define MIH_FILTER_SPARSITY 3
+#define MIH_FILTER_MAX_BITS 21
+
+/* The bits of a filter for a set of `rows` rows whose runs' blocks are `width` bits; 0 for none. */
+static inline int
+mih_filter_bits(int64 rows, int width)
+{
+	int			bits = (rows <= 1 ? 0 : pg_leftmost_one_pos64((uint64) rows - 1) + 1) + MIH_FILTER_SPARSITY;
+
+	return bits <= Min(width, MIH_FILTER_MAX_BITS) ? bits : 0;
+}
 /*
  * The pending list's hard bound, in pending limits (mih_insert.c): while a
  * sealed chain waits for its flusher (the worker is behind, or failed), the

@@ -75,9 +75,21 @@ mih_is_claimed(const MihMeta *meta, int s)
  * inserted, 3 with F = 2).  Otherwise the others are taken smallest first,
  * the first always, then each holding no more rows than what is taken so far
  * (similar sizes: a binary counter's carries, log2 rewrites a row), and
- * further whenever stopping would leave more than MIH_SET_CAP of them.
+ * further whenever stopping would leave more than MIH_SET_CAP of them, or
+ * more than MIH_PROBED_CAP too large for a filter (mih_probed_in_full).
  */
 StaticAssertDecl(MIH_SET_CAP >= 2 && MIH_SET_CAP < MIH_MAX_SETS, "the merge policy's cap");
+StaticAssertDecl(MIH_PROBED_CAP >= 2 && MIH_PROBED_CAP <= MIH_SET_CAP, "the merge policy's cap on large sets");
+
+/*
+ * Whether a query probes a set of `rows` rows with no filter in some run:
+ * the narrowest runs' blocks have the fewest bits, and the smallest bound.
+ */
+static bool
+mih_probed_in_full(const MihMeta *meta, int64 rows)
+{
+	return mih_filter_bits(rows, SIMHASH64_BITS / Max(meta->ntables, 1)) == 0;
+}
 
 static int
 mih_pick_merge(const MihMeta *meta, bool *chosen)
@@ -89,12 +101,14 @@ mih_pick_merge(const MihMeta *meta, bool *chosen)
 	int			count = 0;
 	int64		rest = 0;
 	int64		merged = 0;
+	int			probed = 0;		/* candidates not taken that no filter spares */
 
 	memset(chosen, 0, MIH_MAX_SETS * sizeof(bool));
 	for (int s = 0; s < meta->nsets; s++)
 		if (!mih_is_claimed(meta, s))
 		{
 			ncandidates++;
+			probed += mih_probed_in_full(meta, meta->sets[s].nentries);
 			if (base < 0 || meta->sets[s].nentries > meta->sets[base].nentries)
 				base = s;
 		}
@@ -125,10 +139,12 @@ mih_pick_merge(const MihMeta *meta, bool *chosen)
 		int			s = order[i];
 
 		/* sets left if it stops here: the others and the merged one */
-		if (count > 0 && meta->sets[s].nentries > merged && ncandidates - count + 1 <= MIH_SET_CAP)
+		if (count > 0 && meta->sets[s].nentries > merged && ncandidates - count + 1 <= MIH_SET_CAP &&
+			probed + mih_probed_in_full(meta, merged) <= MIH_PROBED_CAP)
 			break;
 		chosen[s] = true;
 		merged += meta->sets[s].nentries;
+		probed -= mih_probed_in_full(meta, meta->sets[s].nentries);
 		count++;
 	}
 	if (count < 2)

@@ -58,21 +58,11 @@ radix_of(const MihScanRun *run, uint64 key)
 }
 
 /*
- * Filters of small run sets.  Every set is probed with the whole plan, but
- * in a set of few rows nearly every probe's key prefix (its block's bits)
- * has no entry, and finding that out still costs a directory search and a
- * page's bucket: beside a base of 10M rows, sets of 2.1M and 262,144 rows
- * cost a query at k = 8 about as much as the base itself.  For a
- * set of at most 2^(width - MIH_FILTER_SPARSITY) rows, the cache marks the
- * top F bits of each run's keys, F = ceil(log2(rows)) + MIH_FILTER_SPARSITY
- * (at most one bit in 8 set, so about 7 probes in 8 are dropped unread),
- * at most 2^MIH_FILTER_MAX_BITS bits (256 kB) a run; F <= width, so a
- * probe's range (a prefix of width bits) has one bit.
+ * Filters of small run sets (the rule in mih.h; without them, sets of 2.1M
+ * and 262,144 rows beside a base of 10M cost a query at k = 8 about as much
+ * as the base itself): whether the run may have a key in [lo, hi]; a range
+ * over more than two marks (a walk of every entry) is not looked up.
  */
-#define MIH_FILTER_SPARSITY 3
-#define MIH_FILTER_MAX_BITS 21
-
-/* Whether the run may have a key in [lo, hi]; a range over more than two marks (a walk of every entry) is not looked up. */
 static inline bool
 mih_filter_may_have(const MihScanRun *run, uint64 lo, uint64 hi)
 {
@@ -85,15 +75,6 @@ mih_filter_may_have(const MihScanRun *run, uint64 lo, uint64 hi)
 		if ((run->filter[bit / 64] >> (bit % 64)) & 1)
 			return true;
 	return false;
-}
-
-/* The bits of a filter for a set of `rows` rows whose runs' blocks are `width` bits; 0 for none. */
-static int
-mih_filter_bits(int64 rows, int width)
-{
-	int			bits = (rows <= 1 ? 0 : pg_leftmost_one_pos64((uint64) rows - 1) + 1) + MIH_FILTER_SPARSITY;
-
-	return bits <= Min(width, MIH_FILTER_MAX_BITS) ? bits : 0;
 }
 
 /*
