@@ -44,8 +44,8 @@ META_PENDING_VACUUMS = META_NSEALS + 8
 META_NSCOPE = 4016                 # after retired[32] (88 bytes each, from 1200): the scope column count
 # The merge policy's caps: run sets once merges catch up (MIH_SET_CAP), of them sets too large for a
 # filter (MIH_PROBED_CAP); the metapage's room (MIH_MAX_SETS).
-SET_CAP = 4
-PROBED_CAP = 2
+SET_CAP = 5
+PROBED_CAP = 3
 MAX_SETS = 16
 
 

@@ -87,21 +87,23 @@
 #define MIH_MAX_SETS 16
 #define MIH_MAX_RETIRED 32
 /*
- * The merge policy (mih_merge.c).  About MIH_SET_CAP run sets once merges
+ * The merge policy (mih_merge.c).  At most MIH_SET_CAP run sets once merges
  * catch up (more while a merge runs, up to MIH_MAX_SETS), of which at most
  * MIH_PROBED_CAP too large for a filter (below; the base among them): a
- * query probes each set with the whole plan, and a set with a filter drops
- * about 7 probes in 8 unread, so a query's probes stay about MIH_PROBED_CAP
- * times one set's.  The caps trade those probes against merges' rewrites:
- * a cap of 6 sets rewrote 2.6 times fewer rows than 4 (10M rows, 2.4M
- * inserted in 293 flushes; half the index's WAL a row), but its 6 sets left
- * queries at k = 8 twice as slow once the writes ended; at 100M rows, 4 sets
- * beside no cap on the large ones left 3 of them for most of the writes
- * (bench/bench_mih_writes.py; docs/index.md).  The largest set (the base) is
- * folded once the others hold 1 / MIH_FOLD_SHARE of its rows.
+ * query probes each set with the whole plan, and a large set costs it about
+ * as many page reads as the base, while a set with a filter drops about 7
+ * probes in 8 unread.  The caps trade a query's probes against merges'
+ * rewrites.  At 100M rows built and 20M inserted, 4 sets with no cap on the
+ * large ones rewrote 15 rows a row inserted and left 3 large sets beside the
+ * base for most of the writes; 4 sets, 2 of them large, 21 rows, and the
+ * rewrites of the second large set (up to 20M rows each) slowed inserts and
+ * queries while they ran (bench/bench_mih_writes.py; docs/index.md).  Room
+ * for small sets is cheap: it lets flushes build up in them before a large
+ * set is rewritten.  The largest set (the base) is folded once the others
+ * hold 1 / MIH_FOLD_SHARE of its rows.
  */
-#define MIH_SET_CAP 4
-#define MIH_PROBED_CAP 2
+#define MIH_SET_CAP 5
+#define MIH_PROBED_CAP 3
 #define MIH_FOLD_SHARE 2
 
 /*
