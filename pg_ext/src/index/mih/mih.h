@@ -128,6 +128,7 @@ mih_filter_bits(int64 rows, int width)
 
 	return bits <= Min(width, MIH_FILTER_MAX_BITS) ? bits : 0;
 }
+
 /*
  * The pending list's hard bound, in pending limits (mih_insert.c): while a
  * sealed chain waits for its flusher (the worker is behind, or failed), the
