@@ -693,7 +693,7 @@ def test_writers_append_to_their_own_lanes_and_a_seal_joins_the_lanes(db: psycop
     info = db.info
     conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
     writers = backends_of_other_lanes(conninfo, 3)
-    counts = [PENDING_CAP + 117, 300, 40]
+    counts = [PENDING_CAP + 117, 255, 40]
     try:
         for n, (writer, count) in enumerate(zip(writers, counts)):
             writer.execute(INSERT_RANGE, (10_000 * (n + 1), 10_000 * (n + 1) + count - 1))

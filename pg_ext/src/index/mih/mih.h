@@ -271,11 +271,14 @@ typedef struct MihMeta
 	 * index): seals done, and VACUUM's passes over the pending pages, each
 	 * counted before it removes a row.  A lane's or the sealed chain's pages
 	 * are known by its head and the seals, and change (rows removed) only as
-	 * the passes count (mih_scan_pending.c).
+	 * the passes count (mih_scan_pending.c).  A pass counts again when it
+	 * ends: odd while one is under way (or was cut short).
 	 */
 	uint64		nseals;
 	uint64		pending_vacuums;
 } MihMeta;
+
+#define MIH_PENDING_VACUUM_RUNNING(count) ((count) % 2 == 1)
 
 /* Lane i of the metapage `meta` (const or not). */
 #define MIH_LANE(meta, i) ((i) == 0 ? &(meta)->lane0 : &(meta)->more_lanes[(i) - 1])

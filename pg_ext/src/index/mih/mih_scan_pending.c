@@ -27,6 +27,7 @@
  */
 #include "index/mih/mih_scan.h"
 
+#include "port/atomics.h"
 #include "utils/memutils.h"
 
 /*
@@ -191,6 +192,69 @@ mih_try_tail(MihProbe *s, BlockNumber blkno)
 }
 
 /*
+ * A lane's tail a writer still holds after every other page was read, read
+ * without its lock (only pinned), or false where that read cannot be
+ * trusted and the caller waits for the lock.  A writer that holds a tail
+ * only appends: the page is rewritten with every byte the same except the
+ * count and the new row's, so the rows below the count a read sees are
+ * whole, but for the last one, which may be the row being appended (a
+ * transaction in progress, which this scan's snapshot does not see) or a
+ * row of before (which it may).  So a read whose last row is within the
+ * query's balls waits for the lock.  The count is two bytes a copy may
+ * write one at a time: from h:FF to h+1:00 it may read h:00 or h+1:FF,
+ * so a count whose low byte is 00 or FF is not trusted either.  VACUUM,
+ * which takes rows out, counts its pass in the metapage before and after:
+ * no such read while the count is odd (a pass may be compacting this very
+ * page), and a change of it after the read discards the read; pages are
+ * recycled only after a seal (on a hot standby, under a scan: the
+ * metapage's count of recycles changes, which discards it too).
+ */
+static bool
+mih_scan_busy_tail(MihProbe *s, BlockNumber blkno, const MihMeta *meta)
+{
+	Buffer		buffer = ReadBuffer(s->index, blkno);
+	const volatile MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
+	uint16		kind = page->kind,
+				n = page->n;
+	uint64		fps[MIH_PENDING_CAP];
+	ItemPointerData tids[MIH_PENDING_CAP];
+	int			hits[MIH_PENDING_CAP];
+	int			nhits;
+	Buffer		meta_buffer;
+	const volatile MihMeta *now;
+	bool		unchanged;
+
+	pg_read_barrier();
+	if (MIH_PENDING_VACUUM_RUNNING(meta->pending_vacuums) || kind != MIH_PAGE_PENDING || n == 0 || n > MIH_PENDING_CAP || (n & 0xff) == 0 || (n & 0xff) == 0xff)
+	{
+		ReleaseBuffer(buffer);
+		return false;
+	}
+	memcpy(fps, (const uint64 *) page->fps, n * sizeof(uint64));
+	memcpy(tids, (const ItemPointerData *) page->tids, n * sizeof(ItemPointerData));
+	ReleaseBuffer(buffer);
+	pg_read_barrier();
+	meta_buffer = ReadBuffer(s->index, 0);
+	now = mih_meta_of(BufferGetPage(meta_buffer));
+	unchanged = now->pending_vacuums == meta->pending_vacuums && now->nrecycles == meta->nrecycles;
+	ReleaseBuffer(meta_buffer);
+	if (!unchanged)
+		return false;
+	nhits = simhash_within_many(fps, 1, n, s->center, s->k, hits);
+	for (int h = 0; h < nhits; h++)
+		if (hits[h] == n - 1 || !mih_tid_valid(&tids[hits[h]]))
+			return false;
+	for (int h = 0; h < nhits; h++)
+	{
+		if (!mih_in_other_balls(s, fps[hits[h]]))
+			continue;
+		tbm_add_tuples(s->tbm, &tids[hits[h]], 1, true);
+		s->found++;
+	}
+	return true;
+}
+
+/*
  * Every entry of a pending chain from blkno, up to `last` (a lane's tail) or
  * its end, compared: the rows copied in `c` (if given, and still its
  * chain's, else it starts anew), then the pages after them, copying those
@@ -258,5 +322,6 @@ mih_scan_pending_list(MihProbe *s, const MihMeta *meta)
 		mih_scan_chain(s, &copies->chains[1 + i], MIH_LANE(meta, i)->head, MIH_LANE(meta, i)->tail,
 					   mih_lane_pages_most(meta, i), meta->nseals, true);
 	for (int i = 0; i < s->nbusy_tails; i++)
-		mih_scan_chain(s, NULL, s->busy_tails[i], s->busy_tails[i], 1, meta->nseals, false);
+		if (!mih_scan_busy_tail(s, s->busy_tails[i], meta))
+			mih_scan_chain(s, NULL, s->busy_tails[i], s->busy_tails[i], 1, meta->nseals, false);
 }

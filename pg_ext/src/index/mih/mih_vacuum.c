@@ -191,17 +191,21 @@ mih_vacuum_pending_page(Relation index, BlockNumber blkno, void *arg)
 
 /*
  * Counts a pass over the pending pages in the metapage before it removes a
- * row from one: a scan that copied a pending page (mih_scan_pending.c)
- * reads it again after this, so no copy keeps a TID VACUUM frees.
+ * row from one, and again after: a scan that copied a pending page
+ * (mih_scan_pending.c) reads it again after a change, so no copy keeps a
+ * TID VACUUM frees, and none reads a page without its lock while the count
+ * is odd (a pass under way, or cut short).
  */
 static void
-mih_count_pending_vacuum(Relation index, Buffer meta_buffer)
+mih_count_pending_vacuum(Relation index, Buffer meta_buffer, bool starting)
 {
 	GenericXLogState *state;
+	MihMeta    *meta;
 
 	LockBuffer(meta_buffer, BUFFER_LOCK_EXCLUSIVE);
 	state = GenericXLogStart(index);
-	mih_meta_for_update(state, meta_buffer)->pending_vacuums++;
+	meta = mih_meta_for_update(state, meta_buffer);
+	meta->pending_vacuums += starting && MIH_PENDING_VACUUM_RUNNING(meta->pending_vacuums) ? 2 : 1;
 	GenericXLogFinish(state);
 	LockBuffer(meta_buffer, BUFFER_LOCK_UNLOCK);
 }
@@ -242,11 +246,12 @@ mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		mih_visit_run(info->index, v.set, 0, false, mih_vacuum_run_page, &v);
 		mih_remove_from_later_runs(info->index, &v);
 	}
-	mih_count_pending_vacuum(info->index, meta_buffer);
+	mih_count_pending_vacuum(info->index, meta_buffer, true);
 	if (meta.sealed_count > 0)
 		mih_visit_chain(info->index, meta.sealed_head, InvalidBlockNumber, meta.sealed_count,
 						mih_vacuum_pending_page, &v);
 	mih_visit_lanes(info->index, &meta, 0, mih_vacuum_pending_page, &v);
+	mih_count_pending_vacuum(info->index, meta_buffer, false);
 	pfree(v.removed);
 	ReleaseBuffer(meta_buffer);
 	UnlockPage(info->index, MIH_VACUUM_LOCK, ShareLock);
