@@ -736,6 +736,61 @@ def test_writers_append_to_their_own_lanes_and_a_seal_joins_the_lanes(db: psycop
     assert_exact(db, centres)
 
 
+def test_tails_writers_hold_are_read_right_under_writers_deletes_and_vacuum(db: psycopg.Connection) -> None:
+    """Queries read a lane's tail a writer holds without its lock (where the
+    read can be trusted): with 4 writers appending near copies of a few
+    centres one row a transaction (their tails busy, past counts of 255 and
+    256), rows deleted and VACUUM compacting the pending pages meanwhile, every
+    answer in a snapshot equals the sequential scan's in that snapshot."""
+    rng = random.Random(61)
+    centres = [rng.getrandbits(64) for _ in range(4)]
+    load(db, [flip_random(rng.choice(centres), rng.randint(0, 6), rng) for _ in range(300)])
+    info = db.info
+    conninfo = f"host={info.host} port={info.port} user={info.user} dbname={info.dbname}"
+    writer_info = f"{conninfo} options='-c simhash.mih_pending_limit=1000000'"  # every row stays in the lanes
+    written: list[int] = []
+    compared: list[int] = []
+    vacuums: list[int] = []
+
+    def write(seed: int) -> None:
+        wrng = random.Random(seed)
+        with psycopg.connect(writer_info, autocommit=True) as conn:
+            for i in range(1500):
+                row = 1_000_000 * (seed + 1) + i
+                conn.execute("INSERT INTO docs VALUES (%s, %s::text::simhash64)",
+                             (row, str(flip_random(wrng.choice(centres), wrng.randint(0, 4), wrng))))
+                written.append(row)
+
+    def delete_and_vacuum(stop: threading.Event) -> None:
+        vrng = random.Random(62)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            while not stop.is_set():
+                if written:
+                    conn.execute("DELETE FROM docs WHERE id = ANY(%s)", ([vrng.choice(written) for _ in range(20)],))
+                conn.execute("VACUUM docs")
+                vacuums.append(1)
+
+    def compare(stop: threading.Event) -> None:
+        qrng = random.Random(63)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            while not stop.is_set():
+                centre, k = qrng.choice(centres), qrng.randint(3, 6)
+                with conn.transaction():  # one snapshot for both
+                    by_index = ids_of_plan(conn, centre, k, index=True)
+                    assert by_index == ids_of_plan(conn, centre, k, index=False), (centre, k)
+                compared.append(k)
+
+    errors = run_together([lambda seed=seed: write(seed) for seed in range(4)], [delete_and_vacuum, compare])
+    assert not errors, errors
+    assert len(compared) > 50 and vacuums
+    final = stats(db)
+    assert final["flushes"] == 0 and final["pending_rows"] > 4 * 256  # tails went past a count of 256
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    for centre in centres:
+        assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False), centre
+
+
 def test_an_index_built_before_lanes_keeps_its_pending_list_and_starts_lanes(tmp_path_factory) -> None:
     """An index an older version wrote has one pending list, in lane 0's
     place, whose count includes its tail's rows, and no lanes after it (the
