@@ -225,7 +225,8 @@ mih_scan_busy_tail(MihProbe *s, BlockNumber blkno, const MihMeta *meta)
 	bool		unchanged;
 
 	pg_read_barrier();
-	if (MIH_PENDING_VACUUM_RUNNING(meta->pending_vacuums) || kind != MIH_PAGE_PENDING || n == 0 || n > MIH_PENDING_CAP || (n & 0xff) == 0 || (n & 0xff) == 0xff)
+	if (MIH_PENDING_VACUUM_RUNNING(meta->pending_vacuums) || kind != MIH_PAGE_PENDING ||
+		n == 0 || n > MIH_PENDING_CAP || (n & 0xff) == 0 || (n & 0xff) == 0xff)
 	{
 		ReleaseBuffer(buffer);
 		return false;
