@@ -66,7 +66,8 @@ second server of the same PostgreSQL):
    backend's and the client's time on a CPU and waiting for one, and the
    rest asleep; the same for the middle queries (p40 to p60: what the p50
    is made of) of the loaded fresh index and of the median window; rows/s
-   in the last whole window over the first, the longest wait, WAL per row)
+   in the last whole window over the first, the longest wait, WAL per row;
+   the same split for the slowest COPY batch, and how many took over 100 ms)
    and exactness: for --exact-queries queries (half the query set, half
    stored rows that were inserted, 0 to 2 bits away) at k = 0..8 the index's
    answer against brute force (every row read in one binary COPY, its
@@ -164,6 +165,7 @@ class Window:
     waits: list[float] = field(default_factory=list)   # INSERT statements, ms
     commits: list[float] = field(default_factory=list)  # their transactions' COMMITs, ms
     copies: list[float] = field(default_factory=list)  # COPY batches (with their COMMIT), ms
+    copy_sched: list[Sched] = field(default_factory=list)  # beside copies: empty where unknown
     queries: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in RADII})
     # each query's time as the scheduler counts it (Sched), beside queries: empty where unknown
     query_sched: dict[int, list[Sched]] = field(default_factory=lambda: {k: [] for k in RADII})
@@ -173,6 +175,7 @@ class Window:
         self.waits += other.waits
         self.commits += other.commits
         self.copies += other.copies
+        self.copy_sched += other.copy_sched
         for k in RADII:
             self.queries[k] += other.queries[k]
             self.query_sched[k] += other.query_sched[k]
@@ -275,6 +278,32 @@ class SchedCounts:
             self.fd = None
 
 
+class Clock:
+    """A statement's time at the client and as the scheduler counts it: the
+    counts of a connection's backend and of this thread, read around it."""
+
+    def __init__(self, pgconn) -> None:
+        # the client's counts read closest to the statement: they include the reads' own
+        # microsecond, outside the latency
+        self.tasks = (SchedCounts(str(pgconn.backend_pid)), SchedCounts("thread-self"))
+
+    def timed(self, run) -> tuple[float, float, Sched | None]:
+        """(end time, milliseconds at the client, Sched or None) of run()."""
+        server, client = self.tasks
+        before = (server.read(), client.read())
+        begin = time.perf_counter()
+        run()
+        end = time.perf_counter()
+        after = (server.read(), client.read())
+        if None in before or None in after:
+            return end, (end - begin) * 1000, None
+        return end, (end - begin) * 1000, Sched(*(a - b for new, old in zip(after, before) for a, b in zip(new, old)))
+
+    def close(self) -> None:
+        for task in self.tasks:
+            task.close()
+
+
 class Queries:
     """The queries at k = 3, 5, 8, prepared once and run through libpq's own
     calls (psycopg's PGconn, the centre as text, the rows left unread but
@@ -291,9 +320,7 @@ class Queries:
         for k in RADII:
             sql = f"/* {tag} k = {k} */ " + INDEXED.format(k=k).replace("%s", "$1")
             succeeded(self.pgconn.prepare(self.name(k), sql.encode()), "a query")
-        # the client's counts read closest to the query: they include the reads' own
-        # microsecond, outside the latency
-        self.tasks = (SchedCounts(str(self.pgconn.backend_pid)), SchedCounts("thread-self"))
+        self.clock = Clock(self.pgconn)
 
     @staticmethod
     def name(k: int) -> bytes:
@@ -305,20 +332,11 @@ class Queries:
 
     def timed(self, k: int, centre: int) -> tuple[float, float, Sched | None]:
         """(end time, milliseconds at the client, Sched) of one query."""
-        server, client = self.tasks
-        before = (server.read(), client.read())
-        begin = time.perf_counter()
-        self.run(k, centre)
-        end = time.perf_counter()
-        after = (server.read(), client.read())
-        if None in before or None in after:
-            return end, (end - begin) * 1000, None
-        return end, (end - begin) * 1000, Sched(*(a - b for new, old in zip(after, before) for a, b in zip(new, old)))
+        return self.clock.timed(lambda: self.run(k, centre))
 
     def close(self) -> None:
         """The counts' files closed and the statements deallocated (the connection may go on)."""
-        for task in self.tasks:
-            task.close()
+        self.clock.close()
         for k in RADII:
             succeeded(self.pgconn.exec_(b"DEALLOCATE " + self.name(k)), "a query")
 
@@ -353,6 +371,7 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
             conn.execute(f"SET simhash.mih_pending_limit = {int(plan['pending_limit'])}")
         conn.commit()
         inserts = Inserts(conn, plan["table"])
+        clock = Clock(conn.pgconn)
         start = starting.wait()
         report = Reporter(out, worker, start, plan["window"])
         pace = plan["writers"] / plan["rate"] if plan["rate"] else 0.0   # seconds a row, this writer
@@ -374,9 +393,11 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
                     with conn.cursor().copy(f"COPY {plan['table']} (fp) FROM STDIN") as stream:
                         stream.write("".join(f"{fp}\n" for fp in rows.tolist()))  # unsigned, as simhash64's text
                     conn.commit()
-                end, ms = timed(batch)
+                end, ms, sched = clock.timed(batch)
                 window = report.at(end)
                 window.copies.append(ms)
+                if sched is not None:
+                    window.copy_sched.append(sched)
             else:
                 inserts.run(b"BEGIN")
                 for fp in signed(rows):
@@ -386,6 +407,7 @@ def writer(dsn: str, worker: int, plan: dict, claimed, sources: np.ndarray, out,
                 window = report.at(end)
                 window.commits.append(ms)
             window.rows += take
+    clock.close()
     report.close()
 
 
@@ -979,6 +1001,18 @@ def slowest_split(k: int, windows: list[Window]) -> tuple[str, float | None, str
     return name, parts[1] / latency if latency else None, " / ".join(f"{x:.3f}" for x in parts)
 
 
+def slowest_copy(windows: list[Window]) -> tuple[str, float | None, str]:
+    """Where the slowest COPY batch spent its time: on a CPU or waiting for
+    one (the writer's backend, the writer), or asleep (locks, I/O, its WAL's
+    flush).  The value (for ratios) is its time asleep."""
+    name = f"COPY batch max: {SPLIT}"
+    timed = [(ms, sched) for w in windows if len(w.copy_sched) == len(w.copies) for ms, sched in zip(w.copies, w.copy_sched)]
+    if not timed:
+        return name, None, DASH
+    _, *parts = split([max(timed, key=lambda batch: batch[0])])
+    return name, parts[-1], " / ".join(f"{x:.1f}" for x in parts)
+
+
 def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, str]]:
     """The run's figures: (name, value for ratios or None, text)."""
     def figure(name: str, value: float | None, form: str = ".3f") -> tuple[str, float | None, str]:
@@ -1029,6 +1063,8 @@ def summary(run: Run, window_seconds: float) -> list[tuple[str, float | None, st
                 figure("COMMIT p99 (ms)", p(commits, 99) if commits else None),
                 figure("COMMIT max (ms)", max(commits, default=None), ".1f"),
                 figure("COPY batch max (ms)", max(copies, default=None), ".1f"),
+                slowest_copy([w for w, *_ in run.windows]),
+                figure("COPY batches over 100 ms", sum(ms > 100 for ms in copies) if copies else None, ",d"),
                 figure("WAL bytes/row", run.wal[0] / run.inserted if run.inserted else None, ",.0f"),
                 figure("index WAL bytes/row", run.wal[1] / run.inserted if run.inserted and run.wal[1] is not None
                        else None, ",.0f")]

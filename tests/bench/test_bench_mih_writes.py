@@ -53,6 +53,12 @@ def test_tiny_run_inserts_every_row_and_answers_exactly(db: psycopg.Connection, 
     assert sum(len(window.waits) for window, *_ in run.windows) > 0          # INSERT transactions ran
     assert sum(len(window.commits) for window, *_ in run.windows) > 0        # and their COMMITs were timed apart
     assert sum(len(window.copies) for window, *_ in run.windows) > 0         # and COPY batches
+    # each COPY batch with its scheduler counts, and the slowest one's time split in five parts
+    assert all(len(window.copy_sched) == len(window.copies) for window, *_ in run.windows)
+    slowest = max((ms, sched) for window, *_ in run.windows for ms, sched in zip(window.copies, window.copy_sched))
+    _, asleep, text = bench.slowest_copy([window for window, *_ in run.windows])
+    assert len(split := [float(part) for part in text.split(" / ")]) == 5 and min(split) >= 0
+    assert split[0] > 0 and asleep == pytest.approx(max(0.0, slowest[0] - sum(slowest[1])))
     stats = run.final["stats"]
     # Every row built or inserted is in the index, pending (with the sealed rows,
     # which the bench counts as pending) or in a run set (no VACUUM, no deletes).

@@ -520,7 +520,14 @@ extern IndexBulkDeleteResult *mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDel
 											 IndexBulkDeleteCallback callback, void *callback_state);
 extern IndexBulkDeleteResult *mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats);
 extern int64 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
-extern uint64 mih_recycles_now(Relation index);
+/* The metapage's counts a scan checks its reads against, read without its lock (mih_scan.c). */
+typedef struct MihMetaCounts
+{
+	uint64		nrecycles;
+	uint64		pending_vacuums;
+} MihMetaCounts;
+
+extern MihMetaCounts mih_counts_now(Relation index);
 extern void mih_flush(Relation index, int memory_kb, bool wait);
 extern void mih_try_recycle(Relation index);
 

@@ -52,7 +52,7 @@ mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...)
 	if (OidIsValid(scan_guard_index) && scan_guard_index == RelationGetRelid(index))
 	{
 		scan_guard_index = InvalidOid;	/* once: the read below may fail too */
-		if (mih_recycles_now(index) != scan_guard_recycles)
+		if (mih_counts_now(index).nrecycles != scan_guard_recycles)
 			ereport(ERROR,
 					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					errmsg("could not finish a scan of simhash_mih index \"%s\": block %u was recycled meanwhile",

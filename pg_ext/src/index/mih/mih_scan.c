@@ -671,19 +671,23 @@ mih_scan_layout(MihProbe *s, const MihMeta *meta)
 }
 
 /*
- * The metapage's recycling count now.  Read without the content lock: the
- * caller may hold a lock on another page of the index, and inserts take the
- * metapage's before a pending page's; an aligned 8-byte read is whole, and a
- * count read late only makes the caller scan once more.
+ * The metapage's counts of recycles and of VACUUM's pending passes now.
+ * Read without the content lock: the caller may hold a lock on another page
+ * of the index, and inserts take the metapage's before a pending page's; an
+ * aligned 8-byte read is whole, and a count read late only makes the caller
+ * read once more.
  */
-uint64
-mih_recycles_now(Relation index)
+MihMetaCounts
+mih_counts_now(Relation index)
 {
 	Buffer		buffer = ReadBuffer(index, 0);
-	uint64		n = ((volatile MihMeta *) mih_meta_of(BufferGetPage(buffer)))->nrecycles;
+	const volatile MihMeta *meta = mih_meta_of(BufferGetPage(buffer));
+	MihMetaCounts counts;
 
+	counts.nrecycles = meta->nrecycles;
+	counts.pending_vacuums = meta->pending_vacuums;
 	ReleaseBuffer(buffer);
-	return n;
+	return counts;
 }
 
 int64
@@ -734,7 +738,7 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 		mih_scan_layout(&s, &meta);
 		mih_scan_guard(NULL, 0);
 		ReleaseBuffer(meta_buffer);
-		if (mih_recycles_now(index) == meta.nrecycles)
+		if (mih_counts_now(index).nrecycles == meta.nrecycles)
 			break;
 		mih_pending_copies_forget(s.copies);	/* a page copied may have been reused under the pass */
 		if (pass == MIH_SCAN_PASSES)

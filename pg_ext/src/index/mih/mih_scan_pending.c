@@ -220,9 +220,7 @@ mih_scan_busy_tail(MihProbe *s, BlockNumber blkno, const MihMeta *meta)
 	ItemPointerData tids[MIH_PENDING_CAP];
 	int			hits[MIH_PENDING_CAP];
 	int			nhits;
-	Buffer		meta_buffer;
-	const volatile MihMeta *now;
-	bool		unchanged;
+	MihMetaCounts now;
 
 	pg_read_barrier();
 	if (MIH_PENDING_VACUUM_RUNNING(meta->pending_vacuums) || kind != MIH_PAGE_PENDING ||
@@ -235,11 +233,8 @@ mih_scan_busy_tail(MihProbe *s, BlockNumber blkno, const MihMeta *meta)
 	memcpy(tids, (const ItemPointerData *) page->tids, n * sizeof(ItemPointerData));
 	ReleaseBuffer(buffer);
 	pg_read_barrier();
-	meta_buffer = ReadBuffer(s->index, 0);
-	now = mih_meta_of(BufferGetPage(meta_buffer));
-	unchanged = now->pending_vacuums == meta->pending_vacuums && now->nrecycles == meta->nrecycles;
-	ReleaseBuffer(meta_buffer);
-	if (!unchanged)
+	now = mih_counts_now(s->index);
+	if (now.pending_vacuums != meta->pending_vacuums || now.nrecycles != meta->nrecycles)
 		return false;
 	nhits = simhash_within_many(fps, 1, n, s->center, s->k, hits);
 	for (int h = 0; h < nhits; h++)
