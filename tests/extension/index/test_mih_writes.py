@@ -578,6 +578,46 @@ def vacuum_while_writing(db: psycopg.Connection, seeds: list[int]) -> None:
     assert not stats(db)["lost_pages"]
 
 
+def nice_of(pid: int) -> int | None:
+    """A process's nice value as the kernel reports it (/proc/<pid>/stat,
+    field 19), or None once it has exited."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[16])
+
+
+@pytest.mark.parametrize("setting", [None, 3, 0])
+def test_merge_workers_run_at_the_lower_priority_set(db: psycopg.Connection, setting: int | None) -> None:
+    """A merge worker lowers its CPU priority by simhash.mih_merge_nice (its
+    default, or the database's setting, which workers read as they start)
+    from the server's: the kernel reports each merge worker caught while
+    merging that much nicer than a backend of the server."""
+    if setting is not None:
+        db.execute(f'ALTER DATABASE "{db.info.dbname}" SET simhash.mih_merge_nice = {setting}')
+    server = nice_of(db.info.backend_pid)
+    rng = random.Random(12)
+    load(db, [rng.getrandbits(64) for _ in range(1000)])   # the library loaded: its settings known
+    increment = int(db.execute("SELECT current_setting('simhash.mih_merge_nice')").fetchone()[0]) \
+        if setting is None else setting
+    db.execute(f"SET simhash.mih_pending_limit = {PENDING_LIMIT}")
+    merging = ("SELECT pid FROM pg_stat_activity WHERE backend_type = 'simhash_mih merge'"
+               " AND query = 'simhash_mih: merging' AND datname = current_database()")
+    seen: list[int] = []
+    first = 1000
+    while len(seen) < 3 and first < 200_000:
+        db.execute("INSERT INTO docs SELECT g, hashint8extended(g, 12)::simhash64 FROM generate_series(%s::bigint, %s) g",
+                   (first, first + 4 * PENDING_LIMIT - 1))
+        first += 4 * PENDING_LIMIT
+        for _ in range(20):   # the merges that insert's flushes start, while they run
+            seen += [n for (pid,) in db.execute(merging).fetchall() if (n := nice_of(pid)) is not None]
+    assert len(seen) >= 3, "no merge worker caught while merging"
+    assert set(seen) == {min(server + increment, 19)}, (server, increment, seen)
+    wait_for_merges(db, "docs_fp")
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+
+
 def test_a_temporary_tables_index_merges_in_the_inserting_backend(db: psycopg.Connection) -> None:
     """No worker can read a temporary table's buffers: its merges run in the
     backend that inserts, and answers stay exact."""

@@ -105,6 +105,12 @@
 #define MIH_SET_CAP 5
 #define MIH_PROBED_CAP 3
 #define MIH_FOLD_SHARE 2
+/*
+ * simhash.mih_merge_nice's default: how much lower than the server's a
+ * merge worker's CPU priority is (mih_merge.c), 0 to 19.  At 10, Linux's
+ * scheduler gives a busy merge about a tenth of the share of a busy backend.
+ */
+#define MIH_MERGE_NICE_DEFAULT 10
 
 /*
  * Filters of small run sets (mih_scan.c).  Every set is probed with the
@@ -493,6 +499,7 @@ extern MihMeta mih_read_meta(Relation index);
 
 /* mih_merge.c: merges of run sets, apart from flushes */
 extern bool mih_background_merges;
+extern int	mih_merge_nice;
 extern bool mih_merge_due(const MihMeta *meta);
 extern void mih_merge(Relation index, int steps);
 extern void mih_after_flush(Relation index);

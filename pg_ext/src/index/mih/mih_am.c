@@ -1,6 +1,7 @@
 /*
  * mih_am.c — the index access method simhash_mih (design: mih.h): its
- * handler, its option `runs`, the setting simhash.mih_pending_limit, and
+ * handler, its option `runs`, its settings (simhash.mih_pending_limit,
+ * mih_background_merges, mih_merge_nice; the tests' debug_busy_tails), and
  * its costs for the planner.
  */
 #include "index/mih/mih_build.h"
@@ -26,7 +27,7 @@ static relopt_kind mih_relopt_kind;
 int			mih_pending_limit = 65536;
 bool		mih_debug_busy_tails = false;
 
-/* Called from _PG_init: the index option, the pending-list and merge settings. */
+/* Called from _PG_init: the index option, the pending-list and worker settings. */
 void
 simhash_mih_init(void)
 {
@@ -44,6 +45,11 @@ simhash_mih_init(void)
 							 "Off, or where no worker can start, the insert that fills the pending list flushes it itself, and runs one merge if that made one due; off, inserts recycle.",
 							 &mih_background_merges, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("simhash.mih_merge_nice",
+							"How much lower than the server's the CPU priority of simhash_mih's merge workers is (a nice increment).",
+							"On a server with every core busy, queries and inserts then take a core before a merge does; 0 leaves merges at the server's priority.  Workers read it as they start: set it in the configuration or with ALTER DATABASE.",
+							&mih_merge_nice, MIH_MERGE_NICE_DEFAULT, 0, 19,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("simhash.debug_busy_tails",
 							 "For tests: simhash_mih scans take every pending lane's tail for one a writer holds.",
 							 "They read such tails after every other page, as they do those a writer holds.",

@@ -26,7 +26,12 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
+#ifndef WIN32
+#include <sys/resource.h>
+#endif
+
 bool		mih_background_merges = true;
+int			mih_merge_nice = MIH_MERGE_NICE_DEFAULT;
 
 /* A worker's job, and its backend_type (pg_stat_activity). */
 typedef enum MihJob
@@ -474,6 +479,30 @@ mih_flush_in_background(Relation index)
 }
 
 /*
+ * A merge worker's CPU priority: simhash.mih_merge_nice below the server's
+ * (a nice increment; none on Windows).  A merge is long work no one waits
+ * for, while a query or an insert is short work someone waits for: on a
+ * server with every core busy, one woken while a merge runs otherwise waits
+ * for the merge's time slice to end, which was most of the slowest queries'
+ * time under writes (bench/bench_mih_writes.py: "core wait").  The merge
+ * still gets the cores no one else wants.
+ */
+static void
+mih_lower_merge_priority(void)
+{
+#ifndef WIN32
+	int			now;
+
+	if (mih_merge_nice == 0)
+		return;
+	errno = 0;
+	now = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0 && setpriority(PRIO_PROCESS, 0, Min(now + mih_merge_nice, 19)) != 0)
+		elog(DEBUG1, "simhash_mih: could not lower a merge worker's priority: %m");
+#endif
+}
+
+/*
  * A worker: connects to the index's database as the bootstrap superuser
  * (as pg_prewarm's autoprewarm worker does: not as the inserting role, which
  * may be one that cannot log in — SET ROLE, a SECURITY DEFINER function's
@@ -499,6 +528,8 @@ simhash_mih_worker_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(target.database, InvalidOid, 0);
+	if (target.job == MIH_JOB_MERGE)
+		mih_lower_merge_priority();
 	StartTransactionCommand();
 	pgstat_report_activity(STATE_RUNNING, target.job == MIH_JOB_FLUSH ? "simhash_mih: flushing" : "simhash_mih: merging");
 	heap = IndexGetRelation(target.index, true);
