@@ -291,13 +291,11 @@ class Clock:
         """(end time, milliseconds at the client, Sched or None) of run()."""
         server, client = self.tasks
         before = (server.read(), client.read())
-        begin = time.perf_counter()
-        run()
-        end = time.perf_counter()
+        end, ms = timed(run)
         after = (server.read(), client.read())
         if None in before or None in after:
-            return end, (end - begin) * 1000, None
-        return end, (end - begin) * 1000, Sched(*(a - b for new, old in zip(after, before) for a, b in zip(new, old)))
+            return end, ms, None
+        return end, ms, Sched(*(a - b for new, old in zip(after, before) for a, b in zip(new, old)))
 
     def close(self) -> None:
         for task in self.tasks:

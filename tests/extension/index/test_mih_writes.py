@@ -12,6 +12,7 @@ import random
 import struct
 import threading
 import uuid
+from pathlib import Path
 
 import numpy as np
 import psycopg
@@ -582,7 +583,7 @@ def nice_of(pid: int) -> int | None:
     """A process's nice value as the kernel reports it (/proc/<pid>/stat,
     field 19), or None once it has exited."""
     try:
-        stat = open(f"/proc/{pid}/stat").read()
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     return int(stat[stat.rindex(")") + 2:].split()[16])
