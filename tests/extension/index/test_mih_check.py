@@ -101,7 +101,9 @@ def test_only_superusers_may_run_it_unless_granted(db: psycopg.Connection) -> No
 # ---------- corruption on disk, on a server of the test's own ----------
 
 
-@pytest.fixture
+# One server for the module: corrupted() loads the table once and puts the
+# original index back after each corruption.
+@pytest.fixture(scope="module")
 def server(tmp_path_factory):
     with own_server(tmp_path_factory.mktemp("mih-check")) as started:
         yield started
