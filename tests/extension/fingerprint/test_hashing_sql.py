@@ -29,7 +29,7 @@ def signed(value: int) -> int:
     return value - 2**64 if value >= 2**63 else value
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(texts, shingle_sizes)
 def test_text_fingerprint_matches_sql(shared_db: psycopg.Connection, text: str, size: int) -> None:
     row = shared_db.execute(
@@ -147,7 +147,7 @@ script_characters = st.one_of(
 script_texts = st.text(script_characters, max_size=120)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(script_texts)
 def test_text_v2_matches_sql(shared_db: psycopg.Connection, text: str) -> None:
     row = shared_db.execute(
