@@ -1,9 +1,9 @@
 """simhash_mih under continuous inserts and no VACUUM (issue 29): flushes never
 stop and run in a worker (the insert that fills the list only seals it), the
 flushes' size-tiered merges keep the run sets within the cap (mih_insert.c,
-mih_merge.c), the workers recycle the retired pages (inserts, where no
-worker takes the index's work), and every answer equals
-brute force meanwhile and after; simhash_mih_stats reports it all and refuses
+mih_flush.c, mih_merge.c, mih_worker.c), the workers recycle the retired
+pages (inserts, where no worker takes the index's work), and every answer
+equals brute force meanwhile and after; simhash_mih_stats reports it all and refuses
 what is not a simhash_mih index with a clear error."""
 
 from __future__ import annotations
