@@ -1,6 +1,6 @@
 """simhash_mih's write path, for the index tests: an index's
 simhash_mih_stats as a dict, a wait for the background merges the last
-flushes started (mih_merge.c) to bring the run sets back to the cap, and one
+flushes started (mih_worker.c) to bring the run sets back to the cap, and one
 for the flush worker the last sealing insert started to flush its list."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def mih_stats(conn: psycopg.Connection, index: str) -> dict:
     return dict(zip(STATS_COLUMNS, row))
 
 
-# The workers' backend_type in pg_stat_activity (mih_merge.c's MihJob).
+# The workers' backend_type in pg_stat_activity (mih_worker.c's MihJob).
 WORKER_TYPES = ("simhash_mih merge", "simhash_mih flush")
 
 

@@ -1,5 +1,5 @@
-"""simhash_mih's CREATE INDEX (pg_ext/src/index/mih/mih_build.c, mih_sort.c,
-mih_build_parallel.c): with 0 to 4 parallel workers, within
+"""simhash_mih's CREATE INDEX (pg_ext/src/index/mih/mih_build.c, mih_sort.c):
+with 0 to 4 parallel workers, within
 maintenance_work_mem (spilling sorted chunks to temporary files past it,
 merged in several passes when there are many), CONCURRENTLY while rows are
 written, cancelled midway: exact at every radius against brute force, the

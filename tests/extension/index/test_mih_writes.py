@@ -1,9 +1,9 @@
 """simhash_mih under continuous inserts and no VACUUM (issue 29): flushes never
 stop and run in a worker (the insert that fills the list only seals it), the
 flushes' size-tiered merges keep the run sets within the cap (mih_insert.c,
-mih_merge.c), the workers recycle the retired pages (inserts, where no
-worker takes the index's work), and every answer equals
-brute force meanwhile and after; simhash_mih_stats reports it all and refuses
+mih_flush.c, mih_merge.c, mih_worker.c), the workers recycle the retired
+pages (inserts, where no worker takes the index's work), and every answer
+equals brute force meanwhile and after; simhash_mih_stats reports it all and refuses
 what is not a simhash_mih index with a clear error."""
 
 from __future__ import annotations
@@ -449,6 +449,45 @@ def test_a_role_that_may_not_log_in_still_hands_its_flush_to_a_worker(db: psycop
     db.execute("SELECT simhash_mih_check('docs_fp', true)")
     for centre in [flip_random(rng.choice(fps), rng.randint(0, 4), rng) for _ in range(5)]:
         assert ids_of_plan(db, centre, 6, index=True) == ids_of_plan(db, centre, 6, index=False)
+
+
+def test_a_table_owned_by_a_role_that_may_not_log_in_is_flushed_and_merged_by_the_workers(
+        db: psycopg.Connection) -> None:
+    """A table (and so its index) owned by a role without LOGIN, written by
+    that role: the flush workers, and the merge workers they start, connect
+    with no role given (the bootstrap superuser; PostgreSQL 17 and later
+    refuse a worker a role given that may not log in), so every sealed list
+    is flushed by a worker, the flushes' merges run, and answers equal
+    brute force."""
+    limit = 100
+    batches = 8
+    insert = "INSERT INTO docs SELECT g, hashint8extended(g, 18)::simhash64 FROM generate_series(%s::bigint, %s) g"
+    load(db, [random.Random(18).getrandbits(64) for _ in range(1000)])
+    owner = f"owner_{uuid.uuid4().hex[:10]}"
+    db.execute(f"CREATE ROLE {owner} NOLOGIN")
+    try:
+        db.execute(f"ALTER TABLE docs OWNER TO {owner}")
+        db.execute(f"SET simhash.mih_pending_limit = {limit}")
+        for batch in range(batches):
+            db.execute(f"SET ROLE {owner}")
+            db.execute(insert, (1000 + batch * limit, 1000 + (batch + 1) * limit - 1))
+            db.execute("RESET ROLE")
+            # each batch seals the list, and its worker flushes it (the insert never does: the list
+            # never reaches its bound)
+            now = wait_for_flush(db, "docs_fp", timeout=30)
+            assert (now["pending_rows"], now["sealed_rows"], now["flushes"]) == (0, 0, batch + 1), now
+        now = wait_for_merges(db, "docs_fp", timeout=30)
+    finally:
+        db.execute("RESET ROLE")
+        db.execute(f"ALTER TABLE docs OWNER TO {db.execute('SELECT current_user').fetchone()[0]}")
+        db.execute(f"DROP ROLE {owner}")
+    assert now["flushes"] == batches and now["merges"] > 0 and not now["lost_pages"], now
+    assert sum(now["set_rows"]) == 1000 + batches * limit, now
+    db.execute("SELECT simhash_mih_check('docs_fp', true)")
+    fps = [int(r[0]) for r in db.execute("SELECT fp::text FROM docs ORDER BY id")]   # ids 0 to 1799
+    rng = random.Random(19)
+    for centre in [flip_random(fp, rng.randint(0, 4), rng) for fp in fps[5::150]] + [rng.getrandbits(64)]:
+        assert ids_of_plan(db, centre, 6, index=True) == brute_force_within(fps, centre, 6)
 
 
 def test_a_sealed_list_no_worker_flushes_waits_until_the_pending_list_reaches_its_bound(db: psycopg.Connection) -> None:

@@ -3,6 +3,30 @@
  * hashing over sorted runs that carry the fingerprint, so a candidate is
  * checked inside the index and only true matches reach the heap.
  *
+ * The files, in layer order: each uses only the files above it (and the
+ * extension's lower subsystems: simhash.h, blocks/, type/, index/), so they
+ * read best top to bottom, after this header.
+ *   mih_utils.c         settings and the option `runs`, corruption reports,
+ *                       page access, the metapage, the pending list's chains
+ *   mih_scope.c         scope columns: the scope's hash folded into fp
+ *   mih_page.c          the compact run page (mih_page.h): widths, packing,
+ *                       the checked reader
+ *   mih_runs.c          runs written page by page, directories, recycling
+ *   mih_sort.c          rows sorted into a run set within a memory budget
+ *                       (mih_sort.h)
+ *   mih_build.c         CREATE INDEX, alone or on parallel workers
+ *   mih_flush.c         the sealed pending list sorted into a run set
+ *   mih_merge.c         merges of run sets: the policy, claims
+ *   mih_worker.c        the background workers that flush and merge
+ *   mih_insert.c        inserts: the pending list's lanes, seals
+ *   mih_scan_pending.c  a radius query's reading of the pending list
+ *                       (mih_scan.h: the query's state)
+ *   mih_scan.c          a radius query: probes into every run of every set
+ *   mih_vacuum.c        VACUUM: dead entries out, retired pages recycled
+ *   mih_check.c         simhash_mih_check: every page invariant (amcheck's role)
+ *   mih_stats.c         simhash_mih_stats: the write path, from the metapage
+ *   mih_am.c            the handler: the access method's routine, its costs
+ *
  * Layout (log-structured):
  * - block 0, the metapage: the run sets, the pending list, retired pages;
  * - a run set holds the fingerprints of some rows m times, one run per block
@@ -18,10 +42,10 @@
  *   that every scan reads whole.  When it reaches
  *   simhash.mih_pending_limit rows, the insert that fills it seals it (the
  *   lanes are joined into one chain, which the metapage names as the sealed
- *   chain, and the lanes start empty) and
- *   hands it to a flush worker (mih_merge.c), which sorts it into a new run
- *   set with the metapage unlocked (where no worker can start, the insert
- *   flushes itself); scans read the sealed chain meanwhile, and the new set
+ *   chain, and the lanes start empty) and hands it to a flush worker
+ *   (mih_worker.c), which sorts it into a new run set with the metapage
+ *   unlocked (mih_flush.c; where no worker can start, the insert flushes
+ *   itself); scans read the sealed chain meanwhile, and the new set
  *   replaces it under a brief lock.
  *   Merges of run sets run apart (mih_merge.c: size-tiered, claimed sets
  *   sorted unlocked, in a background worker), so a query probes about
@@ -107,7 +131,7 @@
 #define MIH_FOLD_SHARE 2
 /*
  * simhash.mih_merge_nice's default: how much lower than the server's a
- * merge worker's CPU priority is (mih_merge.c), 0 to 19.  At 10, Linux's
+ * merge worker's CPU priority is (mih_worker.c), 0 to 19.  At 10, Linux's
  * scheduler gives a busy merge about a tenth of the share of a busy backend.
  */
 #define MIH_MERGE_NICE_DEFAULT 10
@@ -340,15 +364,7 @@ StaticAssertDecl(MIH_PENDING_CAP <= PG_UINT16_MAX && MIH_DIR_CAP <= PG_UINT16_MA
 typedef void (*MihPageVisitor) (Relation index, BlockNumber blkno, void *arg);
 
 struct GenericXLogState;
-struct MihSorter;
 struct BufFile;
-
-/* Collects the rows of pending or first-run pages (keys unrotated with `mask`) into a sorter. */
-typedef struct MihCollect
-{
-	struct MihSorter *sorter;
-	uint64		mask;
-} MihCollect;
 
 /*
  * A run being written page by page (mih_runs.c): entries arrive sorted, in
@@ -456,57 +472,48 @@ mih_dir_of(Page page)
 	return (MihDirPage *) PageGetContents(page);
 }
 
-/* mih_am.c */
-extern void simhash_mih_init(void);
-extern int	mih_runs_of(Relation index);
-extern int	mih_pending_limit;
-extern bool mih_debug_busy_tails;
+/*
+ * The functions each file gives the files above it, in layer order (the
+ * list at the top of this file).
+ */
 
-/* mih_runs.c: pages, run sets, the metapage */
+/* mih_utils.c: settings and option, corruption reports, pages, the metapage, pending chains */
+extern int	mih_pending_limit;
+extern bool mih_background_merges;
+extern int	mih_merge_nice;
+extern bool mih_debug_busy_tails;
+extern void simhash_mih_init(void);
+extern bytea *mih_options(Datum reloptions, bool validate);
+extern int	mih_runs_of(Relation index);
+extern void mih_scan_guard(Relation index, uint64 nrecycles);
 simhash_noreturn extern void mih_corrupt(Relation index, BlockNumber blkno, const char *fmt,...) pg_attribute_printf(3, 4);
 extern Buffer mih_new_buffer(Relation index);
-extern BlockNumber mih_write_page(Relation index, const void *contents, Size size, bool logged);
-extern void mih_run_writer_begin(MihRunWriter *w, Relation index, bool with_tids, bool logged);
-extern void mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int n);
-extern BlockNumber mih_run_writer_end(MihRunWriter *w, BlockNumber *npages);
-extern BlockNumber mih_run_copy_images(Relation index, struct BufFile *images, BlockNumber *npages);
 extern void mih_lock_page(Relation index, Buffer buffer, MihPageKind kind, int mode);
-extern Buffer mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode);
-extern void mih_read_directory(Relation index, const MihRunSet *set, int t, MemoryContext context,
-							   MihRunDir *dir);
-extern void mih_free_directory(MihRunDir *dir);
-extern void mih_visit_run(Relation index, const MihRunSet *set, int t, bool directory_too,
-						  MihPageVisitor visit, void *arg);
 extern void mih_check_locked_page(Relation index, Buffer buffer, MihPageKind kind);
-extern Buffer mih_read_pending(Relation index, BlockNumber blkno, int64 pages, int64 rows);
-extern void mih_visit_chain(Relation index, BlockNumber blkno, BlockNumber last, int64 rows,
-							MihPageVisitor visit, void *arg);
-extern void mih_visit_lanes(Relation index, const MihMeta *meta, int64 rows, MihPageVisitor visit, void *arg);
-extern int64 mih_lane_pages_most(const MihMeta *meta, int lane);
-extern int64 mih_pending_rows(Relation index, const MihMeta *meta);
-extern void mih_collect_pending(Relation index, BlockNumber blkno, void *arg);
-extern void mih_collect_run(Relation index, BlockNumber blkno, void *arg);
+extern Buffer mih_read_page(Relation index, BlockNumber blkno, MihPageKind kind, int mode);
 extern void mih_init_meta(Relation index, ForkNumber fork, int ntables, int nscope);
 extern MihMeta *mih_meta_for_update(struct GenericXLogState *state, Buffer meta_buffer);
 extern void mih_meta_add_set(MihMeta *meta, const MihRunSet *set);
 extern bool mih_meta_retire(MihMeta *meta, const MihRetired *what);
-extern void mih_free_retired(Relation index, const MihRetired *retired, int nretired, int ntables);
-extern int	mih_take_retired(Relation index, Buffer meta_buffer, bool by_horizon, MihRetired *retired);
 extern void mih_check_meta(Relation index, const MihMeta *meta);
-extern void mih_scan_guard(Relation index, uint64 nrecycles);
 extern Buffer mih_pin_meta(Relation index, MihMeta *meta);
 extern MihMeta mih_read_meta(Relation index);
 
-/* mih_merge.c: merges of run sets, apart from flushes */
-extern bool mih_background_merges;
-extern int	mih_merge_nice;
-extern bool mih_merge_due(const MihMeta *meta);
-extern void mih_merge(Relation index, int steps);
-extern void mih_after_flush(Relation index);
-extern bool mih_background(Relation index);
-extern bool mih_flush_in_background(Relation index);
+/* The metapage's counts a scan checks its reads against, read without its lock. */
+typedef struct MihMetaCounts
+{
+	uint64		nrecycles;
+	uint64		pending_vacuums;
+} MihMetaCounts;
 
-/* mih_check.c */
+extern MihMetaCounts mih_counts_now(Relation index);
+extern Buffer mih_read_pending(Relation index, BlockNumber blkno, int64 pages, int64 rows);
+extern void mih_visit_chain(Relation index, BlockNumber blkno, BlockNumber last, int64 rows,
+							MihPageVisitor visit, void *arg);
+extern int64 mih_lane_pages_most(const MihMeta *meta, int lane);
+extern void mih_visit_lanes(Relation index, const MihMeta *meta, int64 rows, MihPageVisitor visit, void *arg);
+extern int64 mih_pending_rows(Relation index, const MihMeta *meta);
+extern bool mih_is_index(Relation index);
 extern void mih_require_index(Relation index, const char *caller);
 
 /* mih_scope.c: scope columns */
@@ -517,25 +524,56 @@ extern uint64 mih_scope_hash_key(const MihScope *scope, Relation index, ScanKey 
 extern uint64 mih_scope_combine(const MihScope *scope, const uint64 *hashes);
 extern bool mih_fold(const MihScope *scope, const Datum *values, const bool *isnull, uint64 *fp);
 
-/* mih_build.c, mih_insert.c, mih_vacuum.c, mih_scan.c: the access method's entry points */
+/* mih_runs.c: run sets written and read, retired pages recycled */
+extern BlockNumber mih_write_page(Relation index, const void *contents, Size size, bool logged);
+extern void mih_run_writer_begin(MihRunWriter *w, Relation index, bool with_tids, bool logged);
+extern void mih_run_writer_add(MihRunWriter *w, const uint64 *keys, const uint64 *tids, int n);
+extern BlockNumber mih_run_writer_end(MihRunWriter *w, BlockNumber *npages);
+extern BlockNumber mih_run_copy_images(Relation index, struct BufFile *images, BlockNumber *npages);
+extern void mih_read_directory(Relation index, const MihRunSet *set, int t, MemoryContext context,
+							   MihRunDir *dir);
+extern void mih_free_directory(MihRunDir *dir);
+extern void mih_visit_run(Relation index, const MihRunSet *set, int t, bool directory_too,
+						  MihPageVisitor visit, void *arg);
+extern int	mih_take_retired(Relation index, Buffer meta_buffer, bool by_horizon, MihRetired *retired);
+extern void mih_free_retired(Relation index, const MihRetired *retired, int nretired, int ntables);
+extern void mih_try_recycle(Relation index);
+
+/* mih_build.c: CREATE INDEX */
 extern IndexBuildResult *mih_build(Relation heap, Relation index, IndexInfo *indexInfo);
 extern void mih_buildempty(Relation index);
+extern char *mih_build_phase_name(int64 phase);
+
+/* mih_flush.c: the sealed pending list sorted into a run set */
+extern bool mih_retired_full(const MihMeta *meta);
+extern bool mih_flush_has_room(const MihMeta *meta);
+extern bool mih_flush(Relation index, int memory_kb, bool wait);
+
+/* mih_merge.c: merges of run sets, apart from flushes */
+extern bool mih_merge_due(const MihMeta *meta);
+extern bool mih_stale_claims(Relation index, const MihMeta *meta);
+extern bool mih_slot_free(Relation index);
+extern int	mih_unclaimed_sets(const MihMeta *meta);
+extern void mih_merge(Relation index, int steps);
+
+/* mih_worker.c: the background workers that flush and merge */
+extern bool mih_background(Relation index);
+extern void mih_after_flush(Relation index);
+extern bool mih_flush_in_background(Relation index);
+
+/* mih_insert.c */
 extern bool mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 					   Relation heapRel, IndexUniqueCheck checkUnique, bool indexUnchanged,
 					   IndexInfo *indexInfo);
+
+/* mih_scan_pending.c, mih_scan.c: a radius query (mih_scan.h) */
+extern int64 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+
+/* mih_vacuum.c */
 extern IndexBulkDeleteResult *mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 											 IndexBulkDeleteCallback callback, void *callback_state);
 extern IndexBulkDeleteResult *mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats);
-extern int64 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
-/* The metapage's counts a scan checks its reads against, read without its lock (mih_scan.c). */
-typedef struct MihMetaCounts
-{
-	uint64		nrecycles;
-	uint64		pending_vacuums;
-} MihMetaCounts;
 
-extern MihMetaCounts mih_counts_now(Relation index);
-extern void mih_flush(Relation index, int memory_kb, bool wait);
-extern void mih_try_recycle(Relation index);
+/* mih_check.c, mih_stats.c: SQL functions (simhash_mih_check, simhash_mih_stats); mih_am.c: the handler */
 
 #endif							/* SIMHASH_MIH_H */

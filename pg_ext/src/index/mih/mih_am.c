@@ -1,76 +1,22 @@
 /*
- * mih_am.c — the index access method simhash_mih (design: mih.h): its
- * handler, its option `runs`, its settings (simhash.mih_pending_limit,
- * mih_background_merges, mih_merge_nice; the tests' debug_busy_tails), and
- * its costs for the planner.
+ * mih_am.c — the top layer of simhash_mih (design and the files' layers:
+ * mih.h): its handler, which gives PostgreSQL the access method's routine
+ * (the entry points of the files below), and its costs for the planner.
+ * Its option and settings are registered in mih_utils.c.
+ *
+ * Layer (mih.h): the top: above the files whose entry points its routine
+ * names (mih_build.c, mih_insert.c, mih_scan.c, mih_vacuum.c) and
+ * mih_utils.c (mih_options).
  */
-#include "index/mih/mih_build.h"
+#include "index/mih/mih.h"
 
-#include "access/reloptions.h"
 #include "access/relscan.h"
 #include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
-#include "utils/guc.h"
 #include "utils/selfuncs.h"
-
-/* WITH (runs = m): how many runs (blocks) the index keeps. */
-typedef struct MihOptions
-{
-	int32		vl_len_;
-	int			runs;
-} MihOptions;
 
 /* What a scoped path's index cost is taken to be of an unscoped one's (mih_costestimate). */
 #define MIH_SCOPED_COST_SHARE 0.99
-
-static relopt_kind mih_relopt_kind;
-int			mih_pending_limit = 65536;
-bool		mih_debug_busy_tails = false;
-
-/* Called from _PG_init: the index option, the pending-list and worker settings. */
-void
-simhash_mih_init(void)
-{
-	mih_relopt_kind = add_reloption_kind();
-	add_int_reloption(mih_relopt_kind, "runs",
-					  "Sorted runs (blocks) of a simhash_mih index: more is faster at large radii, larger.",
-					  MIH_DEFAULT_RUNS, 1, MIH_MAX_TABLES, AccessExclusiveLock);
-	DefineCustomIntVariable("simhash.mih_pending_limit",
-							"Rows a simhash_mih index keeps unsorted before an insert sorts them into a run set.",
-							"Every query reads the unsorted rows whole.",
-							&mih_pending_limit, 65536, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("simhash.mih_background_merges",
-							 "Whether simhash_mih flushes its pending list, merges run sets and recycles retired pages in background workers.",
-							 "Off, or where no worker can start, the insert that fills the pending list flushes it itself, and runs one merge if that made one due; off, inserts recycle.",
-							 &mih_background_merges, true,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("simhash.mih_merge_nice",
-							"How much lower than the server's the CPU priority of simhash_mih's merge workers is (a nice increment).",
-							"On a server with every core busy, queries and inserts then take a core before a merge does; 0 leaves merges at the server's priority.  Workers read it as they start: set it in the configuration or with ALTER DATABASE.",
-							&mih_merge_nice, MIH_MERGE_NICE_DEFAULT, 0, 19,
-							PGC_SUSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("simhash.debug_busy_tails",
-							 "For tests: simhash_mih scans take every pending lane's tail for one a writer holds.",
-							 "They read such tails after every other page, as they do those a writer holds.",
-							 &mih_debug_busy_tails, false,
-							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-}
-
-static bytea *
-mih_options(Datum reloptions, bool validate)
-{
-	static const relopt_parse_elt parse[] = {{"runs", RELOPT_TYPE_INT, offsetof(MihOptions, runs)}};
-
-	return (bytea *) build_reloptions(reloptions, validate, mih_relopt_kind,
-									  sizeof(MihOptions), parse, lengthof(parse));
-}
-
-int
-mih_runs_of(Relation index)
-{
-	return index->rd_options ? ((MihOptions *) index->rd_options)->runs : MIH_DEFAULT_RUNS;
-}
 
 static IndexScanDesc
 mih_beginscan(Relation index, int nkeys, int norderbys)

@@ -21,6 +21,8 @@
  * reads it, under ShareLock) looks each row up in every run's filter.  A missing entry
  * is found with a probability the filter's size sets (over 99.9 % at its
  * sizing); a reported one is always missing.
+ *
+ * Layer (mih.h): above mih_utils.c, mih_scope.c and mih_page.c.
  */
 #include "index/mih/mih_page.h"
 
@@ -352,18 +354,6 @@ check_index(MihChecker *c, Relation heap, bool heapallindexed)
 		for (int t = 0; t < c->ntables; t++)
 			bloom_free(c->runs[t]);
 	}
-}
-
-/* An ERROR naming the index and `caller` unless it is a simhash_mih index. */
-void
-mih_require_index(Relation index, const char *caller)
-{
-	if (index->rd_indam->ambuild != mih_build)
-		ereport(ERROR,
-				errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				errmsg("%s: index \"%s\" is not a simhash_mih index",
-					   caller, RelationGetRelationName(index)));
-	mih_scan_guard(NULL, 0);	/* a scan that ended in an ERROR left it set */
 }
 
 Datum

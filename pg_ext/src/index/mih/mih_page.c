@@ -2,6 +2,8 @@
  * mih_page.c — the compact run page of simhash_mih (format: mih_page.h):
  * how many sorted entries fit on a page and with which widths, packing
  * them, and checking a page's header before anything is read through it.
+ *
+ * Layer (mih.h): above mih_utils.c.
  */
 #include "index/mih/mih_page.h"
 

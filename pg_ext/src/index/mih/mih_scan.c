@@ -3,6 +3,9 @@
  * into the centre), the probe plan, the probes into every run of every run
  * set, the first run's TIDs of the matches found in later runs, the pending
  * list, all into the bitmap.
+ *
+ * Layer (mih.h): above mih_utils.c, mih_scope.c, mih_page.c, mih_runs.c and
+ * mih_scan_pending.c.
  */
 #include "index/mih/mih_scan.h"
 
@@ -668,26 +671,6 @@ mih_scan_layout(MihProbe *s, const MihMeta *meta)
 		}
 	}
 	mih_scan_pending_list(s, meta);
-}
-
-/*
- * The metapage's counts of recycles and of VACUUM's pending passes now.
- * Read without the content lock: the caller may hold a lock on another page
- * of the index, and inserts take the metapage's before a pending page's; an
- * aligned 8-byte read is whole, and a count read late only makes the caller
- * read once more.
- */
-MihMetaCounts
-mih_counts_now(Relation index)
-{
-	Buffer		buffer = ReadBuffer(index, 0);
-	const volatile MihMeta *meta = mih_meta_of(BufferGetPage(buffer));
-	MihMetaCounts counts;
-
-	counts.nrecycles = meta->nrecycles;
-	counts.pending_vacuums = meta->pending_vacuums;
-	ReleaseBuffer(buffer);
-	return counts;
 }
 
 int64

@@ -24,6 +24,8 @@
  *     head and count it was made under.
  * On a hot standby, where a page can be recycled under a scan, a pass that
  * must be repeated drops every copy (mih_getbitmap).
+ *
+ * Layer (mih.h): above mih_utils.c; below mih_scan.c, which calls it.
  */
 #include "index/mih/mih_scan.h"
 

@@ -24,6 +24,9 @@
  * across versions and pg_upgrade).  A query that does not give every scope
  * column by equality cannot fold: it reads the whole index (mih_scan.c),
  * and the planner is told so (mih_am.c).
+ *
+ * Layer (mih.h): beside mih_utils.c at the bottom: uses no other file of the
+ * index.
  */
 #include "index/mih/mih.h"
 

@@ -1,6 +1,7 @@
 /*
  * mih_sort.c — rows sorted into a simhash_mih run set within a memory
- * budget (the design: mih_sort.h).
+ * budget (the design: mih_sort.h), and the rows of pending and first-run
+ * pages collected into a sorter (flushes, merges).
  *
  * Why our own external sort rather than tuplesort: a run set is m sorts of
  * the same rows (one per run, each by another rotation of the fingerprint),
@@ -15,7 +16,10 @@
  * A spilled chunk is m files, one per run, each the run's keys in order; the
  * first run's with each key's heap TID (14 bytes an entry, 8 for a later
  * run).  Files are read and written MIH_SORT_IO_ROWS entries at a time.
+ *
+ * Layer (mih.h): above mih_utils.c, mih_page.c and mih_runs.c.
  */
+#include "index/mih/mih_page.h"
 #include "index/mih/mih_sort.h"
 
 #include "commands/progress.h"
@@ -648,4 +652,35 @@ mih_sorter_end(MihSorter *s, MihSortStats *stats)
 		for (int t = 0; t < s->blocks.nblocks; t++)
 			BufFileClose(s->files[c][t]);
 	MemoryContextDelete(s->context);
+}
+
+/* Adds the rows of a pending page to c->sorter. */
+void
+mih_collect_pending(Relation index, BlockNumber blkno, void *arg)
+{
+	MihCollect *c = (MihCollect *) arg;
+	Buffer		buffer = mih_read_page(index, blkno, MIH_PAGE_PENDING, BUFFER_LOCK_SHARE);
+	MihPendingPage *page = mih_pending_of(BufferGetPage(buffer));
+
+	for (uint32 j = 0; j < page->n; j++)
+		mih_sorter_add(c->sorter, page->fps[j], &page->tids[j]);
+	UnlockReleaseBuffer(buffer);
+}
+
+/* Adds the rows of a first-run page to c->sorter (keys unrotated with c->mask). */
+void
+mih_collect_run(Relation index, BlockNumber blkno, void *arg)
+{
+	MihCollect *c = (MihCollect *) arg;
+	Buffer		buffer = mih_read_page(index, blkno, MIH_PAGE_RUN, BUFFER_LOCK_SHARE);
+	MihRunView	view;
+	uint64		keys[MIH_RUN_MAX_ENTRIES];
+	ItemPointerData tids[MIH_RUN_MAX_ENTRIES];
+	int			n;
+
+	mih_run_view(&view, index, blkno, BufferGetPage(buffer), true);
+	n = mih_run_decode(&view, keys, tids);
+	UnlockReleaseBuffer(buffer);
+	for (int j = 0; j < n; j++)
+		mih_sorter_add(c->sorter, unlead(keys[j], c->mask), &tids[j]);
 }

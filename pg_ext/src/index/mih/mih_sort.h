@@ -1,7 +1,8 @@
 /*
  * mih_sort.h — rows sorted into a simhash_mih run set within a memory budget
- * (mih_sort.c): what a build sorts (in each of its processes), and a flush of
- * the pending list (with the run sets it merges).
+ * (mih_sort.c): what a build sorts (in each of its processes), a flush of
+ * the pending list, and a merge of run sets (each collecting the rows of its
+ * pages into a sorter: MihCollect).
  *
  * Rows are kept in memory, in a chunk of at most budget / 32 bytes rows.  A
  * full chunk is radix-sorted by each run's key in turn, and each order is
@@ -48,6 +49,13 @@ typedef struct MihSortStats
 	double		sort_seconds;	/* in the radix sorts */
 } MihSortStats;
 
+/* Collects the rows of pending or first-run pages (keys unrotated with `mask`) into a sorter. */
+typedef struct MihCollect
+{
+	MihSorter  *sorter;
+	uint64		mask;
+} MihCollect;
+
 extern MihSorter *mih_sorter_begin(int ntables, Size budget, SharedFileSet *fileset, int worker, double expected);
 extern void mih_sorter_add(MihSorter *s, uint64 fp, ItemPointer tid);
 extern int32 mih_sorter_hand_over(MihSorter *s);
@@ -55,5 +63,7 @@ extern MihRunSet mih_sorter_write_set(MihSorter *s, Relation index, bool logged,
 extern int64 mih_sorter_merge_run(MihSorter *s, int t, const MihSpilled *spilled, Size merge_budget,
 								  MihRunWriter *writer);
 extern void mih_sorter_end(MihSorter *s, MihSortStats *stats);
+extern void mih_collect_pending(Relation index, BlockNumber blkno, void *arg);
+extern void mih_collect_run(Relation index, BlockNumber blkno, void *arg);
 
 #endif							/* SIMHASH_MIH_SORT_H */

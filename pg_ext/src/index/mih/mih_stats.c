@@ -7,6 +7,8 @@
  * merges done with the rows merges rewrote (write amplification: merged_rows
  * over the rows inserted), the run sets merges are rewriting now, and
  * whether a failed flush or merge left pages for the next VACUUM to free.
+ *
+ * Layer (mih.h): above mih_utils.c.
  */
 #include "index/mih/mih.h"
 

@@ -1,11 +1,12 @@
 /*
  * mih_vacuum.c — VACUUM of simhash_mih: dead TIDs compacted out of every
  * first-run and pending page (and their fingerprints out of the later runs),
- * the retired pages inserts left recycled once no scan can still read them.  Run sets are
- * merged by the flushes (mih_insert.c), not here.
+ * the retired pages inserts left recycled once no scan can still read them.
+ * Run sets are merged by mih_merge.c, not here.
+ *
+ * Layer (mih.h): above mih_utils.c, mih_page.c and mih_runs.c.
  */
 #include "index/mih/mih_page.h"
-#include "index/mih/mih_sort.h"
 
 #include "access/generic_xlog.h"
 #include "commands/vacuum.h"
