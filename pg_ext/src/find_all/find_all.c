@@ -25,6 +25,7 @@
 #include "utils/memutils.h"
 
 #include "find_all/progress.h"
+#include "type/hamming.h"
 
 /*
  * Units of about this many entries: enough that a unit's scatter is not

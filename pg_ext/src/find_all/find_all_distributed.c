@@ -28,6 +28,7 @@
 #include "find_all/find_all_row_buffer.h"
 #include "find_all/find_all_sql.h"
 #include "find_all/progress.h"
+#include "type/simhash64.h"
 #include "blocks/permute.h"
 #include "blocks/radix_sort.h"
 

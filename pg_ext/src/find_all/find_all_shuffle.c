@@ -54,6 +54,7 @@
 #include "find_all/find_all_spill.h"
 #include "find_all/find_all_sql.h"
 #include "find_all/progress.h"
+#include "type/simhash64.h"
 
 /* The most bytes an entry takes in a batch: the hash, and a varint of up to 10. */
 #define BATCH_ENTRY_MAX_BYTES (sizeof(uint64) + 10)

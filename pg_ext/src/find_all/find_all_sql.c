@@ -32,6 +32,7 @@
 #include "find_all/find_all_row_buffer.h"
 #include "find_all/find_all_sql.h"
 #include "find_all/progress.h"
+#include "type/simhash64.h"
 
 typedef enum FindAllInput
 {
@@ -96,20 +97,6 @@ put_pair(void *arg, uint64 key1, uint64 key2, int distance)
 
 	simhash_result_put(sink, simhash_result_value(sink, key1), simhash_result_value(sink, key2),
 					   distance);
-}
-
-Oid
-simhash_type_oid(FunctionCallInfo fcinfo)
-{
-	Oid			type = simhash_extension_type(fcinfo->flinfo->fn_oid, "simhash64");
-
-	/* Its owner can rename it: a user error, not an internal one. */
-	if (!OidIsValid(type))
-		ereport(ERROR,
-				errcode(ERRCODE_UNDEFINED_OBJECT),
-				errmsg("type simhash64 not found in schema %s, where the simhash extension is",
-					   get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid))));
-	return type;
 }
 
 static bool

@@ -32,9 +32,6 @@ extern void simhash_result_put(SimhashResultSink *sink, int64 first, int64 secon
 /* The output value of an entry's key: its id, or its fingerprint. */
 extern int64 simhash_result_value(const SimhashResultSink *sink, uint64 key);
 
-/* The type simhash64 of the extension that fcinfo's function belongs to. */
-extern Oid	simhash_type_oid(FunctionCallInfo fcinfo);
-
 /*
  * Runs sql with the caller's privileges and adds its rows: (integer id,
  * second_type) with second_type simhash64's oid, rows with a NULL

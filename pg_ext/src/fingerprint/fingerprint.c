@@ -20,7 +20,7 @@
 static bool token_byte[256];
 static unsigned char lowered[256];
 
-/* Fills the byte tables above and version 2's, checks the CPU; simhash.c's _PG_init calls it. */
+/* Fills the byte tables above and version 2's, checks the CPU; module.c's _PG_init calls it. */
 void
 simhash_fingerprint_init(void)
 {

@@ -76,6 +76,9 @@ hash_batch_result(HashBatch *batch)
 	return vote_result(&batch->vote);
 }
 
+/* The tokenizer's byte tables and version 2's, filled once at load (from _PG_init). */
+extern void simhash_fingerprint_init(void);
+
 /* The text argument as UTF-8 bytes (converted from the database encoding). */
 extern const char *text_arg_utf8(FunctionCallInfo fcinfo, int argno, int *len);
 
