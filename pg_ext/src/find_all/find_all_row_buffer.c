@@ -170,6 +170,14 @@ simhash_duplicate_id_error(const char *caller, int64 id)
 }
 
 void
+simhash_null_id_error(const char *caller)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			errmsg("%s: the query returned a NULL id", caller));
+}
+
+void
 simhash_spill_unique_ids(SimhashRows *rows)
 {
 	Tuplesortstate *sort;

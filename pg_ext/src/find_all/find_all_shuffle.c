@@ -52,7 +52,8 @@
 #include "find_all/find_all_distributed.h"
 #include "find_all/find_all_row_buffer.h"
 #include "find_all/find_all_spill.h"
-#include "find_all/find_all_sql.h"
+#include "find_all/find_all_query.h"
+#include "find_all/find_all_result.h"
 #include "find_all/progress.h"
 #include "type/simhash64.h"
 
