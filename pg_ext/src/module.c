@@ -5,7 +5,7 @@
  */
 #include "simhash.h"
 
-#include "find_all/find_all_distributed.h"
+#include "find_all/citus/results.h"
 #include "find_all/find_all_parallel.h"
 #include "find_all/find_all_spill.h"
 #include "find_all/progress.h"
@@ -30,5 +30,5 @@ _PG_init(void)
 	simhash_find_all_parallel_init();
 	simhash_progress_init();
 	simhash_spill_init();
-	simhash_shuffle_init();
+	simhash_citus_init();
 }

@@ -1,5 +1,6 @@
 /*
  * find_all.c — every pair of fingerprints within k bits (see find_all.h).
+ * Layer: the engine, on entry_sort.c and progress.c.
  *
  * Manku's scheme, as simhash-cpp does it, with three differences:
  *   - entries are grouped by a table's blocks with radix partitions

@@ -1,6 +1,7 @@
 /*
  * find_all_row_buffer.c — the row buffer of a find_all or clusters run
- * (find_all_row_buffer.h).
+ * (find_all_row_buffer.h), and the errors of ids (NULL, repeated).  Layer:
+ * reading, the bottom: on the engine (its memory budget, spill files).
  */
 #include "find_all/find_all_row_buffer.h"
 
