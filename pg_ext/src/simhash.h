@@ -29,7 +29,7 @@ typedef uint64 simhash64;
  * about 2 ns a call, most of what comparing one stored fingerprint costs (a
  * query reading 200,000 pending rows: 540 us with it, 170 us with the
  * instruction inline).  Here the instruction is inline behind a flag set at
- * load from cpuid (simhash_popcount_init), a branch that always goes the
+ * load from cpuid (simhash_popcount_init, type/hamming.h), a branch that always goes the
  * same way.
  * aarch64's is inline from the compiler; elsewhere PostgreSQL's function.
  */
@@ -87,26 +87,5 @@ simhash64_distance(simhash64 a, simhash64 b)
 		if (((i) & SIMHASH_INTERRUPT_EVERY_MASK) == 0) \
 			CHECK_FOR_INTERRUPTS(); \
 	} while (0)
-
-/*
- * simhash64.c: the OID of one of the extension's types, found by name in the
- * schema of one of its functions (where CREATE EXTENSION put both);
- * InvalidOid when its owner renamed or dropped it.
- */
-extern Oid	simhash_extension_type(Oid function, const char *type_name);
-
-/* hamming.c */
-extern void simhash_check_radius(int32 k);
-/*
- * The positions j in [0, n) of the fingerprints fps[j * stride] within k
- * bits of centre, in order, into hits (room for n); returns how many.
- * stride is 1 (an array of fingerprints) or 2 (pairs, the fingerprint
- * first: find_all's entries).  Vector code where the CPU has it (simd.h):
- * a simhash_mih query compares every pending row this way, find_all the
- * rows of a group.
- */
-extern int	simhash_within_many(const uint64 *fps, int stride, int n, uint64 centre, int k, int *hits);
-/* Whether the CPU has POPCNT, for simhash_popcount64 (from _PG_init). */
-extern void simhash_popcount_init(void);
 
 #endif							/* SIMHASH_H */

@@ -1,6 +1,7 @@
 /*
  * clusters.c — connected components by union-find over the pairs that
- * simhash_find_pairs() reports (clusters.h).
+ * simhash_find_pairs() reports (clusters.h).  Layer: the engine's top, on
+ * find_all.c and find_all_parallel.c.
  *
  * Each set's root is its lowest row: a union hangs the higher root under the
  * lower, and path halving only moves a row's parent lower.  So parent[i] <= i

@@ -1,6 +1,6 @@
 /*
  * entry_sort.c — the in-place MSD radix sort of find_all's entries
- * (entry_sort.h).
+ * (entry_sort.h).  Layer: the engine's base; it calls nothing of find_all.
  *
  * Digits of 8 bits from the top.  Each level counts the digits, then moves
  * every entry straight to its digit's range by following cycles (American

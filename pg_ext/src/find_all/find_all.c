@@ -1,5 +1,6 @@
 /*
  * find_all.c — every pair of fingerprints within k bits (see find_all.h).
+ * Layer: the engine, on entry_sort.c and progress.c.
  *
  * Manku's scheme, as simhash-cpp does it, with three differences:
  *   - entries are grouped by a table's blocks with radix partitions
@@ -25,6 +26,7 @@
 #include "utils/memutils.h"
 
 #include "find_all/progress.h"
+#include "type/hamming.h"
 
 /*
  * Units of about this many entries: enough that a unit's scatter is not

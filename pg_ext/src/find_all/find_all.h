@@ -14,6 +14,31 @@
  * block, a few thousand entries, and every table of the pass is searched
  * unit by unit inside the CPU's caches.  Two entries that agree on a
  * table's blocks agree on its lowest block, so they are in the same unit.
+ *
+ * The files of find_all/ in layers, bottom-up (a newcomer reads them so):
+ * each calls into the files listed before it, never into those after.
+ *
+ * The engine, which knows nothing of SQL:
+ *   entry_sort.c           the entries' radix sort, partitions and scatters
+ *   progress.c             progress NOTICEs (simhash.progress_interval)
+ *   find_all.c             the search (this header)
+ *   find_all_spill.c       the search past maintenance_work_mem, through files
+ *   find_all_parallel.c    the search on parallel workers
+ *   clusters.c             union-find over the pairs
+ * Reading (rows in) and the result (rows out):
+ *   find_all_row_buffer.c  the rows as read, within the budget; the ids' errors
+ *   find_all_read.c        a plain table's rows straight from its heap
+ *   find_all_query.c       a query's rows through SPI (or find_all_read.c)
+ *   find_all_result.c      a set-returning function's tuplestore
+ * The SQL entry points, the top, which call nothing above them and not each
+ * other:
+ *   find_all_sql.c         simhash_find_all(), simhash_clusters()
+ *   citus/                 simhash_find_all_distributed() and
+ *                          simhash_clusters_distributed() on Citus:
+ *                          batches.c (rows into batches, pairs back) below
+ *                          results.c (Citus's intermediate results) below the
+ *                          SQL functions of each node: shard.c, bucket.c,
+ *                          coordinator.c; coarse_parts.c (1.1's)
  */
 #ifndef SIMHASH_FIND_ALL_H
 #define SIMHASH_FIND_ALL_H
@@ -68,7 +93,7 @@ typedef struct SimhashSearch
 {
 	int			k;
 	SimhashBlocks layout;
-	uint64		required;		/* bits every pair agrees on anyway (find_all_distributed.c) */
+	uint64		required;		/* bits every pair agrees on anyway (citus/coarse_parts.c) */
 	SimhashBlocks coarse;		/* with coarse_table: report only pairs whose */
 	uint32		coarse_table;	/* first table in coarse is this one (0: all) */
 	int			ntables;

@@ -2,6 +2,7 @@
  * find_all_parallel.c — the search of find_all.h by the backend and
  * parallel workers together (find_all_parallel.h), with PostgreSQL's
  * parallel machinery as parallel CREATE INDEX and parallel hash join use it.
+ * Layer: the engine, on find_all.c and find_all_spill.c.
  *
  * One dynamic shared memory segment holds the entries (16 bytes per row,
  * once), the stripes' piece boundaries, a Barrier and a counter per phase.

@@ -1,6 +1,8 @@
 /*
  * find_all_read.c — a plain table's rows read straight from its heap, by
- * the backend and parallel workers together (find_all_read.h).
+ * the backend and parallel workers together (find_all_read.h).  Layer:
+ * reading, below the query's (find_all_query.c, which hands it plain reads
+ * of a table), above the engine's parallel run it reads into.
  *
  * The query was prepared through SPI (parsed, analysed, rewritten: views
  * expanded, row-level security applied), so its one Query tells whether it
@@ -62,7 +64,6 @@
 
 #include "find_all/find_all_parallel.h"
 #include "find_all/find_all_spill.h"
-#include "find_all/find_all_sql.h"
 #include "find_all/progress.h"
 
 /* The shm_toc keys of the segment. */

@@ -7,7 +7,7 @@
  *
  * Any other query (a view, a WHERE clause, a cast, a join, a table with
  * row-level security or inheritance children, ...) runs through SPI as
- * before (find_all_sql.c).
+ * before (find_all_query.c).
  */
 #ifndef SIMHASH_FIND_ALL_READ_H
 #define SIMHASH_FIND_ALL_READ_H

@@ -1,6 +1,7 @@
 /*
  * find_all_row_buffer.c — the row buffer of a find_all or clusters run
- * (find_all_row_buffer.h).
+ * (find_all_row_buffer.h), and the errors of ids (NULL, repeated).  Layer:
+ * reading, the bottom: on the engine (its memory budget, spill files).
  */
 #include "find_all/find_all_row_buffer.h"
 
@@ -167,6 +168,14 @@ simhash_duplicate_id_error(const char *caller, int64 id)
 			errmsg("%s: the query returned id " INT64_FORMAT " more than once", caller, id),
 			errhint("Each row needs its own id; for several fingerprints per "
 					"document, number the rows and map them back."));
+}
+
+void
+simhash_null_id_error(const char *caller)
+{
+	ereport(ERROR,
+			errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			errmsg("%s: the query returned a NULL id", caller));
 }
 
 void

@@ -13,6 +13,8 @@
 
 #include "simhash.h"
 
+#include "catalog/pg_type.h"
+
 #include "find_all/entry_sort.h"
 #include "find_all/find_all_spill.h"
 
@@ -22,6 +24,21 @@
 /* Flips the sign bit: unsigned order of the result is the signed order of ids. */
 #define SIMHASH_KEY_OF_ID(id) ((uint64) (id) ^ (UINT64CONST(1) << 63))
 #define SIMHASH_ID_OF_KEY(key) ((int64) ((key) ^ (UINT64CONST(1) << 63)))
+
+/* An id of type smallint, integer or bigint. */
+static inline int64
+simhash_id_datum(Datum value, Oid type)
+{
+	switch (type)
+	{
+		case INT2OID:
+			return DatumGetInt16(value);
+		case INT4OID:
+			return DatumGetInt32(value);
+		default:
+			return DatumGetInt64(value);
+	}
+}
 
 struct SimhashParallelRun;
 
@@ -102,6 +119,9 @@ extern void simhash_spill_unique_ids(SimhashRows *rows);
 
 /* The ERROR of an id that more than one row has. */
 simhash_noreturn extern void simhash_duplicate_id_error(const char *caller, int64 id);
+
+/* The ERROR of a NULL id among the rows. */
+simhash_noreturn extern void simhash_null_id_error(const char *caller);
 
 /* ERROR if two entries share a key (an id), unless ordered (keys increasing); reorders them. */
 extern void simhash_entries_unique_ids(SimhashEntry *entries, Size n, bool ordered,

@@ -1,6 +1,7 @@
 /*
  * find_all_spill.c — find_all and clusters past maintenance_work_mem
  * (find_all_spill.h): entry files, and the search partition by partition.
+ * Layer: the engine, on find_all.c.
  */
 #include "find_all/find_all_spill.h"
 

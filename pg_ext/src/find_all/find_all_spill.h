@@ -99,7 +99,7 @@ extern void simhash_spill_find_pairs(SimhashEntryFile *input, int k, int blocks,
 /*
  * The same for one pass only (find_all.h): the pairs whose first table is
  * one of the pass's, for a run whose passes are searched apart
- * (find_all_distributed.c).  Closes the file.
+ * (citus/bucket.c).  Closes the file.
  */
 extern void simhash_spill_find_pass_pairs(SimhashEntryFile *input, int k, int blocks, int pass,
 										  Size rows_in_memory, SimhashPairFn emit, void *arg);

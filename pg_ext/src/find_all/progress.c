@@ -1,5 +1,6 @@
 /*
  * progress.c — progress NOTICEs of find_all and clusters runs (progress.h).
+ * Layer: the engine's base; it calls nothing of find_all.
  */
 #include "find_all/progress.h"
 

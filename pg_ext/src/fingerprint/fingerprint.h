@@ -76,10 +76,13 @@ hash_batch_result(HashBatch *batch)
 	return vote_result(&batch->vote);
 }
 
+/* The tokenizer's byte tables, filled once at load (from _PG_init). */
+extern void simhash_fingerprint_init(void);
+
 /* The text argument as UTF-8 bytes (converted from the database encoding). */
 extern const char *text_arg_utf8(FunctionCallInfo fcinfo, int argno, int *len);
 
-/* text_v2.c: the ASCII fast path's table, derived from the Unicode tables. */
+/* text_v2.c: the ASCII fast path's table, derived from the Unicode tables (from _PG_init). */
 extern void simhash_text_v2_init(void);
 
 /* The features of the text argument 0 as a text[], in the server encoding. */

@@ -39,7 +39,4 @@ extern void weighted_vote_merge(SimhashWeightedVote *into, const SimhashWeighted
 extern simhash64 weighted_vote_result(const SimhashWeightedVote *vote);
 extern void check_weight(double weight);
 
-/* fingerprint.c: the tokenizer's byte tables, filled once at load. */
-extern void simhash_fingerprint_init(void);
-
 #endif							/* SIMHASH_VOTE_H */

@@ -10,6 +10,9 @@
 
 #include "simhash.h"
 
+/* A radius is checked as every radius is. */
+#include "type/hamming.h"
+
 typedef struct SimhashBall
 {
 	simhash64	center;

@@ -16,6 +16,7 @@
  */
 #include "index/gin/gin_ops.h"
 #include "index/hamming_ball.h"
+#include "type/simhash64.h"
 
 #include <math.h>
 

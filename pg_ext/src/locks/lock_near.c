@@ -28,6 +28,7 @@
 #include "utils/memutils.h"
 
 #include "blocks/permute.h"
+#include "type/hamming.h"
 
 /* Separates these keys from other users of 64-bit advisory locks (any constant). */
 #define SIMHASH_LOCK_SEED UINT64CONST(0x73696d686173686c)

@@ -1,8 +1,9 @@
 /*
  * hamming.c — Hamming distance between fingerprints.
  */
+#include "type/hamming.h"
+
 #include "simd.h"
-#include "simhash.h"
 
 #ifdef HAVE_SIMD_COPIES
 #include <immintrin.h>

@@ -7,7 +7,7 @@
  * are bit-for-bit (declared WITHOUT FUNCTION in SQL), so existing bigint
  * fingerprint columns convert losslessly in both directions.
  */
-#include "simhash.h"
+#include "type/simhash64.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -383,4 +383,18 @@ simhash_extension_type(Oid function, const char *type_name)
 {
 	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(type_name),
 						   ObjectIdGetDatum(get_func_namespace(function)));
+}
+
+Oid
+simhash_type_oid(FunctionCallInfo fcinfo)
+{
+	Oid			type = simhash_extension_type(fcinfo->flinfo->fn_oid, "simhash64");
+
+	/* Its owner can rename it: a user error, not an internal one. */
+	if (!OidIsValid(type))
+		ereport(ERROR,
+				errcode(ERRCODE_UNDEFINED_OBJECT),
+				errmsg("type simhash64 not found in schema %s, where the simhash extension is",
+					   get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid))));
+	return type;
 }

@@ -28,6 +28,7 @@
  * Layer (mih.h): above mih_utils.c; below mih_scan.c, which calls it.
  */
 #include "index/mih/mih_scan.h"
+#include "type/hamming.h"
 
 #include "port/atomics.h"
 #include "utils/memutils.h"
