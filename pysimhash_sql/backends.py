@@ -211,10 +211,14 @@ class Backend(ABC):
 
     # -- executed
 
-    @abstractmethod
     def lock_near(self, run: Run, fingerprint: int, max_distance: int, scope: str | None) -> None:
         """``simhash_lock_near(fingerprint, max_distance, scope)``'s advisory
-        locks, until the transaction ends."""
+        locks, until the transaction ends; max_distance checked as a radius
+        (InvalidRadius) before."""
+        self._lock_near(run, fingerprint, max_distance if max_distance is None else check_radius(max_distance), scope)
+
+    @abstractmethod
+    def _lock_near(self, run: Run, fingerprint: int, max_distance: int, scope: str | None) -> None: ...
 
     @abstractmethod
     def find_all(self, rows: Rows, max_distance: int, blocks: int | None, workers: int | None) -> list[tuple]:
@@ -294,7 +298,7 @@ class Extension(Backend):
             raise MissingFunction(f"this database has no {function}(text): it comes with the simhash extension 1.3")
         return run_one(EXTENSION_SCHEMA_SQL, ())[0], function
 
-    def lock_near(self, run: Run, fingerprint: int, max_distance: int, scope: str | None) -> None:
+    def _lock_near(self, run: Run, fingerprint: int, max_distance: int, scope: str | None) -> None:
         run("SELECT simhash_lock_near(CAST(:fp AS simhash64), :k, CAST(:scope AS text))",
             {"fp": str(check_fingerprint(fingerprint)), "k": max_distance, "scope": scope})
 
@@ -376,7 +380,7 @@ class Plain(Backend):
     def fingerprint_function(self, run_one, function: str) -> None:
         return None
 
-    def lock_near(self, run: Run, fingerprint: int, max_distance: int, scope: str | None) -> None:
+    def _lock_near(self, run: Run, fingerprint: int, max_distance: int, scope: str | None) -> None:
         keys = plain.lock_keys([fingerprint], max_distance, scope)
         isolation = run(plain.LOCK_SQL, {"keys": keys})[0][1]
         if isolation == "repeatable read":

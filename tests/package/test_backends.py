@@ -5,6 +5,7 @@ statement on a fresh engine, and both back ends refuse a radius outside
 from __future__ import annotations
 
 import asyncio
+import re
 
 import psycopg
 import pytest
@@ -130,7 +131,8 @@ def test_both_back_ends_refuse_a_radius_out_of_range(database_url, radius) -> No
     """The plain back end answered within(q, -1) with no row and within(q, 65)
     with every row; the extension refused both (SQLSTATE 22023), and a
     non-integer radius with another error (no such function).  Now both
-    refuse every such radius the same way, before sending anything."""
+    refuse every such radius the same way, before sending anything; the
+    near-duplicate lock's radius too."""
     backend, url = database_url
     engine = create_engine(url)
     register_simhash(engine)
@@ -143,6 +145,12 @@ def test_both_back_ends_refuse_a_radius_out_of_range(database_url, radius) -> No
                 error = _refused(session, statement)
                 assert (error.sqlstate, error.message) == ("22023", f"Hamming distance {radius!r} is out of range")
                 assert isinstance(error, ValueError)
+            for lock in (lambda: lock_near(session, NEW, radius),
+                         lambda: insert_unless_near_duplicate(session, Page, {"id": 9, "url": "new", "fp": NEW},
+                                                              fingerprint="fp", max_distance=radius)):
+                with pytest.raises(InvalidRadius, match=f"^Hamming distance {re.escape(repr(radius))} is out of"):
+                    lock()
+            session.rollback()
             # the radius 0 and 64, and the same statement again (its cache key holds the radius)
             assert session.scalars(select(Page.id).where(Page.fp.within(NEW, 64)).order_by(Page.id)).all() == [
                 1, 2, 3, 4]
