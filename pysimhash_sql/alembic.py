@@ -58,11 +58,9 @@ from alembic.autogenerate import renderers
 from alembic.operations import MigrateOperation, Operations, ops
 from alembic.util import PriorityDispatchResult
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, Table, text
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.schema import CreateIndex
 
 from . import plain, text_spec
-from .backends import PLAIN, backend_for, set_backend
+from .backends import BACKENDS, backend_for, backend_named
 from .index_kinds import choose_method
 from .sqlalchemy import (
     GIN, MIH, OPCLASS, SimHash64, index_fastupdate, index_method, index_parameters, index_scope, plain_layout,
@@ -560,31 +558,27 @@ class MoveSimhashOp(MigrateOperation):
         return operations.invoke(cls(table_name, column_name, index_name, to="plain", **options))
 
     def reverse(self) -> MoveSimhashOp:
-        return MoveSimhashOp(**{**vars(self), "to": "plain" if self.to == "extension" else "extension"})
+        return MoveSimhashOp(**{**vars(self), "to": next(name for name in BACKENDS if name != self.to)})
 
     def statements(self, dialect) -> list[str]:
-        """The SQL of the move, the plain index as the plain back end makes it."""
+        """The SQL of the move: what the target back end needs (the extension,
+        btree_gin for a scoped plain index), the old index dropped, the column
+        altered to the target's type, the target's index made (simhash_mih,
+        or the plain index as the plain back end makes it)."""
+        target = backend_named(self.to)
         preparer = dialect.identifier_preparer
         scope = self.scope or []
-        table = Table(self.table_name, MetaData(), *(Column(name) for name in scope),
-                      Column(self.column_name, SimHash64()), schema=self.schema)
         column = preparer.quote(self.column_name)
         index = preparer.quote(self.index_name)
-        qualified = preparer.format_table(table)
-        plain_dialect = postgresql.dialect()
-        set_backend(plain_dialect, PLAIN)
-        plain_index = simhash_index(self.index_name, table.c[self.column_name], self.blocks, self.max_distance,
-                                    method=GIN, scope=[table.c[name] for name in scope])
-        plain_ddl = str(CreateIndex(plain_index).compile(dialect=plain_dialect))
+        qualified = preparer.format_table(Table(self.table_name, MetaData(), schema=self.schema))
+        columns = ", ".join([*map(preparer.quote, scope), column])
         drop = f"DROP INDEX IF EXISTS {preparer.quote_schema(self.schema) + '.' if self.schema else ''}{index}"
-        if self.to == "extension":
-            columns = ", ".join([*map(preparer.quote, scope), column])
-            return ["CREATE EXTENSION IF NOT EXISTS simhash", drop,
-                    f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE simhash64 USING {column}::bigint",
-                    f"CREATE INDEX {index} ON {qualified} USING simhash_mih ({columns})"]
-        needs = [f"CREATE EXTENSION IF NOT EXISTS {plain.SCOPE_EXTENSION}"] if scope else []
-        return [*needs, drop, f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE bigint USING {column}::bigint",
-                plain_ddl]
+        return [*target.prepare_sql(), *(f"CREATE EXTENSION IF NOT EXISTS {needed}" for needed in
+                                         target.index_needs(MIH, bool(scope))),
+                drop, f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE {target.column_type} USING {column}::bigint",
+                target.index_sql(lambda: f"CREATE INDEX {index} ON {qualified} USING simhash_mih ({columns})",
+                                 lambda: plain.PlainLayout.from_parameters(self.blocks, self.max_distance), index,
+                                 qualified, column, scope=[preparer.quote(name) for name in scope])]
 
 
 @Operations.implementation_for(MoveSimhashOp)
