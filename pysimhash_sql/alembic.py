@@ -58,11 +58,9 @@ from alembic.autogenerate import renderers
 from alembic.operations import MigrateOperation, Operations, ops
 from alembic.util import PriorityDispatchResult
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, Table, text
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.schema import CreateIndex
 
 from . import plain, text_spec
-from .backends import PLAIN, backend_of, set_backend
+from .backends import BACKENDS, backend_for, backend_named
 from .index_kinds import choose_method
 from .sqlalchemy import (
     GIN, MIH, OPCLASS, SimHash64, index_fastupdate, index_method, index_parameters, index_scope, plain_layout,
@@ -235,8 +233,8 @@ def _drop_extension(operations: Operations, operation: DropSimhashExtensionOp) -
 def _create_index(operations: Operations, operation: CreateSimhashIndexOp) -> None:
     # btree_gin's operator classes (a trusted extension): a scoped GIN index,
     # and any scoped index on the plain back end (GIN on the key array)
-    if operation.scope and (operation.method == GIN or backend_of(operations.impl.dialect) == PLAIN):
-        operations.execute(f"CREATE EXTENSION IF NOT EXISTS {plain.SCOPE_EXTENSION}")
+    for needed in backend_for(operations.impl.dialect).index_needs(operation.method, bool(operation.scope)):
+        operations.execute(f"CREATE EXTENSION IF NOT EXISTS {needed}")
     operations.impl.create_index(operation.to_index())
 
 
@@ -308,19 +306,15 @@ def _uses_simhash(autogen_context) -> bool:
     )
 
 
-def _plain(autogen_context) -> bool:
-    return backend_of(autogen_context.connection) == PLAIN
-
-
 def compare_extension(autogen_context, upgrade_ops: ops.UpgradeOps) -> PriorityDispatchResult:
     """The extension goes first in upgrade (so last in downgrade) when needed
     (never on the plain back end)."""
-    if _uses_simhash(autogen_context) and not _plain(autogen_context):
-        installed = autogen_context.connection.scalar(
-            text("SELECT count(*) FROM pg_extension WHERE extname = :name"), {"name": EXTENSION}
-        )
-        if not installed:
-            upgrade_ops.ops.insert(0, CreateSimhashExtensionOp())
+    def installed() -> bool:
+        return bool(autogen_context.connection.scalar(
+            text("SELECT count(*) FROM pg_extension WHERE extname = :name"), {"name": EXTENSION}))
+
+    if _uses_simhash(autogen_context) and backend_for(autogen_context.connection).needs_creating(installed):
+        upgrade_ops.ops.insert(0, CreateSimhashExtensionOp())
     return PriorityDispatchResult.CONTINUE
 
 
@@ -389,6 +383,40 @@ def _plain_database_indexes(autogen_context, schema: str | None, table: str, col
     return found
 
 
+class _ExtensionIndexes:
+    """The extension's simhash indexes of a table (GIN simhash64_ops and
+    simhash_mih), compared by parameters, scope and method."""
+
+    @staticmethod
+    def reflect(autogen_context, schema, tname, conn_table, modify_ops, wanted) -> dict:
+        return _database_indexes(autogen_context, schema, tname)
+
+    @staticmethod
+    def changed(index: Index, columns: list[str], params: dict, method: str) -> bool:
+        return (index_parameters(index) != params or index_scope(index) != columns[:-1]
+                or index_method(index) != method)
+
+
+class _PlainIndexes:
+    """The plain back end's indexes of a table (GIN on a layout's key
+    array), compared by layout and scope: all a plain index has."""
+
+    @staticmethod
+    def reflect(autogen_context, schema, tname, conn_table, modify_ops, wanted) -> dict:
+        existing = _plain_database_indexes(autogen_context, schema, tname, [c.name for c in conn_table.columns])
+        # Alembic cannot compare an expression index with the model's: a plain
+        # index in both is compared by compare_indexes, by its layout
+        modify_ops.ops = [op for op in modify_ops.ops
+                          if not (isinstance(op, (ops.CreateIndexOp, ops.DropIndexOp))
+                                  and op.index_name in existing and op.index_name in wanted)]
+        return existing
+
+    @staticmethod
+    def changed(index: Index, columns: list[str], params: dict, method: str) -> bool:
+        return (plain_layout(list(index.columns)[-1]).table_masks != plain.PlainLayout(**params).table_masks
+                or index_scope(index) != columns[:-1])
+
+
 def _option(option: str) -> tuple[str, int]:
     name, _, value = option.partition("=")
     return name, int(value)
@@ -405,18 +433,9 @@ def compare_indexes(
         for index in (metadata_table.indexes if metadata_table is not None else ())
         if index_parameters(index) is not None
     }
-    on_plain = _plain(autogen_context)
-    if conn_table is None:
-        existing = {}
-    elif on_plain:
-        existing = _plain_database_indexes(autogen_context, schema, tname, [c.name for c in conn_table.columns])
-        # Alembic cannot compare an expression index with the model's: a plain
-        # index in both is compared below, by its layout
-        modify_ops.ops = [op for op in modify_ops.ops
-                          if not (isinstance(op, (ops.CreateIndexOp, ops.DropIndexOp))
-                                  and op.index_name in existing and op.index_name in wanted)]
-    else:
-        existing = _database_indexes(autogen_context, schema, tname)
+    indexes = backend_for(autogen_context.connection).pick(_ExtensionIndexes, _PlainIndexes)
+    existing = {} if conn_table is None else indexes.reflect(autogen_context, schema, tname, conn_table, modify_ops,
+                                                             wanted)
 
     def existing_op(cls, name):
         columns, params, method = existing[name]
@@ -431,16 +450,8 @@ def compare_indexes(
             modify_ops.ops[position] = existing_op(DropSimhashIndexOp, operation.index_name)
             touched.add(operation.index_name)
 
-    def changed(name: str) -> bool:
-        columns, params, method = existing[name]
-        if on_plain:  # the layout and the scope are all a plain index has
-            return (plain_layout(list(wanted[name].columns)[-1]).table_masks != plain.PlainLayout(**params).table_masks
-                    or index_scope(wanted[name]) != columns[:-1])
-        return (index_parameters(wanted[name]) != params or index_scope(wanted[name]) != columns[:-1]
-                or index_method(wanted[name]) != method)
-
     for name in sorted((wanted.keys() & existing.keys()) - touched):
-        if changed(name):
+        if indexes.changed(wanted[name], *existing[name]):
             modify_ops.ops.append(existing_op(DropSimhashIndexOp, name))
             modify_ops.ops.append(CreateSimhashIndexOp.from_index(wanted[name]))
     return PriorityDispatchResult.CONTINUE
@@ -449,6 +460,10 @@ def compare_indexes(
 def _bigint_and_simhash(operation: ops.AlterColumnOp) -> bool:
     types = (operation.existing_type, operation.modify_type)
     return any(isinstance(t, SimHash64) for t in types) and any(isinstance(t, BigInteger) for t in types)
+
+
+def _same_sql_type(operation: ops.AlterColumnOp, dialect) -> bool:
+    return len({t.compile(dialect=dialect).lower() for t in (operation.existing_type, operation.modify_type)}) == 1
 
 
 def _between_simhash_and_integer(operation: ops.AlterColumnOp) -> bool:
@@ -462,9 +477,11 @@ def compare_column_types(
     """Runs after Alembic's column comparison: its type changes between
     SimHash64 and an integer type get the USING clause they need."""
     quote = autogen_context.dialect.identifier_preparer.quote
-    if _plain(autogen_context):  # a SimHash64 column is a bigint one there
-        modify_ops.ops = [op for op in modify_ops.ops if not (
-            type(op) is ops.AlterColumnOp and op.modify_type is not None and _bigint_and_simhash(op))]
+    dialect = autogen_context.connection.dialect
+    # no change where both are the back end's fingerprint type (plain: a SimHash64 column is a bigint one)
+    modify_ops.ops = [op for op in modify_ops.ops if not (
+        type(op) is ops.AlterColumnOp and op.modify_type is not None and _bigint_and_simhash(op)
+        and _same_sql_type(op, dialect))]
     for position, operation in enumerate(modify_ops.ops):
         if (type(operation) is ops.AlterColumnOp and operation.modify_type is not None
                 and _between_simhash_and_integer(operation)):
@@ -541,31 +558,27 @@ class MoveSimhashOp(MigrateOperation):
         return operations.invoke(cls(table_name, column_name, index_name, to="plain", **options))
 
     def reverse(self) -> MoveSimhashOp:
-        return MoveSimhashOp(**{**vars(self), "to": "plain" if self.to == "extension" else "extension"})
+        return MoveSimhashOp(**{**vars(self), "to": next(name for name in BACKENDS if name != self.to)})
 
     def statements(self, dialect) -> list[str]:
-        """The SQL of the move, the plain index as the plain back end makes it."""
+        """The SQL of the move: what the target back end needs (the extension,
+        btree_gin for a scoped plain index), the old index dropped, the column
+        altered to the target's type, the target's index made (simhash_mih,
+        or the plain index as the plain back end makes it)."""
+        target = backend_named(self.to)
         preparer = dialect.identifier_preparer
         scope = self.scope or []
-        table = Table(self.table_name, MetaData(), *(Column(name) for name in scope),
-                      Column(self.column_name, SimHash64()), schema=self.schema)
         column = preparer.quote(self.column_name)
         index = preparer.quote(self.index_name)
-        qualified = preparer.format_table(table)
-        plain_dialect = postgresql.dialect()
-        set_backend(plain_dialect, PLAIN)
-        plain_index = simhash_index(self.index_name, table.c[self.column_name], self.blocks, self.max_distance,
-                                    method=GIN, scope=[table.c[name] for name in scope])
-        plain_ddl = str(CreateIndex(plain_index).compile(dialect=plain_dialect))
+        qualified = preparer.format_table(Table(self.table_name, MetaData(), schema=self.schema))
+        columns = ", ".join([*map(preparer.quote, scope), column])
         drop = f"DROP INDEX IF EXISTS {preparer.quote_schema(self.schema) + '.' if self.schema else ''}{index}"
-        if self.to == "extension":
-            columns = ", ".join([*map(preparer.quote, scope), column])
-            return ["CREATE EXTENSION IF NOT EXISTS simhash", drop,
-                    f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE simhash64 USING {column}::bigint",
-                    f"CREATE INDEX {index} ON {qualified} USING simhash_mih ({columns})"]
-        needs = [f"CREATE EXTENSION IF NOT EXISTS {plain.SCOPE_EXTENSION}"] if scope else []
-        return [*needs, drop, f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE bigint USING {column}::bigint",
-                plain_ddl]
+        return [*target.prepare_sql(), *(f"CREATE EXTENSION IF NOT EXISTS {needed}" for needed in
+                                         target.index_needs(MIH, bool(scope))),
+                drop, f"ALTER TABLE {qualified} ALTER COLUMN {column} TYPE {target.column_type} USING {column}::bigint",
+                target.index_sql(lambda: f"CREATE INDEX {index} ON {qualified} USING simhash_mih ({columns})",
+                                 lambda: plain.PlainLayout.from_parameters(self.blocks, self.max_distance), index,
+                                 qualified, column, scope=[preparer.quote(name) for name in scope])]
 
 
 @Operations.implementation_for(MoveSimhashOp)

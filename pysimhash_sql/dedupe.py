@@ -24,11 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, ClauseElement, Text, exists, func, insert, literal, select, text
+from sqlalchemy import Boolean, ClauseElement, exists, insert, literal, select, text
 
-from . import plain
-from .backends import PLAIN, backend_of
-from .sqlalchemy import SimHash64
+from .backends import RepeatableReadError, backend_for
 
 __all__ = ["RepeatableReadError", "Stored", "insert_unless_near_duplicate", "insert_unless_near_duplicate_async",
            "lock_near"]
@@ -41,11 +39,6 @@ class Stored:
 
     id: Any
     inserted: bool
-
-
-def _engine_of(connection: Any) -> Any:
-    """A Session's bind, or the Connection itself (both know their dialect)."""
-    return connection.get_bind() if hasattr(connection, "get_bind") else connection
 
 
 def _column(table: Any, column: Any) -> Any:
@@ -70,6 +63,7 @@ def insert_unless_near_duplicate(
     computed first).  ``table`` needs a one-column primary key, whose value is
     returned.  ``connection`` is a Session or Connection; see the module's
     notes on transactions."""
+    backend = backend_for(connection)  # before the first statement (a fresh engine's detection)
     table = getattr(table, "__table__", table)
     (key,) = table.primary_key.columns
     fp_column = _column(table, fingerprint)
@@ -87,12 +81,7 @@ def insert_unless_near_duplicate(
     near = fp_column.within(fp, max_distance)
     if scope_column is not None:
         near = near & (scope_column == scope_value)
-    existing = select(key.label("id")).where(near)
-    if backend_of(_engine_of(connection)) != PLAIN:
-        existing = existing.limit(1)
-    # On the plain back end without LIMIT: the planner, which cannot estimate
-    # the bit_count recheck, would read the whole table for "the first row".
-    existing = existing.cte("existing")
+    existing = select(key.label("id")).where(near).limit(backend.near_row_limit).cte("existing")
     new_row = select(*(literal(value, table.c[name].type) for name, value in values.items()))
     inserted = (
         insert(table)
@@ -107,24 +96,12 @@ def insert_unless_near_duplicate(
     return Stored(row.id, row.inserted)
 
 
-class RepeatableReadError(RuntimeError):
-    """The plain back end's lock was asked for under REPEATABLE READ."""
-
-
 def lock_near(connection: Any, fingerprint: int, max_distance: int, scope: str | None = None) -> None:
     """``simhash_lock_near(fingerprint, max_distance, scope)`` on either back
-    end: the same advisory locks, until the transaction ends."""
-    if backend_of(_engine_of(connection)) != PLAIN:
-        connection.execute(select(func.simhash_lock_near(literal(fingerprint, SimHash64()), max_distance,
-                                                         literal(scope, Text()))))
-        return
-    keys = plain.lock_keys([fingerprint], max_distance, scope)
-    isolation = connection.execute(text(plain.LOCK_SQL), {"keys": keys}).fetchall()[0][1]
-    if isolation == "repeatable read":
-        raise RepeatableReadError(
-            "the near-duplicate lock does not protect a REPEATABLE READ transaction: its snapshot predates "
-            "the lock, so the check after it cannot see what a writer holding the lock committed; "
-            "use READ COMMITTED (the default) or SERIALIZABLE")
+    end: the same advisory locks, until the transaction ends
+    (RepeatableReadError under REPEATABLE READ)."""
+    backend_for(connection).lock_near(lambda sql, params: connection.execute(text(sql), params).all(),
+                                      fingerprint, max_distance, scope)
 
 
 async def insert_unless_near_duplicate_async(connection: Any, table: Any, values: dict[str, Any],

@@ -1,7 +1,7 @@
 """The plain back end's SQL: exact near-duplicate search with core
 PostgreSQL 14+ alone (docs/managed.md), behind the same SQLAlchemy API as the
-extension's (pysimhash_sql/sqlalchemy.py switches to it per engine:
-pysimhash_sql/backends.py) and the CLI's.  Plain Python, SQL as text.
+extension's (pysimhash_sql/backends.py's ``Plain`` back end, chosen per
+engine) and the CLI's.  Plain Python, SQL as text.
 
 Fingerprints are ``bigint``: the same 64 bits, read as two's complement (as
 the extension's casts between simhash64 and bigint define); ``to_signed`` and

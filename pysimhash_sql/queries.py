@@ -32,8 +32,7 @@ from sqlalchemy.sql import sqltypes
 
 from . import plain
 from .sqlalchemy import SimHash64, as_fingerprint  # (and func.hamming_within etc. typed)
-from ._find_all import id_clusters, id_pairs
-from .backends import PLAIN, backend_of, set_backend
+from .backends import BACKENDS, EXTENSION, PLAIN, Backend, Rows, backend_for, backend_named, check_workers, set_backend
 
 __all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest",
            "query_sql", "run_clusters", "run_find_all"]
@@ -122,15 +121,21 @@ class _InlineLiteralDialect(PGDialect):
     _backslash_escapes = False
 
 
-_INLINE = _InlineLiteralDialect(paramstyle="named")
-_INLINE_PLAIN = _InlineLiteralDialect(paramstyle="named")
-set_backend(_INLINE_PLAIN, PLAIN)
+def _inline_dialect(name: str) -> _InlineLiteralDialect:
+    dialect = _InlineLiteralDialect(paramstyle="named")
+    set_backend(dialect, name)
+    return dialect
 
 
-def query_sql(query: Select) -> str:
-    """The SQL text of a select of (id, fingerprint), values inlined as literals."""
+_INLINE = {backend_named(name): _inline_dialect(name) for name in BACKENDS}
+"""Each back end's inlining dialect: a query's fingerprints as its columns hold them."""
+
+
+def query_sql(query: Select, backend: Backend = backend_named(EXTENSION)) -> str:
+    """The SQL text of a select of (id, fingerprint), values inlined as
+    literals (as ``backend`` writes them: the extension's by default)."""
     _check_two_columns(query)
-    return str(query.compile(dialect=_INLINE, compile_kwargs={"literal_binds": True}))
+    return str(query.compile(dialect=_INLINE[backend], compile_kwargs={"literal_binds": True}))
 
 
 def _check_two_columns(query: Select) -> None:
@@ -149,10 +154,8 @@ def _arguments(query: Select, max_distance: int, blocks: int | None) -> list:
 def _workers(workers: int | None) -> list:
     # Passed only when given, so that a database at extension 1.1 (no workers
     # parameter) runs the call too; NULL would mean the server's default anyway.
-    if workers is None:
+    if check_workers(workers) is None:
         return []
-    if workers < 0:
-        raise ValueError(f"workers must be 0 or more, got {workers}")
     return [cast(literal(workers), Integer)]
 
 
@@ -197,8 +200,21 @@ class Member(NamedTuple):
     cluster_id: int
 
 
-def _bind(connection: Any) -> Any:
-    return connection.get_bind() if hasattr(connection, "get_bind") else connection
+class _SessionRows(Rows):
+    """A select's rows on a Session or Connection (backends.Rows)."""
+
+    def __init__(self, connection: Any, query: Select, backend: Backend) -> None:
+        _check_two_columns(query)
+        self.connection, self.query, self.backend = connection, query, backend
+
+    def sql(self) -> str:
+        return query_sql(self.query, self.backend)
+
+    def run(self, sql: str, params: dict) -> list:
+        return self.connection.execute(text(sql), params).all()
+
+    def stream(self) -> tuple:
+        return _stream_rows(self.connection, self.query)
 
 
 def run_find_all(connection: Any, query: Select, max_distance: int = 3, blocks: int | None = None,
@@ -208,23 +224,18 @@ def run_find_all(connection: Any, query: Select, max_distance: int = 3, blocks: 
     particular order.  On the plain back end the search runs here (module
     notes), in ``workers`` threads (None: one per CPU); ``blocks`` is the
     numpy search's (default max_distance + 2)."""
-    if backend_of(_bind(connection)) != PLAIN:
-        return [Pair(*row) for row in connection.execute(find_all(query, max_distance, blocks, workers))]
-    ids, fps = _stream_rows(connection, query)
-    return [Pair(*pair) for pair in id_pairs(ids, fps, max_distance, blocks, workers, ids_checked=True)]
+    backend = backend_for(connection)
+    return [Pair(*pair) for pair in
+            backend.find_all(_SessionRows(connection, query, backend), max_distance, blocks, workers)]
 
 
 def run_clusters(connection: Any, query: Select, max_distance: int = 3, blocks: int | None = None,
                  include_singletons: bool = False, workers: int | None = None) -> list[Member]:
     """``clusters(query, ...)`` executed on either back end: (id, cluster_id),
     the cluster id being its smallest member's id, as simhash_clusters's."""
-    if backend_of(_bind(connection)) != PLAIN:
-        return [Member(*row) for row in
-                connection.execute(clusters(query, max_distance, blocks, include_singletons, workers))]
-    ids, fps = _stream_rows(connection, query)
-    return [Member(*member) for member in
-            id_clusters(id_pairs(ids, fps, max_distance, blocks, workers, ids_checked=True),
-                        ids if include_singletons else None)]
+    backend = backend_for(connection)
+    return [Member(*member) for member in backend.clusters(_SessionRows(connection, query, backend), max_distance,
+                                                           blocks, include_singletons, workers)]
 
 
 def _stream_rows(connection: Any, query: Select) -> tuple:
@@ -236,4 +247,5 @@ def _stream_rows(connection: Any, query: Select) -> tuple:
     rows = select(cast(id_column, BigInteger), cast(fp_column, BigInteger)).where(fp_column.is_not(None))
     database = connection.connection() if callable(getattr(connection, "connection", None)) else connection
     execute = plain.binary_execute(database.connection.dbapi_connection) or (lambda sql: connection.execute(text(sql)))
-    return plain.stream_rows(execute, str(rows.compile(dialect=_INLINE_PLAIN, compile_kwargs={"literal_binds": True})))
+    return plain.stream_rows(execute, str(rows.compile(dialect=_INLINE[backend_named(PLAIN)],
+                                                       compile_kwargs={"literal_binds": True})))

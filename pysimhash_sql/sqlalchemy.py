@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, Table, Text, cast, event, func, literal
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, Table, Text, event, func, literal
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.ext.compiler import compiles
@@ -36,8 +36,8 @@ from sqlalchemy.types import UserDefinedType
 from . import plain
 from . import text_spec as text_spec_module
 from .text_spec import TEXT_SPEC_VERSION_LATEST
-from .backends import EXTENSION, PLAIN, backend_of, chosen_backend, detect_backend, set_backend
-from .fingerprint import check_fingerprint, to_sql_literal
+from .backends import NOT_CONSTANT, backend_for, chosen_backend, detect_backend, set_backend
+from .fingerprint import check_fingerprint
 from .index_kinds import GIN, MIH, OPCLASS, choose_method, index_params as _index_params, opclass_clause
 
 __all__ = [
@@ -106,22 +106,16 @@ class SimHash64(SchemaEventTarget, UserDefinedType[int]):
         return int
 
     def bind_processor(self, dialect):
-        if backend_of(dialect) == PLAIN:
-            def process(value):
-                return None if value is None else plain.to_signed(self._checked(value))
-        else:
-            def process(value):
-                return None if value is None else str(self._checked(value))
+        bind_value = backend_for(dialect).bind_value
+
+        def process(value):
+            return None if value is None else bind_value(self._checked(value))
 
         return process
 
     def result_processor(self, dialect, coltype):
         spec = self.text_spec
-        if backend_of(dialect) == PLAIN:
-            def unsigned(value):
-                return plain.to_unsigned(int(value))
-        else:
-            unsigned = int
+        unsigned = backend_for(dialect).from_column
 
         def process(value):
             # a declared column's values carry its version (text_spec.TextFingerprint)
@@ -132,9 +126,8 @@ class SimHash64(SchemaEventTarget, UserDefinedType[int]):
         return process
 
     def literal_processor(self, dialect):
-        if backend_of(dialect) == PLAIN:
-            return lambda value: str(plain.to_signed(self._checked(value)))
-        return lambda value: to_sql_literal(self._checked(value))
+        literal_sql = backend_for(dialect).literal_sql
+        return lambda value: literal_sql(self._checked(value))
 
     class comparator_factory(UserDefinedType.Comparator):
         def hamming_distance(self, other: Any):
@@ -142,7 +135,9 @@ class SimHash64(SchemaEventTarget, UserDefinedType[int]):
             return hamming_distance_op(self.expr, as_fingerprint(other, self.type))
 
         def within(self, other: Any, max_distance: int):
-            """``hamming_within(col, other, k)``: at most k differing bits; index-aware."""
+            """``hamming_within(col, other, k)``: at most k differing bits; index-aware.
+            A constant k outside 0..64 or not an integer: InvalidRadius
+            (pysimhash_sql.backends), on either back end."""
             return func.hamming_within(self.expr, as_fingerprint(other, self.type), max_distance)
 
 
@@ -155,17 +150,17 @@ def _reflected_text_spec(inspector, table: Table, column_info: dict) -> None:
     comment records (text_spec.comment), as the model that made it did:
     ``Table(..., autoload_with=engine)``, ``MetaData.reflect`` and Alembic's
     autogenerate get ``SimHash64(text_spec=2)``, not an undeclared
-    ``SimHash64()``.  On the plain back end a ``bigint`` column with that
-    comment is one of ours too: it comes back as ``SimHash64(text_spec=N)``
-    (which compiles to bigint there).  Without the comment the column stays
-    undeclared (no check), as ``SimHash64()`` in a model is."""
+    ``SimHash64()``.  Any column of the back end's fingerprint type with that
+    comment is one of ours: on the plain back end a ``bigint`` one comes back
+    as ``SimHash64(text_spec=N)`` (which compiles to bigint there).  Without
+    the comment the column stays undeclared (no check), as ``SimHash64()`` in
+    a model is."""
     recorded = text_spec_module.spec_of_comment(column_info.get("comment"))
     if recorded is None:
         return
     type_ = column_info["type"]
-    ours = isinstance(type_, SimHash64) and type_.text_spec is None
-    plain_bigint = isinstance(type_, BigInteger) and backend_of(inspector.dialect) == PLAIN
-    if ours or plain_bigint:
+    fingerprint_type = type_.compile(dialect=inspector.dialect).lower() == backend_for(inspector.dialect).column_type
+    if fingerprint_type and getattr(type_, "text_spec", None) is None:
         column_info["type"] = SimHash64(text_spec=text_spec_module.check_version(
             recorded, f"the comment of {table.fullname}.{column_info['name']}"))
 
@@ -173,7 +168,7 @@ def _reflected_text_spec(inspector, table: Table, column_info: dict) -> None:
 
 @compiles(SimHash64)
 def _column_type(type_, compiler, **kw) -> str:
-    return "bigint" if backend_of(compiler.dialect) == PLAIN else "simhash64"
+    return backend_for(compiler.dialect).column_type
 
 
 _DISTANCE_OPERATOR = operators.custom_op("<~>")
@@ -196,9 +191,8 @@ class hamming_distance_op(FunctionElement):
 @compiles(hamming_distance_op)
 def _distance(element, compiler, **kw) -> str:
     a, b = element.clauses
-    if backend_of(compiler.dialect) == PLAIN:
-        return plain.distance_sql(compiler.process(a, **kw), compiler.process(_as_bigint(b), **kw))
-    return compiler.process(a.op(_DISTANCE_OPERATOR.opstring, return_type=Integer)(b), **kw)
+    backend = backend_for(compiler.dialect)
+    return backend.distance_sql(compiler.process(a, **kw), _parameter(backend, b, compiler, **kw))
 
 
 # Typed SQL functions: func.<name>(...) returns the right SQLAlchemy type.
@@ -220,14 +214,17 @@ class _RadiusInCacheKey:
     """hamming_within's radius (when a constant) is part of its statement cache
     key: on the plain back end the SQL itself depends on it (the index keys
     answer a radius up to the layout's max_distance, a scan beyond), so a
-    statement compiled for k = 3 must never be reused for k = 5."""
+    statement compiled for k = 3 must never be reused for k = 5; and it is
+    checked when compiled (InvalidRadius), so a statement compiled for k = 3
+    is never reused for k = 3.0."""
 
     def _gen_cache_key(self, anon_map, bindparams):
         key = super()._gen_cache_key(anon_map, bindparams)
         if key is None:
             return None
-        radius = list(self.clauses)[-1]
-        return (*key, ("radius", getattr(radius, "value", None)))
+        radius = getattr(list(self.clauses)[-1], "value", None)
+        # its type too: True and 3.0 (refused, InvalidRadius) equal 1 and 3
+        return (*key, ("radius", type(radius).__name__, radius))
 
 
 def _define_typed_functions() -> dict[str, type]:
@@ -259,26 +256,31 @@ def _index_layout(index: Index) -> plain.PlainLayout:
 
 @compiles(_TYPED_FUNCTIONS["hamming_within"])
 def _hamming_within(element, compiler, **kw) -> str:
-    if backend_of(compiler.dialect) != PLAIN:
-        return compiler.visit_function(element, **kw)
+    """The back end's radius query; a constant radius is checked
+    (InvalidRadius: out of 0..64 or not an integer) on either back end."""
     column, other, max_distance = element.clauses
-    radius = getattr(max_distance, "value", None)
-    return plain_layout(column).within_sql(compiler.process(column, **kw), compiler.process(_as_bigint(other), **kw),
-                                           compiler.process(max_distance, **kw),
-                                           radius if isinstance(radius, int) else None)
+    backend = backend_for(compiler.dialect)
+    constant = isinstance(max_distance, BindParameter) and max_distance.callable is None and not (
+        max_distance.value is None and max_distance.required)
+    return backend.within_sql(compiler.process(column, **kw), _parameter(backend, other, compiler, **kw),
+                              compiler.process(max_distance, **kw),
+                              max_distance.value if constant else NOT_CONSTANT, lambda: plain_layout(column))
 
 
-def _as_bigint(value: Any) -> Any:
-    """A parameter cast to bigint (a driver may send a small int as smallint);
-    columns and other expressions as they are, so index expressions match."""
-    return cast(value, BigInteger) if isinstance(value, BindParameter) else value
+def _parameter(backend: Any, value: Any, compiler: Any, **kw: Any) -> str:
+    """A parameter as the back end compares it (a driver may send a small int
+    as smallint); columns and other expressions as they are, so index
+    expressions match."""
+    sql = compiler.process(value, **kw)
+    return backend.parameter_sql(sql) if isinstance(value, BindParameter) else sql
 
 
 @compiles(_TYPED_FUNCTIONS["hamming_distance"])
 def _hamming_distance(element, compiler, **kw) -> str:
-    if backend_of(compiler.dialect) != PLAIN:
-        return compiler.visit_function(element, **kw)
-    return compiler.process(hamming_distance_op(*element.clauses), **kw)
+    a, b = element.clauses
+    backend = backend_for(compiler.dialect)
+    return backend.distance_function_sql(lambda: compiler.visit_function(element, **kw), compiler.process(a, **kw),
+                                         _parameter(backend, b, compiler, **kw))
 
 
 def simhash_index(
@@ -350,10 +352,11 @@ def _create_index(create, compiler, **kw) -> str:
     """A simhash_index on the plain back end: the GIN index on the key array of
     its layout (pysimhash_sql/plain.py), whatever method the model names."""
     index = create.element
-    if _INDEX_METHOD_KEY not in index.info or backend_of(compiler.dialect) != PLAIN:
+    if _INDEX_METHOD_KEY not in index.info:
         return compiler.visit_create_index(create, **kw)
     preparer = compiler.preparer
-    return _index_layout(index).index_sql(
+    return backend_for(compiler.dialect).index_sql(
+        lambda: compiler.visit_create_index(create, **kw), lambda: _index_layout(index),
         preparer.format_index(index), preparer.format_table(index.table), preparer.quote(list(index.columns)[-1].name),
         scope=[preparer.quote(name) for name in index_scope(index)], if_not_exists=bool(create.if_not_exists),
         concurrently=bool(index.dialect_options["postgresql"]["concurrently"]))
@@ -415,9 +418,4 @@ def register_simhash(engine, backend: str | None = None) -> None:
         if chosen_backend(dialect) is None:
             set_backend(dialect, detect_backend(dbapi_connection))
             dbapi_connection.rollback()
-        if backend_of(dialect) != EXTENSION:
-            return
-        if is_async:
-            dbapi_connection.run_async(register)
-        else:
-            register(dbapi_connection)
+        backend_for(dialect).register_adapters(dbapi_connection, register, is_async)

@@ -29,6 +29,7 @@ from ..index_kinds import DEFAULT_METHOD, INDEX_METHODS
 from ..text_spec import TEXT_SPEC_VERSION_LATEST, TEXT_SPEC_VERSIONS
 from .errors import UserError
 from .output import FORMATS, skipped
+from .settings import Settings
 
 EXIT_SKIPPED = 3
 EXIT_INTERRUPTED = 130
@@ -90,7 +91,7 @@ def parallel(p: argparse.ArgumentParser) -> None:
                         "the threads of the search here (default: one per CPU)")
 
 
-def database(p: argparse.ArgumentParser) -> None:
+def database_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", help="libpq connection string or URI (default: the PG* environment variables)")
     p.add_argument("--table", default="documents", help="table name, optionally schema-qualified (default documents)")
     p.add_argument("--backend", choices=("auto", "extension", "plain"), default="auto",
@@ -136,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest = command("ingest", "database:ingest_command",
                      "load documents into a table (id, name, body, fingerprint, url, fetched_at), created if missing; "
                      "documents whose name is already there are skipped",
-                     options(documents_in, database))
+                     options(documents_in, database_options))
     ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",
                         help="compute fingerprints in the server (simhash_v2(text) or simhash(text)) or here "
                              "(default server; here when the server lacks the function)")
@@ -149,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         "move a table's fingerprint column to another text spec version online: a shadow column filled in "
         "primary-key batches while a trigger keeps new and updated rows in step, its indexes made concurrently, "
         "then one short swap; run it again to resume after an interruption (docs/cli.md)",
-        options(database))
+        options(database_options))
     refingerprint.add_argument("--column", default="fingerprint", help="the fingerprint column (default fingerprint)")
     refingerprint.add_argument("--text-column", default="body", help="the column of each row's text (default body)")
     refingerprint.add_argument("--to", type=int, choices=TEXT_SPEC_VERSIONS, default=TEXT_SPEC_VERSION_LATEST,
@@ -162,17 +163,17 @@ def build_parser() -> argparse.ArgumentParser:
     kept.add_argument("--drop-kept", action="store_true",
                       help="drop the old fingerprints --keep-old kept, and their trigger (no move)")
     command("dupes", "database:dupes_command", "near-duplicate pairs of a table's rows: id1, id2, distance (simhash_find_all)",
-            options(database, table_rows, lambda p: near(p, None), parallel, records_out))
+            options(database_options, table_rows, lambda p: near(p, None), parallel, records_out))
     clusters = command("clusters", "database:clusters_command",
                        "clusters of a table's rows: cluster_id (its smallest id), id (simhash_clusters)",
-                       options(database, table_rows, lambda p: near(p, None), parallel, records_out))
+                       options(database_options, table_rows, lambda p: near(p, None), parallel, records_out))
     clusters.add_argument("--singletons", action="store_true", help="also list rows with no near-duplicate")
     report = command("report", "report:report_command",
                      "write one self-contained HTML file showing how far documents are from their nearest "
                      "near-duplicate, sample pairs at each distance with their differences, the clusters at a "
                      "threshold and a suggested threshold (needs the [report] extra); from --table, or from files "
                      "loaded into a temporary table",
-                     options(database, table_rows, lambda p: documents_in(p, "*")))
+                     options(database_options, table_rows, lambda p: documents_in(p, "*")))
     report.add_argument("-o", "--output", default="near-duplicates.html",
                         help="the HTML file to write ('-': stdout; default near-duplicates.html)")
     report.add_argument("--text-column", help="the column of each row's text, for the pair diffs (default: body, "
@@ -191,11 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    module, function = args.run.split(":")
-    skipped.verbose = getattr(args, "verbose", False)
+    settings = Settings.parsed(build_parser().parse_args(argv))
+    module, function = settings.run.split(":")
+    skipped.verbose = settings.verbose
     try:
-        getattr(import_module(f".{module}", __name__), function)(args)
+        getattr(import_module(f".{module}", __name__), function)(settings)
     except UserError as e:
         print(f"pysimhash-sql: {e}", file=sys.stderr)
         return 1

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from itertools import islice
 
 from .. import plain, text_spec
 from .._find_all import id_clusters, id_pairs
-from ..backends import DETECT_SQL, EXTENSION, PLAIN
+from ..backends import Backend, detect
 from ..index_kinds import GIN, MIH
 from ..progress import track_progress
 from .documents import Document, Reading, has_pages, read_documents
@@ -122,28 +124,15 @@ ADD_PAGE_COLUMNS = "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS url text, ADD C
 STAGING = """CREATE TEMP TABLE simhash_ingest (name text, body text, fingerprint {fingerprint_type}, url text,
                                              fetched_at timestamptz) ON COMMIT DELETE ROWS"""
 
-# The type of each back end's fingerprint column (docs/managed.md).
-FINGERPRINT_TYPES = {EXTENSION: "simhash64", PLAIN: "bigint"}
-
-FINGERPRINT_TYPE = """SELECT format_type(atttypid, atttypmod) FROM pg_attribute
-                      WHERE attrelid = to_regclass(%s) AND attname = %s AND attnum > 0 AND NOT attisdropped"""
-AVAILABLE = "SELECT EXISTS (SELECT FROM pg_available_extensions WHERE name = 'simhash')"
-
-
-def choose_backend(conn: psycopg.Connection, args, column: str | None, creating: bool = False) -> str:
-    """--backend, or auto: the type of the table's fingerprint column if it
-    has one (bigint: plain, for ingest; column None: no table to look at),
-    else the extension if the database has it (or, for a table to create, can
-    create it), else plain."""
-    if args.backend != "auto":
-        return args.backend
-    if creating and column is not None:
-        existing = conn.execute(FINGERPRINT_TYPE, (table_identifier(args.table).as_string(conn), column)).fetchone()
-        if existing is not None:
-            return PLAIN if existing[0] == "bigint" else EXTENSION
-    if conn.execute(DETECT_SQL).fetchone()[0] or (creating and conn.execute(AVAILABLE).fetchone()[0]):
-        return EXTENSION
-    return PLAIN
+def database_backend(conn: psycopg.Connection, args, column: str | None, creating: bool = False) -> Backend:
+    """--backend, or auto (backends.detect): the type of the table's
+    fingerprint column if it has one (when ``creating``; column None: no
+    table to look at), else the extension if the database has it (or, when
+    ``creating``, can create it), else plain."""
+    look = creating and column is not None
+    return detect(lambda query, params: conn.execute(query, params).fetchone(), args.backend,
+                  table_identifier(args.table).as_string(conn) if look else None, column if look else None,
+                  creating=creating)
 
 
 def column_spec(conn: psycopg.Connection, table: str, column: str) -> int | None:
@@ -185,32 +174,41 @@ def batches(documents: Iterator[Document], size: int) -> Iterator[list[Document]
         yield batch
 
 
-def copy_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Composable, args) -> int:
+@dataclass(frozen=True)
+class Load:
+    """How ingest loads a table's batches: the statement that moves a staged
+    batch in, and the fingerprints computed here (None: by the server) as the
+    back end's column holds them."""
+
+    move: sql.Composable
+    backend: Backend
+    fingerprint: Callable[[str], int] | None
+
+    def staged(self, text: str) -> int | None:
+        return None if self.fingerprint is None else self.backend.to_column(self.fingerprint(text))
+
+
+def copy_batch(conn: psycopg.Connection, batch: list[Document], load: Load) -> int:
     """Stages a batch with COPY and moves its new documents into the table, in
     one transaction; returns how many were new."""
-    local = args.fingerprints == "local"
-    signed = args.backend == PLAIN
     with conn.transaction():
         with conn.cursor().copy("COPY simhash_ingest FROM STDIN") as copy:
             for doc in batch:
-                fingerprint = args.fingerprint(doc.text) if local else None
-                if signed:
-                    fingerprint = plain.to_signed(fingerprint)
-                copy.write_row((doc.name, doc.text, fingerprint, doc.url, doc.fetched_at))
-        return conn.execute(move).rowcount
+                copy.write_row((doc.name, doc.text, load.staged(doc.text), doc.url, doc.fetched_at))
+        return conn.execute(load.move).rowcount
 
 
 # A batch the server refuses for its data (SQLSTATE classes 22 and 23: text the
 # database encoding cannot hold, a NUL, a name twice in one batch) is loaded
 # again one document at a time: only the documents it refuses are left out.
-def load_batch(conn: psycopg.Connection, batch: list[Document], move: sql.Composable, args) -> int:
+def load_batch(conn: psycopg.Connection, batch: list[Document], load: Load) -> int:
     """copy_batch, or the documents one by one if the server refuses the
     batch; a document it refuses is reported and skipped."""
     try:
-        return copy_batch(conn, batch, move, args)
+        return copy_batch(conn, batch, load)
     except (psycopg.errors.DataError, psycopg.errors.IntegrityError) as e:
         if len(batch) > 1:
-            return sum(load_batch(conn, [doc], move, args) for doc in batch)
+            return sum(load_batch(conn, [doc], load) for doc in batch)
         skipped(f"{batch[0].name}: {one_line(e.diag.message_primary or str(e))}; skipped", "refused by the server")
         return 0
 
@@ -223,25 +221,25 @@ def ingest_command(args) -> None:
     web = has_pages(args.sources, args.hidden)
     read = added = 0
     with connect(args.dsn) as conn:
-        args.backend = choose_backend(conn, args, "fingerprint", creating=True)
+        backend = database_backend(conn, args, "fingerprint", creating=True)
         version, new_column = choose_spec_version(conn, args, "fingerprint")
-        args.fingerprint = fingerprinter(args, version)
+        local = fingerprinter(args, version)
         function = text_spec.SQL_FUNCTIONS[version]
-        if args.backend == PLAIN:
-            args.fingerprints = "local"  # no simhash(text) in the server; the same bits here
-        else:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
-            if not has_function(conn, f"{function}(text)"):
-                args.fingerprints = "local"  # an extension before simhash_v2 (1.3): the same bits here
+        for statement in backend.prepare_sql():
+            conn.execute(statement)
+        # here: asked, or the server has no such function (the plain back end, an extension
+        # before simhash_v2 1.3): the same bits
+        in_server = args.fingerprints == "server" and backend.fingerprints_in_server(
+            lambda signature: has_function(conn, signature), function)
         if version == 1:
             server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size or DEFAULT_SHINGLE_SIZE)
         else:
             server_side = sql.SQL("{}(s.body)").format(sql.Identifier(function))
-        fingerprint = sql.SQL("s.fingerprint") if args.fingerprints == "local" else server_side
-        move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=fingerprint,
+        move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=server_side if in_server else sql.SQL("s.fingerprint"),
                                           page_columns=sql.SQL(", url, fetched_at" if web else ""),
                                           page_values=sql.SQL(", s.url, s.fetched_at" if web else ""))
-        fingerprint_type = sql.SQL(FINGERPRINT_TYPES[args.backend])
+        load = Load(move, backend, None if in_server else local)
+        fingerprint_type = sql.SQL(backend.column_type)
         conn.execute(sql.SQL(CREATE_TABLE).format(table=table, fingerprint_type=fingerprint_type))
         if new_column:
             conn.execute(text_spec.comment_on_column_sql(table.as_string(conn), "fingerprint", version))
@@ -250,18 +248,17 @@ def ingest_command(args) -> None:
         conn.execute(sql.SQL(STAGING).format(fingerprint_type=fingerprint_type))
         try:
             for batch in batches(iter(progress(documents, "doc", total)), args.batch_size):
-                added += load_batch(conn, batch, move, args)
+                added += load_batch(conn, batch, load)
                 read += len(batch)
         except KeyboardInterrupt:
             print(f"pysimhash-sql: {added} new documents were committed to {args.table} before the interruption; "
                   "run the same command again to load the rest", file=sys.stderr)
             raise
         index = sql.Identifier(f"{args.table.split('.')[-1]}_fingerprint_idx")
-        if args.backend == PLAIN:  # the plain index of the default layout, whatever --index says
-            conn.execute(plain.PlainLayout().index_sql(index.as_string(conn), table.as_string(conn), "fingerprint",
-                                                       if_not_exists=True))
-        else:
-            conn.execute(sql.SQL(CREATE_INDEX[args.index]).format(index=index, table=table))
+        # (the plain back end: the plain index of the default layout, whatever --index says)
+        conn.execute(backend.index_sql(
+            lambda: sql.SQL(CREATE_INDEX[args.index]).format(index=index, table=table).as_string(conn),
+            plain.PlainLayout, index.as_string(conn), table.as_string(conn), "fingerprint", if_not_exists=True))
     if sys.stderr.isatty():
         print(f"{read} documents read, {added} new in {args.table}", file=sys.stderr)
 
@@ -320,31 +317,37 @@ def check_near(args) -> None:
 
 
 def report(args, function: str, arguments: list[str], id_columns: list[str], fields: list[str], *params) -> None:
-    """Runs simhash_find_all or simhash_clusters over the table and writes the
-    result ordered by fields, with --label's values for id_columns if asked.
-    arguments: the SQL types after the query's text; with --workers, one more."""
+    """Runs simhash_find_all or simhash_clusters over the table (on the plain
+    back end, their numpy twin here) and writes the result ordered by
+    fields, with --label's values for id_columns if asked.  arguments: the
+    SQL types after the query's text; with --workers, one more."""
     check_near(args)
     if args.workers is not None and args.workers < 0:
         raise UserError(f"--workers must be 0 or more, got {args.workers}")
     types = ["text", *arguments] + (["integer"] if args.workers is not None else [])
     with connect(args.dsn) as conn:
-        if choose_backend(conn, args, args.fingerprint_column) == PLAIN:
-            return plain_report(conn, args, function, id_columns, fields, *params)
-        rows = rows_query(conn, args)
-        # 1.2 declares a workers parameter (with a default); 1.0 and 1.1 do not.
-        if args.workers is not None or not has_function(conn, f"{function}({','.join(types)})"):
-            require_function(conn, f"{function}({','.join([*types[:len(arguments) + 1], 'integer'])})",
-                             since="1.2")
-        call = f"{function}({', '.join(['%s'] * len(types))})"
-        query, label_fields = labelled(f"SELECT {', '.join(fields)} FROM {call}", args, id_columns)
-        ordered = sql.SQL("{} ORDER BY {}").format(query, sql.SQL(", ").join(map(sql.Identifier, fields)))
-        workers = () if args.workers is None else (args.workers,)
-        stream_rows(conn, ordered, (rows, args.distance, args.blocks, *params, *workers),
-                    [*fields, *label_fields], args)
+        run = database_backend(conn, args, args.fingerprint_column).pick(server_report, plain_report)
+        run(conn, args, function, types, id_columns, fields, *params)
 
 
-def plain_report(conn: psycopg.Connection, args, function: str, id_columns: list[str], fields: list[str],
-                 *params) -> None:
+def server_report(conn: psycopg.Connection, args, function: str, types: list[str], id_columns: list[str],
+                  fields: list[str], *params) -> None:
+    """report with the extension: the SQL function, its rows streamed to the output as they come."""
+    rows = rows_query(conn, args)
+    # 1.2 declares a workers parameter (with a default); 1.0 and 1.1 do not.
+    without_workers = types[:len(types) - (args.workers is not None)]
+    if args.workers is not None or not has_function(conn, f"{function}({','.join(types)})"):
+        require_function(conn, f"{function}({','.join([*without_workers, 'integer'])})", since="1.2")
+    call = f"{function}({', '.join(['%s'] * len(types))})"
+    query, label_fields = labelled(f"SELECT {', '.join(fields)} FROM {call}", args, id_columns)
+    ordered = sql.SQL("{} ORDER BY {}").format(query, sql.SQL(", ").join(map(sql.Identifier, fields)))
+    workers = () if args.workers is None else (args.workers,)
+    stream_rows(conn, ordered, (rows, args.distance, args.blocks, *params, *workers),
+                [*fields, *label_fields], args)
+
+
+def plain_report(conn: psycopg.Connection, args, function: str, types: list[str], id_columns: list[str],
+                 fields: list[str], *params) -> None:
     """report's plain back end: the rows streamed here, the pairs found by the
     package's numpy find_all (docs/managed.md), ordered by fields, with
     --label's values."""

@@ -42,9 +42,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .. import hashing, plain, text_spec
-from ..backends import EXTENSION
-from .database import choose_backend, column_spec, connect, require_table, table_identifier
+from .. import hashing, text_spec
+from ..backends import Backend, MissingFunction, holding
+from .database import column_spec, connect, database_backend, require_table, table_identifier
 from .errors import UserError
 
 try:
@@ -97,12 +97,6 @@ CONSTRAINT_KINDS = {"p": "primary key", "f": "foreign key", "c": "CHECK constrai
 VIEWS_ON = """SELECT DISTINCT r.ev_class::regclass::text FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
               WHERE d.classid = 'pg_rewrite'::regclass AND d.refobjid = %s::regclass AND d.refobjsubid = %s
               ORDER BY 1"""
-TEXT_FUNCTION = """SELECT EXISTS (SELECT FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
-                   AND d.objid = p.oid AND d.refclassid = 'pg_extension'::regclass
-                   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash'
-                   WHERE p.proname = %s AND p.proargtypes[0] = 'text'::regtype)"""
-EXTENSION_SCHEMA = """SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-                      WHERE e.extname = 'simhash'"""
 
 # The trigger function: the server's fingerprint of the new text, or (plain
 # back end) an empty shadow wherever the text is new, for this command to fill.
@@ -135,6 +129,7 @@ class Move:
     function_name: sql.Composable
     server: sql.Composable | None  # the SQL fingerprint function, None: computed here (plain back end)
     column_type: str  # simhash64, or bigint (the plain back end's: signed)
+    backend: Backend  # the database's (--backend, or detected)
     version: int
     not_null: bool
     old_version: int  # the column's before the move
@@ -179,14 +174,12 @@ def plan(conn, args) -> Move | None:
                             "drop or rename it first")
         check_no_views(conn, regclass, args.column, columns[args.column][4])
     check_constraints(conn, regclass, args.column, columns[args.column][4])
-    backend = choose_backend(conn, args, args.column, creating=True)
-    server = None
-    if backend == EXTENSION:
-        server = server_function(conn, args.to)
+    backend = database_backend(conn, args, args.column, creating=True)
+    server = server_function(conn, args.to, backend)
     schema, function_name = trigger_function(conn, regclass)
     return Move(table=table_identifier(args.table), regclass=regclass, key=sql.Identifier(keys[0]),
                 text=sql.Identifier(args.text_column), column=args.column, shadow=shadow, schema=schema,
-                function_name=function_name, server=server, column_type=column_type, version=args.to,
+                function_name=function_name, server=server, column_type=column_type, backend=backend, version=args.to,
                 not_null=not_null, old_version=current, keep_old=args.keep_old)
 
 
@@ -198,15 +191,16 @@ def trigger_function(conn, regclass: str) -> tuple[sql.Identifier, sql.Composabl
     return schema, sql.SQL("{}.{}").format(schema, sql.Identifier(f"{TRIGGER}_{oid}"))
 
 
-def server_function(conn, version: int) -> sql.Composable:
-    """The extension's SQL fingerprint function of ``version``, schema-qualified."""
-    function = text_spec.SQL_FUNCTIONS[version]
-    # of a text first (simhash(text) has a second parameter, with a default)
-    if not conn.execute(TEXT_FUNCTION, (function,)).fetchone()[0]:
-        raise UserError(f"this database has no {function}(text): it comes with the simhash extension 1.3 "
-                        "(ALTER EXTENSION simhash UPDATE), or move with --backend plain")
-    schema = conn.execute(EXTENSION_SCHEMA).fetchone()[0]
-    return sql.Identifier(schema, function)
+def server_function(conn, version: int, backend: Backend) -> sql.Composable | None:
+    """The back end's SQL fingerprint function of ``version``,
+    schema-qualified; None: computed here (the plain back end)."""
+    try:
+        # of a text first (simhash(text) has a second parameter, with a default)
+        found = backend.fingerprint_function(lambda query, params: conn.execute(query, params).fetchone(),
+                                             text_spec.SQL_FUNCTIONS[version])
+    except MissingFunction as e:
+        raise UserError(f"{e} (ALTER EXTENSION simhash UPDATE), or move with --backend plain") from None
+    return None if found is None else sql.Identifier(*found)
 
 
 def prepare(conn, move: Move) -> None:
@@ -280,8 +274,7 @@ def store_computed(conn, move: Move, rows: list[tuple]) -> None:
 
 def fingerprint_of(move: Move, text: str) -> str:
     """A text's fingerprint in the column's text form (bigint's: signed)."""
-    fp = hashing.fingerprint(text, version=move.version)
-    return str(plain.to_signed(fp) if move.column_type == "bigint" else int(fp))
+    return str(holding(move.column_type).to_column(int(hashing.fingerprint(text, version=move.version))))
 
 
 def fill(conn, move: Move, batch_size: int) -> None:
@@ -455,7 +448,7 @@ def keep_old_column(conn, move: Move, moved: list[MovedIndex]) -> None:
     conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP NOT NULL").format(move.table, sql.Identifier(kept)))
     conn.execute(text_spec.comment_on_column_sql(move.table.as_string(conn), sql.Identifier(kept).as_string(conn),
                                                  move.old_version))
-    server = None if move.server is None else server_function(conn, move.old_version)
+    server = server_function(conn, move.old_version, move.backend)
     keep_in_step(conn, move, kept, server, guard=True)
 
 

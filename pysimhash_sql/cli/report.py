@@ -24,14 +24,14 @@ import html
 import re
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .. import plain
 from .._find_all import id_clusters, id_pairs, popcount
-from ..backends import PLAIN
-from .database import choose_backend, connect, require_function, require_table, table_identifier
+from ..backends import Backend
+from .database import connect, database_backend, require_function, require_table, table_identifier
 from .documents import Reading, read_documents
 from .fingerprint import fingerprinter
 from .errors import UserError
@@ -240,6 +240,51 @@ def largest_clusters(conn, table: str, args, threshold: int) -> tuple[list[tuple
     return largest, Counter({size: clusters for clusters, size, _ in found if clusters is not None})
 
 
+class ServerNumbers:
+    """The report's numbers from the extension's SQL functions."""
+
+    @staticmethod
+    def check(conn) -> None:
+        require_function(conn, "simhash_nearest_distances(regclass,name,name,name,integer,integer)", "1.2")
+
+    @staticmethod
+    def index_files(conn) -> None:
+        conn.execute(f"CREATE INDEX ON {FILES_TABLE} USING simhash_mih (fingerprint)")
+
+    @staticmethod
+    def nearest(conn, table: str, args) -> tuple[Nearest, None]:
+        return nearest_distances(conn, table, args), None
+
+    @staticmethod
+    def clusters(conn, table: str, args, threshold: int, rows: None):
+        return largest_clusters(conn, table, args, threshold)
+
+
+class ClientNumbers:
+    """The plain back end's: the table's rows read once, the numbers computed here."""
+
+    @staticmethod
+    def check(conn) -> None:
+        pass
+
+    @staticmethod
+    def index_files(conn) -> None:
+        pass  # the rows are read whole: no index serves
+
+    @staticmethod
+    def nearest(conn, table: str, args) -> tuple[Nearest, PlainRows]:
+        return plain_nearest_distances(conn, table, args)
+
+    @staticmethod
+    def clusters(conn, table: str, args, threshold: int, rows: PlainRows):
+        return plain_largest_clusters(rows, threshold)
+
+
+def numbers_of(backend: Backend):
+    """Where a back end's report numbers come from."""
+    return backend.pick(ServerNumbers, ClientNumbers)
+
+
 # -- the page -------------------------------------------------------------------------
 
 TOKEN = re.compile(r"\s+|[^\s]+")
@@ -384,24 +429,23 @@ documents with none that near.  Clusters are computed at {chosen} bits ({chosen_
 
 # -- the command ----------------------------------------------------------------------
 
-def load_files(conn, args, backend: str) -> str:
+def load_files(conn, args, backend: Backend):
     """The sources' documents, fingerprinted here, in a temporary table with a
-    simhash_mih index (on the plain back end: a bigint column, no index)."""
-    fingerprint = fingerprinter(args)
-    documents, total = read_documents(args.sources, args.id_field, args.text_field, Reading(args.hidden, args.encoding))
-    fingerprint_type, signed = ("bigint", plain.to_signed) if backend == PLAIN else ("simhash64", int)
-    conn.execute(f"CREATE TEMP TABLE {FILES_TABLE} (id bigint GENERATED ALWAYS AS IDENTITY, name text, "
-                 f"body text, fingerprint {fingerprint_type})")
-    with conn.cursor().copy(f"COPY {FILES_TABLE} (name, body, fingerprint) FROM STDIN") as copy:
-        for doc in progress(documents, "doc", total):
-            copy.write_row((doc.name, doc.text.replace("\x00", ""), signed(fingerprint(doc.text))))
-    if backend != PLAIN:
-        conn.execute(f"CREATE INDEX ON {FILES_TABLE} USING simhash_mih (fingerprint)")
-    conn.execute(f"ANALYZE {FILES_TABLE}")
-    args.id_column, args.fingerprint_column, args.text_column, args.label = "id", "fingerprint", "body", "name"
+    simhash_mih index (on the plain back end: a bigint column, no index); the
+    table's name, and the settings that read it."""
     if args.scope:
         raise UserError("--scope is a column of --table; files have none")
-    return f"pg_temp.{FILES_TABLE}"
+    fingerprint = fingerprinter(args)
+    documents, total = read_documents(args.sources, args.id_field, args.text_field, Reading(args.hidden, args.encoding))
+    conn.execute(f"CREATE TEMP TABLE {FILES_TABLE} (id bigint GENERATED ALWAYS AS IDENTITY, name text, "
+                 f"body text, fingerprint {backend.column_type})")
+    with conn.cursor().copy(f"COPY {FILES_TABLE} (name, body, fingerprint) FROM STDIN") as copy:
+        for doc in progress(documents, "doc", total):
+            copy.write_row((doc.name, doc.text.replace("\x00", ""), backend.to_column(fingerprint(doc.text))))
+    numbers_of(backend).index_files(conn)
+    conn.execute(f"ANALYZE {FILES_TABLE}")
+    return f"pg_temp.{FILES_TABLE}", replace(args, id_column="id", fingerprint_column="fingerprint",
+                                             text_column="body", label="name")
 
 
 def column_exists(conn, table: str, column: str) -> bool:
@@ -422,34 +466,29 @@ def report_command(args) -> None:
     except ImportError:
         raise UserError("report needs plotly: pip install 'pysimhash-sql[report]'") from None
     with connect(args.dsn) as conn:
-        backend = choose_backend(conn, args, None if args.sources else args.fingerprint_column,
-                                 creating=bool(args.sources))
-        if backend != PLAIN:
-            if args.sources:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
-            require_function(conn, "simhash_nearest_distances(regclass,name,name,name,integer,integer)", "1.2")
+        backend = database_backend(conn, args, None if args.sources else args.fingerprint_column,
+                                   creating=bool(args.sources))
+        numbers = numbers_of(backend)
         if args.sources:
-            table = load_files(conn, args, backend)
+            for statement in backend.prepare_sql():
+                conn.execute(statement)
+        numbers.check(conn)
+        if args.sources:
+            table, args = load_files(conn, args, backend)
         else:
             table = args.table
             require_table(conn, table)
             if args.text_column is None and column_exists(conn, table, "body"):
-                args.text_column = "body"  # as ingest makes it
+                args = replace(args, text_column="body")  # as ingest makes it
             for option, column in (("--text-column", args.text_column), ("--scope", args.scope),
                                    ("--label", args.label), ("--id-column", args.id_column),
                                    ("--fingerprint-column", args.fingerprint_column)):
                 if column and not column_exists(conn, table, column):
                     raise UserError(f"{option} {column}: table {table} has no such column")
-        if backend == PLAIN:
-            nearest, rows = plain_nearest_distances(conn, table, args)
-        else:
-            nearest = nearest_distances(conn, table, args)
+        nearest, rows = numbers.nearest(conn, table, args)
         suggestion = suggest(nearest.histogram())
         chosen = suggestion.threshold if args.distance is None else args.distance
-        if backend == PLAIN:
-            largest, sizes = plain_largest_clusters(rows, chosen)
-        else:
-            largest, sizes = largest_clusters(conn, table, args, chosen)
+        largest, sizes = numbers.clusters(conn, table, args, chosen, rows)
         pair_ids = {i for pairs in nearest.pairs().values() for pair in pairs for i in pair}
         shown = pair_ids | {m for _, members in largest for m in members}
         texts = texts_of(conn, table, args, shown)

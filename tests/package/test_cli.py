@@ -560,3 +560,19 @@ def test_plain_backend_dupes_and_clusters_equal_the_extensions(db: psycopg.Conne
         assert run(*command, "--dsn", dsn, "--backend", "plain").stdout == extension, command
     out = run("dupes", "--dsn", dsn).stdout.splitlines()
     assert [tuple(map(int, line.split(",")[:2])) for line in out[1:] if not line.startswith("5,")] == near_duplicate_table
+
+
+@pytest.mark.parametrize("argv", [["find-all"], ["find-clusters"], ["fingerprint", "a.txt"], ["ingest", "a.txt"],
+                                  ["refingerprint"], ["dupes"], ["clusters", "--singletons"], ["report", "a.txt"]])
+def test_every_commands_options_are_one_frozen_settings(argv) -> None:
+    """Each command's options parse into Settings (a field for each), which no
+    command can rewrite."""
+    from dataclasses import FrozenInstanceError
+
+    from pysimhash_sql.cli import build_parser
+    from pysimhash_sql.cli.settings import Settings
+
+    settings = Settings.parsed(build_parser().parse_args(argv))
+    assert settings.run.split(":")[0] in {"hashes", "fingerprint", "database", "refingerprint", "report"}
+    with pytest.raises(FrozenInstanceError):
+        settings.backend = "plain"
