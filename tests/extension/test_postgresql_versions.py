@@ -11,6 +11,8 @@ import psycopg
 import pytest
 from psycopg import errors
 
+from toolbox.plans import plan_of
+
 
 def major(conn: psycopg.Connection) -> int:
     return conn.info.server_version // 10000
@@ -82,12 +84,14 @@ def test_gin_index_builds_in_parallel_from_18_on(db: psycopg.Connection) -> None
     query = "SELECT count(*), sum(id) FROM pages WHERE hamming_within(fp, %s::text::simhash64, 4)"
     centres = [str(r[0]) for r in db.execute("SELECT fp FROM pages WHERE id % 10000 = 0 ORDER BY id")]
     db.execute("SET enable_seqscan = off")
-    plan = "\n".join(r[0] for r in db.execute("EXPLAIN " + query, (centres[0],)))
+    plan = plan_of(db, query, (centres[0],))
     assert "Bitmap Index Scan on pages_fp" in plan, plan
     # never prepared (psycopg prepares a query run 5 times): a prepared statement's
     # generic plan is kept whatever enable_* says later, so both sides would use the index
     by_index = [db.execute(query, (c,), prepare=False).fetchone() for c in centres]
     db.execute("SET enable_seqscan = on; SET enable_bitmapscan = off")
+    plan = plan_of(db, query, (centres[0],))
+    assert "Seq Scan on pages" in plan and "Index" not in plan, plan
     assert by_index == [db.execute(query, (c,), prepare=False).fetchone() for c in centres]
     # ids 10000 ... 200000: rows up to 50000 and from 160000 on have a twin 150000 apart
     assert [count for count, _ in by_index] == [2] * 5 + [1] * 10 + [2] * 5

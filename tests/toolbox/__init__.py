@@ -4,7 +4,8 @@ This module: the checkout's root, the Hamming distance, the brute-force
 references every index and find_all result is compared with (pairs, radius
 results, connected components), near copies made by flipping bits, and the
 error a statement raises.  Beside it: data (planted fingerprints, random
-queries, hypothesis's clustered rows), workers (threads started together),
+queries, hypothesis's clustered rows), workers (threads started together), plans (a query's rows by an asserted plan:
+the index's, or the brute-force sequential scan),
 dedupe_writers (concurrent check-then-insert writers), readme (the README's example blocks, run),
 servers (a test's own copy of the private installation, and the installations
 of other majors), citus_cluster (a local Citus cluster), web_pages (HTML pages

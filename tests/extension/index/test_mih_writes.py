@@ -24,6 +24,7 @@ from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_
 from toolbox.mih_pages import (BLCKSZ, CONTENTS, LANES, MAX_SETS, META_MORE_LANES, META_NLANES, META_NSCOPE,
                                PD_LOWER, PENDING_BOUND, PENDING_CAP, PROBED_CAP, SET_CAP, backends_of_other_lanes, connect,
                                edit_index, filtered_most, lane_offset, lanes_of, own_server)
+from toolbox.plans import rows_by_plan
 from toolbox.workers import run_together
 
 PENDING_LIMIT = 128
@@ -239,25 +240,20 @@ def write_rows(conninfo: str, seed: int, stored: list[int], written: list[tuple[
             written.extend(batch)
 
 
+IDS_WITHIN = "SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
+
+
 def ids(conn: psycopg.Connection, centre: int, k: int) -> list[int]:
     # never prepared (psycopg prepares a query run 5 times): a prepared statement's
     # generic plan is kept whatever enable_* says later (ids_of_plan's scans)
-    return [r[0] for r in conn.execute("SELECT id FROM docs WHERE hamming_within(fp, %s::text::simhash64, %s)"
-                                       " ORDER BY id", (str(centre), k), prepare=False)]
+    return [r[0] for r in conn.execute(IDS_WITHIN, (str(centre), k), prepare=False)]
 
 
 def ids_of_plan(conn: psycopg.Connection, centre: int, k: int, index: bool) -> list[int]:
-    """ids() by a bitmap scan of the index, or by a sequential scan (brute force).
-    Every setting is given each time: SET LOCAL in a savepoint (the caller's
-    transaction open) lasts to the end of the transaction, so a setting left
-    out would be the last call's.  Never by an index scan: with the
-    sequential scan off, the primary key's would do (the condition a filter)."""
-    settings = ("enable_seqscan = off", "enable_bitmapscan = on", "enable_indexscan = off") if index else \
-        ("enable_seqscan = on", "enable_bitmapscan = off", "enable_indexscan = off")
-    with conn.transaction():
-        for setting in settings:
-            conn.execute(f"SET LOCAL {setting}")
-        return ids(conn, centre, k)
+    """ids() by a bitmap scan of the index, or by a sequential scan (brute
+    force): the plan asserted, every setting given each time (toolbox.plans)."""
+    return [r[0] for r in rows_by_plan(conn, IDS_WITHIN, (str(centre), k), table="docs",
+                                       index="docs_fp" if index else None)]
 
 
 def compare_in_snapshots(conninfo: str, stored: list[int], stop: threading.Event, compared: list[int]) -> None:
@@ -269,13 +265,8 @@ def compare_in_snapshots(conninfo: str, stored: list[int], stop: threading.Event
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             for k in range(9):
                 centre = flip_random(rng.choice(stored), rng.randint(0, 4), rng)
-                # never by an index scan: with the sequential scan off, the primary key's would do
-                conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = on;"
-                             " SET LOCAL enable_indexscan = off")
-                by_index = ids(conn, centre, k)
-                conn.execute("SET LOCAL enable_seqscan = on; SET LOCAL enable_bitmapscan = off;"
-                             " SET LOCAL enable_indexscan = off")
-                assert by_index == ids(conn, centre, k), (centre, k)
+                by_index = ids_of_plan(conn, centre, k, index=True)
+                assert by_index == ids_of_plan(conn, centre, k, index=False), (centre, k)
                 compared.append(k)
             conn.rollback()
 

@@ -19,6 +19,7 @@ from toolbox import INDEX_KINDS, brute_force_within, copy_rows, flip_random
 from toolbox.data import planted_fingerprints
 from toolbox.mih_builds import build
 from toolbox.mih_merges import wait_for_workers
+from toolbox.plans import rows_by_plan
 
 # Each kind's index, and its queries' scope ("" or a condition on the domain, every third row's).
 KINDS = {**{kind: (using, "") for kind, using in INDEX_KINDS.items()},
@@ -157,17 +158,10 @@ def test_standby_queries_stay_exact_while_the_primary_flushes_and_recycles(pair)
             while not stop.is_set():
                 centre, k = flip_random(rng.choice(stored), rng.randint(0, 4), rng), rng.randint(0, 8)
                 try:
-                    # never prepared (psycopg prepares a query run 5 times): a prepared statement's
-                    # generic plan is kept whatever enable_* says later, so both sides would be one plan;
-                    # no index scan (the primary key's, the condition a filter, would do for ORDER BY id)
                     with conn.transaction():
                         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                        conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = on;"
-                                     " SET LOCAL enable_indexscan = off")
-                        by_index = [r[0] for r in conn.execute(sql, (str(centre), k), prepare=False)]
-                        conn.execute("SET LOCAL enable_seqscan = on; SET LOCAL enable_bitmapscan = off;"
-                                     " SET LOCAL enable_indexscan = off")
-                        assert by_index == [r[0] for r in conn.execute(sql, (str(centre), k), prepare=False)], \
+                        by_index = rows_by_plan(conn, sql, (str(centre), k), table="busy", index="busy_fp")
+                        assert by_index == rows_by_plan(conn, sql, (str(centre), k), table="busy", index=None), \
                             (centre, k)
                     compared.append(k)
                 except psycopg.errors.SerializationFailure:
