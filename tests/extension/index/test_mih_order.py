@@ -5,8 +5,9 @@ and its sort do, NULL distances last; across run sets and pending rows, with
 scope columns (`WHERE domain = $1`), a ball bounding the growth
 (`hamming_within(fp, q, 12)`), in a LATERAL subquery (rescans), from
 near-duplicates found by probes to random rows found by reading everything;
-the planner takes it for a small LIMIT on a large table and the sequential
-scan without one."""
+exact while writers flush and merge; the planner takes it for a small LIMIT
+on a large table and the sequential scan without one.  A bitmap scan of the
+scope alone returns the rows the index does not hold (NULL fingerprints)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from toolbox import copy_rows, flip_random, module_database
 from toolbox.data import clustered_rows, planted_fingerprints
 from toolbox.mih_merges import mih_stats
+from toolbox.workers import run_together
 
 NEAREST = "SELECT id, fp <~> %s::simhash64 FROM docs {where} ORDER BY fp <~> %s::simhash64 {limit}"
 
@@ -211,8 +213,55 @@ def test_scope_columns(db) -> None:
         # a scope the planner cannot fold (none given) never orders through the index
         plan = explain(db, NEAREST.format(where="", limit="LIMIT 10"), ("1", "1"))
         assert "docs_fp" not in plan, plan
+        # the scope alone, no radius (a bitmap scan, forced): the site's NULL fingerprints too
+        db.execute("SET enable_indexscan = off")
+        sql = "SELECT id FROM docs WHERE domain = %s ORDER BY id"
+        assert "Bitmap Index Scan on docs_fp" in explain(db, sql, (sites[0],))
+        assert [r[0] for r in db.execute(sql, (sites[0],))] == sorted(i for i in rows if domains[i] == sites[0])
     finally:
         db.execute("RESET enable_seqscan")
+        db.execute("RESET enable_indexscan")
+
+
+def test_exact_while_writers_flush_and_merge(db, postgresql_proc) -> None:
+    """Two writers insert near copies (a flush every 64 rows, merges in the
+    workers) while two readers compare the ordering scan's nearest rows with
+    the sequential scan's, each pair in one snapshot."""
+    rng = random.Random(6)
+    fps = planted_fingerprints(rng, 3000)
+    stored = [fp for fp in fps if fp is not None]
+    load(db, dict(enumerate(fps)))
+    server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user,
+                  dbname=db.info.dbname, autocommit=True)
+
+    def write(seed: int) -> None:
+        wrng = random.Random(seed)
+        with psycopg.connect(**server) as conn:
+            conn.execute("SET simhash.mih_pending_limit = 64")
+            for i in range(500):
+                conn.execute("INSERT INTO docs VALUES (%s, NULL, %s::simhash64)",
+                             (100_000 * (seed + 1) + i, str(flip_random(wrng.choice(stored), wrng.randint(0, 5), wrng))))
+
+    compared: list[str] = []
+
+    def read(stop) -> None:
+        rrng = random.Random(len(compared))
+        sql = NEAREST.format(where="", limit="LIMIT 15")
+        with psycopg.connect(**server) as conn:
+            while not stop.is_set():
+                q = str(flip_random(rrng.choice(stored), rrng.randint(0, 4), rrng))
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    conn.execute("SET LOCAL enable_seqscan = off")
+                    by_index = [d for _, d in conn.execute(sql, (q, q), prepare=False)]
+                    conn.execute("SET LOCAL enable_seqscan = on; SET LOCAL enable_indexscan = off")
+                    assert by_index == [d for _, d in conn.execute(sql, (q, q), prepare=False)], q
+                compared.append(q)
+
+    errors = run_together([lambda seed=seed: write(seed) for seed in range(2)], [read, read])
+    assert not errors, errors
+    assert len(compared) > 20, len(compared)
+    assert mih_stats(db, "docs_fp")["flushes"] >= 10
 
 
 @given(clustered_rows(max_k=5), st.integers(0, 2**64 - 1), st.integers(1, 70), st.booleans())
