@@ -125,7 +125,7 @@ def test_nearest_first_exactly_across_run_sets_and_pending_rows(large_db, large)
     sql = NEAREST.format(where="", limit="LIMIT 10")
     plan = explain(large_db, sql, ("1", "1"))
     assert "Index Scan using docs_fp on docs" in plan and "Order By: (fp <~> " in plan, plan
-    for q in queries(rng, large, 12):
+    for q in queries(rng, large, 8):
         for n in (1, 2, 10, rng.randint(3, 999), 1000):
             assert_nearest(large_db, large, q, n)
 
