@@ -28,6 +28,7 @@ _PG_init(void)
 	simhash_text_v2_init();
 	simhash_probe_plan_define_setting();
 	simhash_mih_init();
+	simhash_mih_planner_init();
 	simhash_find_all_parallel_init();
 	simhash_progress_init();
 	simhash_spill_init();

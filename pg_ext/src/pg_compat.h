@@ -169,4 +169,15 @@ typedef uint64 simhash_query_id;
 #define simhash_noreturn pg_attribute_noreturn()
 #endif
 
+/*
+ * Keeps the planner from a path whatever its cost (an index path that
+ * cannot answer its query): an infinite cost does before PostgreSQL 18,
+ * which compares paths' disabled nodes before their costs.
+ */
+#if PG_VERSION_NUM >= 180000
+#define simhash_disable_path(path) ((path)->disabled_nodes = 2)
+#else
+#define simhash_disable_path(path) ((void) (path))
+#endif
+
 #endif							/* SIMHASH_PG_COMPAT_H */

@@ -18,6 +18,7 @@ import psycopg
 
 BY_INDEX = ("enable_seqscan = off", "enable_bitmapscan = on", "enable_indexscan = off")
 BY_SEQSCAN = ("enable_seqscan = on", "enable_bitmapscan = off", "enable_indexscan = off")
+BY_ORDERING_SCAN = ("enable_seqscan = off", "enable_bitmapscan = off", "enable_indexscan = on")
 
 
 def plan_of(conn: psycopg.Connection, sql: str, params=()) -> str:
@@ -25,15 +26,18 @@ def plan_of(conn: psycopg.Connection, sql: str, params=()) -> str:
     return "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params, prepare=False))
 
 
-def rows_by_plan(conn: psycopg.Connection, sql: str, params=(), *, table: str, index: str | None) -> list[tuple]:
-    """sql's rows through a bitmap scan of `index`, or with index None by a
-    sequential scan of `table` that uses no index at all (asserted)."""
+def rows_by_plan(conn: psycopg.Connection, sql: str, params=(), *, table: str, index: str | None,
+                 ordering: bool = False) -> list[tuple]:
+    """sql's rows through a bitmap scan of `index` (with ordering, its
+    ordering scan: ORDER BY fp <~> q), or with index None by a sequential
+    scan of `table` that uses no index at all (asserted)."""
     with conn.transaction():
-        for setting in BY_INDEX if index else BY_SEQSCAN:
+        for setting in (BY_ORDERING_SCAN if ordering else BY_INDEX) if index else BY_SEQSCAN:
             conn.execute(f"SET LOCAL {setting}")
         plan = plan_of(conn, sql, params)
         if index:
-            assert f"Bitmap Index Scan on {index}" in plan, plan
+            scan = f"Index Scan using {index}" if ordering else f"Bitmap Index Scan on {index}"
+            assert scan in plan, plan
         else:
             assert f"Seq Scan on {table}" in plan and "Index" not in plan, plan
         return conn.execute(sql, params, prepare=False).fetchall()

@@ -2,8 +2,9 @@
 the primary's answers (and brute force's), after a build, inserts, flushes of
 simhash_mih's pending list into run sets, deletes, VACUUM's merges and page
 recycling, and REINDEX (simhash_mih's in parallel, its pages logged whole at
-the build's end), scoped queries through a scoped simhash_mih index too:
-every page change reaches the standby through WAL."""
+the build's end), scoped queries through a scoped simhash_mih index too, and
+simhash_mih's ordering scans (the n nearest rows): every page change reaches
+the standby through WAL."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import psycopg
 import pytest
 
 from pysimhash_sql.throwaway import ThrowawayServer
-from toolbox import INDEX_KINDS, brute_force_within, copy_rows, flip_random
+from toolbox import INDEX_KINDS, brute_force_within, copy_rows, distance, flip_random
 from toolbox.data import planted_fingerprints
 from toolbox.mih_builds import build
 from toolbox.mih_merges import wait_for_workers
@@ -56,6 +57,16 @@ def caught_up(primary: psycopg.Connection, standby: psycopg.Connection) -> None:
     while not standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]:
         assert time.monotonic() < deadline, "the standby did not catch up in 60 s"
         time.sleep(0.05)
+
+
+def nearest(conn: psycopg.Connection, centres: list[int], scope: str) -> list[list[int]]:
+    """The distances of the 20 nearest rows of each centre, through simhash_mih's ordering scan."""
+    sql = (f"SELECT fp <~> %s::text::simhash64 FROM docs {'WHERE ' + scope[:-len(' AND ')] if scope else ''}"
+           " ORDER BY fp <~> %s::text::simhash64 LIMIT 20")
+    conn.execute("SET enable_seqscan = off")
+    plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, ("1", "1")))
+    assert "Index Scan using docs_fp" in plan, plan
+    return [[r[0] for r in conn.execute(sql, (str(c), str(c)))] for c in centres]
 
 
 def answers(conn: psycopg.Connection, queries: list[tuple[int, int]], index: str, scope: str) -> list[list[int]]:
@@ -99,6 +110,13 @@ def test_standby_answers_as_the_primary_does(pair, kind: str) -> None:
             expected = [brute_force_within(current, c, k) for c, k in queries]
             assert answers(p, queries, "docs_fp", scope) == expected
             assert answers(s, queries, "docs_fp", scope) == expected
+            if kind.startswith("simhash_mih"):  # the n nearest, by the ordering scan
+                p.execute("ANALYZE docs")  # the scope's share of the rows, for the planner
+                caught_up(p, s)
+                centres = [c for c, _ in queries[:10]]
+                values = [fp for fp in current if fp is not None]
+                assert nearest(s, centres, scope) == nearest(p, centres, scope) == \
+                    [sorted(distance(fp, c) for fp in values)[:20] for c in centres]
 
         compare()
         for i in range(300):  # single-row inserts: simhash_mih flushes every 64
@@ -125,7 +143,8 @@ def test_standby_queries_stay_exact_while_the_primary_flushes_and_recycles(pair)
     were recycled under it scans again (or fails with a retryable
     serialization failure), never answers wrong.  Standby readers compare the
     index with a sequential scan in one snapshot while two primary writers
-    make a flush every 64 rows."""
+    make a flush every 64 rows; every other query is an ordering scan's
+    nearest rows (their distances), every radius grown a pass of its own."""
     from toolbox.workers import run_together
 
     primary, standby = pair
@@ -153,15 +172,21 @@ def test_standby_queries_stay_exact_while_the_primary_flushes_and_recycles(pair)
     retried: list[int] = []
 
     def read(stop) -> None:
-        sql = "SELECT id FROM busy WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
+        radius = "SELECT id FROM busy WHERE hamming_within(fp, %s::text::simhash64, %s) ORDER BY id"
+        # every other query the 10 nearest rows' distances (k unused): the ordering scan
+        ordering = ("SELECT (fp <~> %s::text::simhash64) + 0 * %s FROM busy ORDER BY fp <~> %s::text::simhash64"
+                    " LIMIT 10")
         with standby.connect() as conn:
             while not stop.is_set():
                 centre, k = flip_random(rng.choice(stored), rng.randint(0, 4), rng), rng.randint(0, 8)
+                sql, params = (radius, (str(centre), k)) if len(compared) % 2 else \
+                    (ordering, (str(centre), k, str(centre)))
                 try:
                     with conn.transaction():
                         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                        by_index = rows_by_plan(conn, sql, (str(centre), k), table="busy", index="busy_fp")
-                        assert by_index == rows_by_plan(conn, sql, (str(centre), k), table="busy", index=None), \
+                        ordered = sql is ordering
+                        by_index = rows_by_plan(conn, sql, params, table="busy", index="busy_fp", ordering=ordered)
+                        assert by_index == rows_by_plan(conn, sql, params, table="busy", index=None), \
                             (centre, k)
                     compared.append(k)
                 except psycopg.errors.SerializationFailure:

@@ -21,7 +21,10 @@
  *   mih_insert.c        inserts: the pending list's lanes, seals
  *   mih_scan_pending.c  a radius query's reading of the pending list
  *                       (mih_scan.h: the query's state)
+ *   mih_scan_unindexed.c  the rows the index does not hold (NULLs), from the
+ *                       table, for the queries they may match
  *   mih_scan.c          a radius query: probes into every run of every set
+ *   mih_scan_order.c    ORDER BY fp <~> q: radii growing, rows by distance
  *   mih_vacuum.c        VACUUM: dead entries out, retired pages recycled
  *   mih_check.c         simhash_mih_check: every page invariant (amcheck's role)
  *   mih_stats.c         simhash_mih_stats: the write path, from the metapage
@@ -566,8 +569,14 @@ extern bool mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer 
 					   Relation heapRel, IndexUniqueCheck checkUnique, bool indexUnchanged,
 					   IndexInfo *indexInfo);
 
-/* mih_scan_pending.c, mih_scan.c: a radius query (mih_scan.h) */
+/* mih_scan_pending.c, mih_scan_unindexed.c, mih_scan.c: a radius query (mih_scan.h) */
 extern int64 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+
+/* mih_scan_order.c: the ordering scan, and every scan's state */
+extern IndexScanDesc mih_beginscan(Relation index, int nkeys, int norderbys);
+extern void mih_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys, ScanKey orderbys, int norderbys);
+extern void mih_endscan(IndexScanDesc scan);
+extern bool mih_gettuple(IndexScanDesc scan, ScanDirection dir);
 
 /* mih_vacuum.c */
 extern IndexBulkDeleteResult *mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
@@ -575,5 +584,6 @@ extern IndexBulkDeleteResult *mih_bulkdelete(IndexVacuumInfo *info, IndexBulkDel
 extern IndexBulkDeleteResult *mih_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats);
 
 /* mih_check.c, mih_stats.c: SQL functions (simhash_mih_check, simhash_mih_stats); mih_am.c: the handler */
+extern void simhash_mih_planner_init(void);
 
 #endif							/* SIMHASH_MIH_H */

@@ -378,8 +378,7 @@ mih_probe_range(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uin
 			{
 				ItemPointerData tid = mih_run_tid(v, c.j);
 
-				tbm_add_tuples(s->tbm, &tid, 1, true);
-				s->found++;
+				mih_found(s, &tid, unlead(key, mask));
 			}
 			else
 				add_lookup(s, unlead(key, mask));
@@ -586,7 +585,7 @@ mih_probe_set(MihProbe *s)
  * row, for the heap to recheck.  With several balls, the probes search the
  * smallest; the others filter.
  */
-static bool
+bool
 mih_read_keys(IndexScanDesc scan, MihQuery *q)
 {
 	Relation	index = scan->indexRelation;
@@ -623,15 +622,18 @@ mih_read_keys(IndexScanDesc scan, MihQuery *q)
 		}
 	}
 	memset(q, 0, sizeof(*q));
-	q->folded = nballs > 0;
+	q->scoped = true;
 	for (int i = 0; i < scope.ncolumns; i++)
-		q->folded &= given[i];
+		q->scoped &= given[i];
+	q->folded = q->scoped && nballs > 0;
+	if (q->scoped)
+		q->folding = mih_scope_combine(&scope, hashes);
 	if (!q->folded)
 	{
 		q->probe.radius = SIMHASH64_BITS;
 		return true;
 	}
-	folding = mih_scope_combine(&scope, hashes);
+	folding = q->folding;
 	for (int i = 1; i < nballs; i++)
 		if (balls[i].radius < balls[0].radius)
 		{
@@ -673,57 +675,69 @@ mih_scan_layout(MihProbe *s, const MihMeta *meta)
 	mih_scan_pending_list(s, meta);
 }
 
-int64
-mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+/*
+ * A radius query over the whole index: s->center, s->k and s->query's other
+ * balls, into s's bitmap or hits.  Every run set is probed with the plan
+ * for k, or, where there is none (or, with entries_per_probe, where the plan
+ * has more probes than the index's rows over it: reading them costs more
+ * than reading every entry), the first run of each set is read whole, each
+ * entry compared within whole_k bits (s->k is set to it).  Returns whether
+ * it probed.
+ *
+ * The pin on the metapage stays until the pass is done, and the query's
+ * snapshot holds recycling back (mih.h); where neither protects the pass (a
+ * hot standby), a change of the recycling count means a page it read may
+ * have been reused: it scans again (the bitmap keeps what it found, a
+ * superset rechecked at the heap; the hits start over).
+ */
+bool
+mih_scan_radius(MihProbe *s, double entries_per_probe, int whole_k)
 {
-	Relation	index = scan->indexRelation;
-	MihProbe	s;
-	MihQuery	query;
+	Relation	index = s->index;
 	SimhashProbePlan plan;
 	Buffer		meta_buffer;
 	MihMeta		meta;
-	bool		planned;
+	bool		planned = false;
 
-	if (!mih_read_keys(scan, &query))
-		return 0;
-	memset(&s, 0, sizeof(s));
-	s.index = index;
-	s.tbm = tbm;
-	s.query = &query;
-	s.center = query.probe.center;
-	s.k = query.probe.radius;
-	s.held.run = -1;
-	/*
-	 * The pin stays until the pass is done, and the query's snapshot holds
-	 * recycling back (mih.h); where neither protects the pass (a hot
-	 * standby), a change of the recycling count means a page it read may
-	 * have been reused: it scans again (the bitmap keeps what it found, a
-	 * superset rechecked at the heap).
-	 */
+	s->held.run = -1;
 	for (int pass = 1;; pass++)
 	{
 		meta_buffer = mih_pin_meta(index, &meta);
 		mih_scan_guard(index, meta.nrecycles);
-		s.cache = mih_cache(index, &meta);
-		s.copies = s.cache->copies;
+		s->cache = mih_cache(index, &meta);
+		s->copies = s->cache->copies;
 		if (pass == 1)
 		{
-			planned = mih_plan(&s.cache->blocks, s.k, &plan);
-			s.plan = planned ? &plan : NULL;
+			planned = mih_plan(&s->cache->blocks, s->k, &plan);
+			if (planned && entries_per_probe > 0)
+			{
+				double		rows = meta.sealed_count;
+
+				for (int i = 0; i < meta.nsets; i++)
+					rows += meta.sets[i].nentries;
+				for (int i = 0; i < mih_nlanes(&meta); i++)
+					rows += MIH_LANE(&meta, i)->rows;
+				planned = plan.nkeys * entries_per_probe <= rows;
+			}
+			s->plan = planned ? &plan : NULL;
 			if (planned)
 			{
-				for (int t = 0; t < s.cache->blocks.nblocks; t++)
-					s.probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
-				mih_make_probes(&s);
+				for (int t = 0; t < s->cache->blocks.nblocks; t++)
+					s->probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
+				mih_make_probes(s);
 			}
+			else
+				s->k = whole_k;
 		}
-		s.found = 0;
-		mih_scan_layout(&s, &meta);
+		s->found = 0;
+		if (s->hits)
+			s->hits->n = 0;
+		mih_scan_layout(s, &meta);
 		mih_scan_guard(NULL, 0);
 		ReleaseBuffer(meta_buffer);
 		if (mih_counts_now(index).nrecycles == meta.nrecycles)
 			break;
-		mih_pending_copies_forget(s.copies);	/* a page copied may have been reused under the pass */
+		mih_pending_copies_forget(s->copies);	/* a page copied may have been reused under the pass */
 		if (pass == MIH_SCAN_PASSES)
 			ereport(ERROR,
 					errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -731,5 +745,42 @@ mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 						   RelationGetRelationName(index), pass),
 					errhint("Retry the query.  On a hot standby, recycling follows the primary's flushes."));
 	}
-	return s.found;
+	for (int t = 0; planned && t < s->cache->blocks.nblocks; t++)
+		pfree(s->probes[t]);
+	s->plan = NULL;
+	return planned;
+}
+
+/*
+ * The bitmap scan: the keys' radius query, and the rows the index does not
+ * hold where they may match too (mih_scan_unindexed.c).
+ */
+int64
+mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+{
+	MihProbe	s;
+	MihQuery	query;
+	int64		found;
+
+	if (!mih_read_keys(scan, &query))
+		return 0;
+	memset(&s, 0, sizeof(s));
+	s.index = scan->indexRelation;
+	s.tbm = tbm;
+	s.query = &query;
+	s.center = query.probe.center;
+	s.k = query.probe.radius;
+	mih_scan_radius(&s, 0, s.k);
+	found = s.found;
+	if (!mih_holds_every_match(&query))
+	{
+		ItemPointerData *tids;
+		int64		n = mih_unindexed_rows(scan, &tids);
+
+		for (int64 from = 0; from < n; from += PG_INT32_MAX)
+			tbm_add_tuples(tbm, tids + from, (int) Min(n - from, PG_INT32_MAX), true);
+		found += n;
+		pfree(tids);
+	}
+	return found;
 }

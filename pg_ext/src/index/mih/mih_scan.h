@@ -19,11 +19,25 @@
  */
 typedef struct MihQuery
 {
-	bool		folded;			/* every scope column given: centres folded */
+	bool		scoped;			/* every scope column given: `folding` is their hash */
+	bool		folded;			/* scoped, and a ball given: centres folded */
+	uint64		folding;
 	SimhashBall probe;
 	int			nothers;
 	SimhashBall *others;
 } MihQuery;
+
+/*
+ * Where an ordering scan's probes put their matches (mih_scan_order.c):
+ * each TID with its distance from the centre, in the order found.
+ */
+typedef struct MihHits
+{
+	ItemPointerData *tids;
+	uint8	   *distances;
+	int64		n;
+	int64		room;
+} MihHits;
 
 /*
  * The run page a walk has locked, kept while the next probes (in key order)
@@ -44,7 +58,8 @@ typedef struct MihProbe
 	struct MihCache *cache;	/* the run sets' directories (mih_scan.c) */
 	const SimhashProbePlan *plan;	/* NULL when reading the first run whole */
 	int			set;
-	TIDBitmap  *tbm;
+	TIDBitmap  *tbm;			/* the matches go here, or (NULL) to hits */
+	MihHits    *hits;
 	uint64		center;
 	int			k;
 	const MihQuery *query;
@@ -73,10 +88,42 @@ mih_in_other_balls(const MihProbe *s, uint64 fp)
 	return true;
 }
 
+/* A match: into the bitmap, or with its distance into the hits. */
+static inline void
+mih_found(MihProbe *s, ItemPointer tid, uint64 fp)
+{
+	MihHits    *hits = s->hits;
+
+	s->found++;
+	if (s->tbm)
+	{
+		tbm_add_tuples(s->tbm, tid, 1, true);
+		return;
+	}
+	if (hits->n == hits->room)
+	{
+		hits->room = Max(1024, hits->room * 2);
+		hits->tids = hits->tids ? repalloc_huge(hits->tids, hits->room * sizeof(ItemPointerData)) :
+			palloc_extended(hits->room * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
+		hits->distances = hits->distances ? repalloc_huge(hits->distances, hits->room) :
+			palloc_extended(hits->room, MCXT_ALLOC_HUGE);
+	}
+	hits->tids[hits->n] = *tid;
+	hits->distances[hits->n++] = (uint8) simhash_popcount64(fp ^ s->center);
+}
+
 /* mih_scan_pending.c */
 extern struct MihPendingCopies *mih_pending_copies_create(MemoryContext parent);
 extern void mih_pending_copies_adopt(struct MihPendingCopies *copies, MemoryContext parent);
 extern void mih_pending_copies_forget(struct MihPendingCopies *copies);
 extern void mih_scan_pending_list(MihProbe *s, const MihMeta *meta);
+
+/* mih_scan_unindexed.c */
+extern bool mih_holds_every_match(const MihQuery *q);
+extern int64 mih_unindexed_rows(IndexScanDesc scan, ItemPointerData **tids);
+
+/* mih_scan.c */
+extern bool mih_read_keys(IndexScanDesc scan, MihQuery *q);
+extern bool mih_scan_radius(MihProbe *s, double entries_per_probe, int whole_k);
 
 #endif							/* SIMHASH_MIH_SCAN_H */

@@ -23,7 +23,7 @@
  *     metapage's count of seals (nseals), and a copy is used only under the
  *     head and count it was made under.
  * On a hot standby, where a page can be recycled under a scan, a pass that
- * must be repeated drops every copy (mih_getbitmap).
+ * must be repeated drops every copy (mih_scan_radius).
  *
  * Layer (mih.h): above mih_utils.c; below mih_scan.c, which calls it.
  */
@@ -140,7 +140,7 @@ mih_copy_page(MihPendingCopies *copies, MihChainCopy *c, BlockNumber blkno, cons
 }
 
 /*
- * Adds the TIDs of rows[0..n) within the query's balls to the bitmap: a
+ * Adds the TIDs of rows[0..n) within the query's balls to the matches: a
  * page's rows (locked in `buffer`, block blkno), each TID checked as it
  * matches, or copied ones (buffer InvalidBuffer), checked when copied.
  */
@@ -166,8 +166,7 @@ mih_compare_rows(MihProbe *s, const uint64 *fps, ItemPointerData *tids, int n, B
 				UnlockReleaseBuffer(buffer);
 				mih_corrupt(s->index, blkno, "entry %d has an invalid heap TID", j);
 			}
-			tbm_add_tuples(s->tbm, &tids[j], 1, true);
-			s->found++;
+			mih_found(s, &tids[j], fps[j]);
 		}
 	}
 }
@@ -247,8 +246,7 @@ mih_scan_busy_tail(MihProbe *s, BlockNumber blkno, const MihMeta *meta)
 	{
 		if (!mih_in_other_balls(s, fps[hits[h]]))
 			continue;
-		tbm_add_tuples(s->tbm, &tids[hits[h]], 1, true);
-		s->found++;
+		mih_found(s, &tids[hits[h]], fps[hits[h]]);
 	}
 	return true;
 }

@@ -1,0 +1,284 @@
+"""simhash_mih as an ordering index (pg_ext/src/index/mih/mih_scan_order.c,
+issue 50): `ORDER BY fp <~> q LIMIT n` returns the n nearest rows, exactly
+(the distances are the n smallest, ties in any order), as a sequential scan
+and its sort do, NULL distances last; across run sets and pending rows, with
+scope columns (`WHERE domain = $1`), a ball bounding the growth
+(`hamming_within(fp, q, 12)`), in a LATERAL subquery (rescans), from
+near-duplicates found by probes to random rows found by reading everything;
+exact while writers flush and merge; the planner takes it for a small LIMIT
+on a large table and the sequential scan without one.  A bitmap scan of the
+scope alone returns the rows the index does not hold (NULL fingerprints)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolbox import copy_rows, flip_random, module_database
+from toolbox.data import clustered_rows, planted_fingerprints
+from toolbox.mih_merges import mih_stats
+from toolbox.plans import rows_by_plan
+from toolbox.workers import run_together
+
+NEAREST = "SELECT id, fp <~> %s::simhash64 FROM docs {where} ORDER BY fp <~> %s::simhash64 {limit}"
+
+
+@pytest.fixture(scope="module")
+def order_db(postgresql_proc):
+    """A database of this module's own (hypothesis runs a test body many times)."""
+    yield from module_database(postgresql_proc, "mih_order")
+
+
+def expected_distances(rows: dict[int, int | None], q: int | None) -> list[int | None]:
+    """Every row's distance from q, ascending, NULLs (a NULL fingerprint or q) last."""
+    if q is None:
+        return [None] * len(rows)
+    values = np.array([fp for fp in rows.values() if fp is not None], dtype=np.uint64)
+    near = sorted(np.bitwise_count(values ^ np.uint64(q)).tolist())
+    return near + [None] * (len(rows) - len(near))
+
+
+def assert_nearest(conn: psycopg.Connection, rows: dict[int, int | None], q: int | None, n: int | None,
+                   where: str = "", params: tuple = ()) -> None:
+    """The query's rows are n of `rows` (all of them without n) at the n smallest
+    distances from q, in order, each at its own distance."""
+    sql = NEAREST.format(where=where, limit="" if n is None else f"LIMIT {n}")
+    q_text = None if q is None else str(q)
+    found = conn.execute(sql, (q_text, *params, q_text)).fetchall()
+    expected = expected_distances(rows, q)
+    assert [d for _, d in found] == expected[:len(expected) if n is None else n], (q, n, where)
+    assert len({i for i, _ in found}) == len(found)
+    for i, d in found:
+        fp = rows[i]
+        assert d == (None if fp is None or q is None else (fp ^ q).bit_count())
+
+
+def explain(conn: psycopg.Connection, sql: str, params: tuple = ()) -> str:
+    return "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+
+
+def load(conn: psycopg.Connection, rows: dict[int, int | None], index: str = "simhash_mih (fp)",
+         domains: dict[int, str | None] | None = None) -> None:
+    conn.execute("DROP TABLE IF EXISTS docs")
+    conn.execute("CREATE TABLE docs (id bigint PRIMARY KEY, domain text, fp simhash64)"
+                 " WITH (autovacuum_enabled = off)")
+    copy_rows(conn, "COPY docs FROM STDIN",
+              ((i, None if domains is None else domains[i], fp) for i, fp in rows.items()))
+    conn.execute(f"CREATE INDEX docs_fp ON docs USING {index}")
+    conn.execute("ANALYZE docs")
+
+
+def add_rows(conn: psycopg.Connection, rows: dict[int, int | None], more: dict[int, int | None],
+             domains: dict[int, str | None] | None = None) -> None:
+    """Inserts more rows a hundred at a time under a small pending limit and no
+    workers: flushes into new run sets, merges, and rows left pending."""
+    conn.execute("SET simhash.mih_background_merges = off")
+    conn.execute("SET simhash.mih_pending_limit = 150")
+    items = list(more.items())
+    for start in range(0, len(items), 100):
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO docs VALUES (%s, %s, %s::simhash64)",
+                            [(i, None if domains is None else domains[i], None if fp is None else str(fp))
+                             for i, fp in items[start:start + 100]])
+    rows.update(more)
+    conn.execute("RESET simhash.mih_pending_limit")
+    conn.execute("RESET simhash.mih_background_merges")
+
+
+@pytest.fixture(scope="module")
+def large_db(postgresql_proc):
+    yield from module_database(postgresql_proc, "mih_order_large")
+
+
+@pytest.fixture(scope="module")
+def large(large_db):
+    """100k rows (random, planted clusters, NULLs) in a built run set, then 1000
+    inserted: several run sets and pending rows."""
+    rng = random.Random(50)
+    fps = planted_fingerprints(rng, 98_000)
+    rows = dict(enumerate(fps))
+    load(large_db, rows)
+    more = {len(rows) + j: rng.choice([None, rng.getrandbits(64), flip_random(rng.choice(fps[:100]) or 0, 2, rng)])
+            for j in range(1000)}
+    add_rows(large_db, rows, more)
+    stats = mih_stats(large_db, "docs_fp")
+    assert stats["run_sets"] >= 2 and stats["pending_rows"] > 0, stats
+    return rows
+
+
+def queries(rng: random.Random, rows: dict[int, int | None], count: int) -> list[int]:
+    """Centres: stored fingerprints, near copies of them, random ones."""
+    stored = [fp for fp in rows.values() if fp is not None]
+    return [rng.choice([rng.choice(stored), flip_random(rng.choice(stored), rng.randint(1, 6), rng),
+                        rng.getrandbits(64)]) for _ in range(count)]
+
+
+def test_nearest_first_exactly_across_run_sets_and_pending_rows(large_db, large) -> None:
+    """n = 1..1000 against brute force, near-duplicates (probes at growing
+    radii) and random centres (read whole); the plan is the ordering scan,
+    for a small LIMIT without any setting."""
+    rng = random.Random(1)
+    sql = NEAREST.format(where="", limit="LIMIT 10")
+    plan = explain(large_db, sql, ("1", "1"))
+    assert "Index Scan using docs_fp on docs" in plan and "Order By: (fp <~> " in plan, plan
+    for q in queries(rng, large, 8):
+        for n in (1, 2, 10, rng.randint(3, 999), 1000):
+            assert_nearest(large_db, large, q, n)
+
+
+def test_the_planner_keeps_the_sequential_scan_for_large_limits(large_db, large) -> None:
+    for limit in ("", "LIMIT 100000"):
+        plan = explain(large_db, NEAREST.format(where="", limit=limit), ("1", "1"))
+        assert "docs_fp" not in plan and "Seq Scan on docs" in plan, (limit, plan)
+
+
+def test_every_row_in_order_nulls_last(large_db, large) -> None:
+    """Without a LIMIT, forced: every row, NULL fingerprints last, as the
+    sequential scan gives them; a NULL q: every row, every distance NULL."""
+    large_db.execute("SET enable_seqscan = off")
+    large_db.execute("SET enable_sort = off")
+    try:
+        assert "Index Scan using docs_fp" in explain(large_db, NEAREST.format(where="", limit=""), ("1", "1"))
+        assert_nearest(large_db, large, random.Random(2).getrandbits(64), None)
+        assert_nearest(large_db, large, None, 20)
+        assert_nearest(large_db, large, None, None)
+    finally:
+        large_db.execute("RESET enable_seqscan")
+        large_db.execute("RESET enable_sort")
+
+
+def test_a_ball_bounds_the_growth(large_db, large) -> None:
+    """`AND hamming_within(fp, c, k)`: the rows in the ball, nearest q first,
+    the ball's centre q itself or another."""
+    rng = random.Random(3)
+    stored = [fp for fp in large.values() if fp is not None]
+    for _ in range(6):
+        q = rng.choice(stored)
+        centre = rng.choice([q, flip_random(q, rng.randint(1, 8), rng)])
+        k = rng.choice([3, 12, 20])
+        inside = {i: fp for i, fp in large.items() if fp is not None and (fp ^ centre).bit_count() <= k}
+        where = "WHERE hamming_within(fp, %s::simhash64, %s)"
+        plan = explain(large_db, NEAREST.format(where=where, limit="LIMIT 5"), (str(q), str(centre), k, str(q)))
+        assert "Index Scan using docs_fp" in plan and "Order By" in plan, plan
+        for n in (1, 5, None):
+            assert_nearest(large_db, inside, q, n, where, (str(centre), k))
+
+
+def test_lateral_rescans(large_db, large) -> None:
+    """The 3 nearest of each of several centres: one ordering scan rescanned."""
+    centres = queries(random.Random(4), large, 8)
+    sql = ("SELECT c.q, n.d FROM unnest(%s::text[]) WITH ORDINALITY c(q, o),"
+           " LATERAL (SELECT fp <~> c.q::simhash64 AS d FROM docs ORDER BY fp <~> c.q::simhash64 LIMIT 3) n"
+           " ORDER BY c.o, n.d")
+    params = ([str(q) for q in centres],)
+    plan = explain(large_db, sql, params)
+    assert "Nested Loop" in plan and "Index Scan using docs_fp" in plan, plan
+    got: dict[str, list[int]] = {}
+    for q, d in large_db.execute(sql, params):
+        got.setdefault(q, []).append(d)
+    assert got == {str(q): expected_distances(large, q)[:3] for q in centres}
+
+
+def test_scope_columns(db) -> None:
+    """USING simhash_mih (domain, fp): `WHERE domain = $1 ORDER BY fp <~> q`,
+    the domain's rows only (its NULL fingerprints last), across run sets and
+    pending rows; a page syndicated on every site is each site's nearest."""
+    rng = random.Random(5)
+    sites = [f"site{i}.example" for i in range(5)]
+    shared = rng.getrandbits(64)
+    rows: dict[int, int | None] = {}
+    domains: dict[int, str | None] = {}
+    for i in range(6000):
+        rows[i] = rng.choice([None, rng.getrandbits(64), flip_random(shared, rng.randint(0, 4), rng)])
+        domains[i] = rng.choice(sites + [None])
+    load(db, rows, "simhash_mih (domain, fp)", domains)
+    more = {6000 + j: flip_random(shared, rng.randint(0, 9), rng) for j in range(400)}
+    more_domains = {i: rng.choice(sites) for i in more}
+    domains.update(more_domains)
+    add_rows(db, rows, more, domains)
+    where = "WHERE domain = %s"
+    plan = explain(db, NEAREST.format(where=where, limit="LIMIT 10"), ("1", sites[0], "1"))
+    assert "Index Scan using docs_fp" in plan and "Order By" in plan, plan
+    db.execute("SET enable_seqscan = off")
+    try:
+        for site in sites[:3]:
+            mine = {i: fp for i, fp in rows.items() if domains[i] == site}
+            for q in (shared, flip_random(shared, 3, rng), rng.getrandbits(64)):
+                for n in (1, 7, 300, None):
+                    assert_nearest(db, mine, q, n, where, (site,))
+        # a scope the planner cannot fold (none given) never orders through the index
+        plan = explain(db, NEAREST.format(where="", limit="LIMIT 10"), ("1", "1"))
+        assert "docs_fp" not in plan, plan
+        # the scope alone, no radius (a bitmap scan, forced): the site's NULL fingerprints too
+        db.execute("SET enable_indexscan = off")
+        sql = "SELECT id FROM docs WHERE domain = %s ORDER BY id"
+        assert "Bitmap Index Scan on docs_fp" in explain(db, sql, (sites[0],))
+        assert [r[0] for r in db.execute(sql, (sites[0],))] == sorted(i for i in rows if domains[i] == sites[0])
+    finally:
+        db.execute("RESET enable_seqscan")
+        db.execute("RESET enable_indexscan")
+
+
+def test_exact_while_writers_flush_and_merge(db, postgresql_proc) -> None:
+    """Two writers insert near copies (a flush every 64 rows, merges in the
+    workers) while two readers compare the ordering scan's nearest rows with
+    the sequential scan's, each pair in one snapshot."""
+    rng = random.Random(6)
+    fps = planted_fingerprints(rng, 3000)
+    stored = [fp for fp in fps if fp is not None]
+    load(db, dict(enumerate(fps)))
+    server = dict(host=postgresql_proc.host, port=postgresql_proc.port, user=postgresql_proc.user,
+                  dbname=db.info.dbname, autocommit=True)
+
+    def write(seed: int) -> None:
+        wrng = random.Random(seed)
+        with psycopg.connect(**server) as conn:
+            conn.execute("SET simhash.mih_pending_limit = 64")
+            for i in range(500):
+                conn.execute("INSERT INTO docs VALUES (%s, NULL, %s::simhash64)",
+                             (100_000 * (seed + 1) + i, str(flip_random(wrng.choice(stored), wrng.randint(0, 5), wrng))))
+
+    compared: list[str] = []
+
+    def read(stop) -> None:
+        rrng = random.Random(len(compared))
+        sql = NEAREST.format(where="", limit="LIMIT 15")
+        with psycopg.connect(**server) as conn:
+            while not stop.is_set():
+                q = str(flip_random(rrng.choice(stored), rrng.randint(0, 4), rrng))
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    by_index = [d for _, d in rows_by_plan(conn, sql, (q, q), table="docs", index="docs_fp",
+                                                           ordering=True)]
+                    assert by_index == [d for _, d in rows_by_plan(conn, sql, (q, q), table="docs", index=None)], q
+                compared.append(q)
+
+    errors = run_together([lambda seed=seed: write(seed) for seed in range(2)], [read, read])
+    assert not errors, errors
+    assert len(compared) > 20, len(compared)
+    assert mih_stats(db, "docs_fp")["flushes"] >= 10
+
+
+@given(clustered_rows(max_k=5), st.integers(0, 2**64 - 1), st.integers(1, 70), st.booleans())
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_small_tables_against_brute_force(order_db, example, q, n, pending) -> None:
+    """Hypothesis's clustered rows (exact duplicates: ties), the centre one of
+    them or any value, some rows inserted after the build."""
+    rows_list, _, _ = example
+    rows = dict(rows_list)
+    if rows:
+        q = random.Random(q).choice([q, *[fp for fp in rows.values() if fp is not None]])
+    built = dict(list(rows.items())[:len(rows) // 2]) if pending else rows
+    load(order_db, built)
+    if pending:
+        add_rows(order_db, built, {i: fp for i, fp in rows.items() if i not in built})
+    order_db.execute("SET enable_seqscan = off")
+    try:
+        assert_nearest(order_db, rows, q, n)
+    finally:
+        order_db.execute("RESET enable_seqscan")
