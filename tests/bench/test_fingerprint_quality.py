@@ -6,6 +6,7 @@ vote equals the package's, and near pairs equal brute force."""
 from __future__ import annotations
 
 import random
+import re
 
 import fingerprint_quality as fq
 import numpy as np
@@ -192,3 +193,53 @@ def test_stand_in_tokens_are_the_packages_version_2_tokens() -> None:
     for kind in (None, *fq.COPIES):
         text = PAGE if kind is None else fq.make_copy(kind, PAGE, "page")
         assert normalizer.tokens(text) == hashing.tokenize_v2(text)
+
+
+def test_numbers_of_their_own_are_tokens_apart_from_letters() -> None:
+    normalizer = fq.Normalizer(fq.number_char)
+    assert normalizer.tokens("Model X200 costs 12.99 EUR, ²3") == ["model", "x", "200", "costs", "12", "99", "eur", "23"]
+
+
+def test_features_with_a_number_vote_at_the_number_weight() -> None:
+    """/numsW: a feature with a number in it votes W x its part's weight (0: not at
+    all, as if the number were not there for token 1-shingles)."""
+    fp = fq.Fingerprinter([fq.parse_design(n) for n in ("tok1/nums0", "tok1/nums0.5", "tok1/nums1", "chr5/nums0")])
+    got = fp("abc 12 x86")
+    plain = fq.Fingerprinter([fq.parse_design("tok1/num")])
+    assert got["tok1/nums0"] == plain("abc x")["tok1/num"]
+    assert got["tok1/nums1"] == plain("abc 12 x 86")["tok1/num"]
+    h = fq.TokenHashes()(["abc", "12", "x", "86"])
+    assert got["tok1/nums0.5"] == fq.vote_parts([(fq.gram_hashes(h, 1, 1), np.array([1, 0.5, 1, 0.5]))])
+    chr5 = fq.Fingerprinter([fq.parse_design(n) for n in ("chr5/nums1", "chr5/nums0")])
+    a, b = chr5("abcdef 12 ghijk"), chr5("abcdef 98 ghijk")  # grams with a digit do not vote at 0
+    assert a["chr5/nums0"] == b["chr5/nums0"] and a["chr5/nums1"] != b["chr5/nums1"]
+    assert str(fq.parse_design("tok3+2*chr5/run/nums0.25/pow0.5")) == (
+        "token 3 + 2x char 5, runs once, numbers tokens of their own at 0.25x, count^0.5 votes")
+
+
+def test_a_zero_power_votes_each_distinct_feature_once() -> None:
+    fp = fq.Fingerprinter([fq.parse_design("tok1+2*chr5/pow0"), fq.parse_design("tok1+2*chr5/set")])
+    got = fp("abcde abcde abcde fghij abcde")
+    assert got["tok1+2*chr5/pow0"] == got["tok1+2*chr5/set"]
+
+
+def test_stamp_pair_differs_only_in_the_time() -> None:
+    for seed in ("a", "b", "c", "d"):
+        original, copy = fq.stamp_pair(PAGE, seed)
+        assert original != copy and fq.make_original("stamp", PAGE, seed) == original
+        assert fq.make_copy("stamp", PAGE, seed) == copy
+        diff = [(x, y) for x, y in zip(original.splitlines(), copy.splitlines()) if x != y]
+        assert len(diff) == 1 and all(line.startswith("Last updated ") for line in diff[0])
+        lines = original.split("\n")
+        top = lines[0].startswith("Last updated ")
+        assert "\n".join(lines[1:] if top else lines[:-1]) == PAGE
+
+
+def test_numbers_changed_changes_every_number_and_nothing_else() -> None:
+    text = "Item 00123 costs 12.99 EUR, 7 left; x86 page 1 of 40"
+    copy = fq.make_copy_of(fq.NUMBERS_COPY, text, "p")
+    assert copy == fq.make_copy_of(fq.NUMBERS_COPY, text, "p")
+    assert re.sub(r"[0-9]", "#", copy) == re.sub(r"[0-9]", "#", text)  # as many digits, in place
+    assert all(a != b for a, b in zip(re.findall("[0-9]+", text), re.findall("[0-9]+", copy)))
+    assert fq.number_share(text) == pytest.approx(7 / 14)
+    assert fq.number_share("") == 0
