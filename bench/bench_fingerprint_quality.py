@@ -261,7 +261,7 @@ def summary(designs, recall: dict, numbers: dict, different: dict) -> None:
     kinds = sorted({k for _, k, *_ in recall}, key=list(fq.COPIES).index)
     print("\nsummary: worst language (>= 2,000 / 800-2,000 characters) of each copy; numbers changed "
           f"NOT within {K} bits; different pairs within {K} bits")
-    print("| row | " + " | ".join(f"{k}" for k in kinds) + " | numbers changed apart | different pairs |")
+    print("| row | " + "".join(f"{k} | " for k in kinds) + "numbers changed apart | different pairs |")
     print("|---|" + "---|" * (len(kinds) + 2))
     for row in rows:
         cells = []
@@ -273,7 +273,7 @@ def summary(designs, recall: dict, numbers: dict, different: dict) -> None:
             cells.append(" / ".join(worst))
         n = f"{numbers[row]:.2f}" if row in numbers else "-"
         dp = f"{different[row]:,}" if row in different else "-"
-        print(f"| {label(row, designs)} | " + " | ".join(cells) + f" | {n} | {dp} |")
+        print(f"| {label(row, designs)} | " + "".join(f"{c} | " for c in cells) + f"{n} | {dp} |")
 
 
 def main() -> None:

@@ -349,14 +349,20 @@ class Design:
     cap: int = 0  # > 0: each distinct feature votes at most this many times
     power: float = 1.0  # != 1: each distinct feature votes weight x count**power times
     number_weight: float = 1.0
+    line_numbers: float = 0  # > 0: a line's numbers, all of them, are one more feature voting this many times
+    # "own" numbers whose weight follows their share of the page's tokens: number_weight x
+    # a ramp from 0 at NUMBER_RAMP[0] to 1 at NUMBER_RAMP[1] and above.
+    number_ramp: bool = False
 
     def __str__(self):
         return " + ".join(map(str, self.parts)) + (", distinct" if self.unique else "") + (
             ", runs once" if self.runs else "") + (f", 1 in {self.sample}" if self.sample > 1 else "") + (
             {"separate": "", "tokens": ", numbers as tokens", "nonum": ", numbers as tokens but no number tokens",
-             "own": f", numbers tokens of their own at {self.number_weight:g}x"}[
+             "own": f", numbers tokens of their own at {self.number_weight:g}x"
+             + (" their share's ramp" if self.number_ramp else "")}[
                 self.numbers]) + (f", at most {self.cap} votes" if self.cap else "") + (
-            f", count^{self.power:g} votes" if self.power != 1 else "")
+            f", count^{self.power:g} votes" if self.power != 1 else "") + (
+            f", a line's numbers one feature x{self.line_numbers:g}" if self.line_numbers else "")
 
 
 def parse_design(spec: str) -> Design:
@@ -365,21 +371,28 @@ def parse_design(spec: str) -> Design:
     (numbers are word characters, not separators), '/nonum' (so, but tokens of
     digits only left out), '/capN' (a distinct feature votes at most N times), '/powA'
     (a distinct feature votes its weight x count**A), '/numsW' (a number is a token of
-    its own, letters and digits apart, and a feature with a number votes W x) -> Design."""
+    its own, letters and digits apart, and a feature with a number votes W x), '/lnumW'
+    (the numbers of a line, all of them, are one more feature voting W times), '/nshW'
+    (as numsW, but W x a ramp of the numbers' share of the tokens, NUMBER_RAMP) -> Design."""
     body, *flags = spec.split("/")
     sample = cap = 0
     power = number_weight = 1.0
+    line_numbers = 0.0
     for flag in flags:
-        if re.fullmatch(r"pow\d+(\.\d+)?", flag):
+        if re.fullmatch(r"lnum\d+(\.\d+)?", flag):
+            line_numbers = float(flag[4:])
+        elif re.fullmatch(r"pow\d+(\.\d+)?", flag):
             power = float(flag[3:])
         elif re.fullmatch(r"nums\d+(\.\d+)?", flag):
             number_weight = float(flag[4:])
+        elif re.fullmatch(r"nsh\d+(\.\d+)?", flag):
+            number_weight = float(flag[3:])
         elif re.fullmatch(r"s[1-9]\d*", flag):
             sample = int(flag[1:])
         elif re.fullmatch(r"cap[1-9]\d*", flag):
             cap = int(flag[3:])
         elif flag not in ("set", "run", "num", "nonum"):
-            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN, capN, powA or numsW")
+            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN, capN, powA, numsW, nshW or lnumW")
     parts = []
     for part in body.split("+"):
         weight, _, rest = part.rpartition("*")
@@ -387,9 +400,11 @@ def parse_design(spec: str) -> Design:
         if not m:
             raise ValueError(f"design part {part!r}: expected tokN or chrN, optionally W*")
         parts.append(Part(m.group(1), int(m.group(2)), int(weight or 1)))
-    own = any(f.startswith("nums") for f in flags)
+    ramp = any(f.startswith("nsh") for f in flags)
+    own = ramp or any(f.startswith("nums") for f in flags)
     numbers = "own" if own else "nonum" if "nonum" in flags else "tokens" if "num" in flags else "separate"
-    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap, power, number_weight)
+    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap, power, number_weight,
+                  line_numbers, ramp)
 
 
 def _counts(h: np.ndarray) -> np.ndarray:
@@ -479,6 +494,7 @@ class Fingerprinter:
 
         self.chars += len(text)
         out = {}
+        line_hashes = None
         for d in self.designs:
             groups = []
             s = stream(d.numbers)
@@ -491,12 +507,15 @@ class Fingerprinter:
                     h = gram_hashes(s[2], p.size, 2)
                 # A feature's own weight (a number in it, "own" numbers), else None: all 1.
                 w = None
-                if d.numbers == "own" and d.number_weight != 1:
-                    if p.kind == "tok":
-                        flags = np.fromiter(map(_is_number_token, s[0]), bool, len(s[0]))
-                    else:
-                        flags = _is_number_char(s[2])
-                    w = np.where(_windows_any(flags, p.size), d.number_weight, 1.0)
+                if d.numbers == "own" and (d.number_weight != 1 or d.number_ramp):
+                    number_tokens = np.fromiter(map(_is_number_token, s[0]), bool, len(s[0]))
+                    flags = number_tokens if p.kind == "tok" else _is_number_char(s[2])
+                    weight = d.number_weight
+                    if d.number_ramp:
+                        lo, hi = NUMBER_RAMP
+                        share = number_tokens.mean() if number_tokens.size else 0.0
+                        weight *= min(1.0, max(0.0, (share - lo) / (hi - lo)))
+                    w = np.where(_windows_any(flags, p.size), weight, 1.0)
                 keep = None
                 if d.unique:
                     _, keep = np.unique(h, return_index=True)
@@ -522,8 +541,30 @@ class Fingerprinter:
                     groups.append((h, p.weight * w))
                 else:
                     groups.append((h, p.weight))
+            if d.line_numbers:
+                if line_hashes is None:
+                    line_hashes = line_number_hashes(text)
+                groups.append((line_hashes, d.line_numbers))
+                self.features[d.name] += d.line_numbers * line_hashes.size
             out[d.name] = vote_parts(groups)
         return out
+
+
+_OWN_NUMBERS = Normalizer(number_char)
+# /nshW: the weight of features with a number rises from 0 where numbers are this
+# share of the tokens to W where they are that share or more.
+NUMBER_RAMP = (0.1, 0.2)
+
+
+def line_number_hashes(text: str) -> np.ndarray:
+    """A hash of the numbers of each line that has any (all of them, in order, as the
+    tokens of numbers of their own: typography inside a number changes nothing)."""
+    out = []
+    for line in text.splitlines():
+        numbers = [t for t in _OWN_NUMBERS.tokens(line) if _is_number_token(t)]
+        if numbers:
+            out.append(xxhash.xxh3_64_intdigest(" ".join(numbers).encode(), seed=3))
+    return np.array(out, np.uint64)
 
 
 def _is_number_token(token: str) -> bool:

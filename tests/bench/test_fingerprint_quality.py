@@ -10,6 +10,7 @@ import re
 
 import fingerprint_quality as fq
 import numpy as np
+import xxhash
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -243,3 +244,30 @@ def test_numbers_changed_changes_every_number_and_nothing_else() -> None:
     assert all(a != b for a, b in zip(re.findall("[0-9]+", text), re.findall("[0-9]+", copy)))
     assert fq.number_share(text) == pytest.approx(7 / 14)
     assert fq.number_share("") == 0
+
+
+def test_a_lines_numbers_are_one_feature() -> None:
+    """/lnumW: the numbers of each line with any are one more feature voting W times."""
+    text = "Item 12 costs 3.50\nno numbers here\nPage \uff11 of 4"
+    assert fq.line_number_hashes(text).tolist() == [
+        xxhash.xxh3_64_intdigest(b"12 3 50", seed=3), xxhash.xxh3_64_intdigest(b"1 4", seed=3)]
+    fp = fq.Fingerprinter([fq.parse_design("tok1/lnum2"), fq.parse_design("tok1")])
+    got = fp(text)
+    tokens = fq.TokenHashes()(fq.Normalizer().tokens(text))
+    assert got["tok1/lnum2"] == fq.vote_parts([(fq.gram_hashes(tokens, 1, 1), 1), (fq.line_number_hashes(text), 2)])
+    assert fp("Item 12 costs 3.50")["tok1/lnum2"] != fp("Item 13 costs 3.50")["tok1/lnum2"]
+
+
+def test_numbers_weigh_by_their_share_of_the_page() -> None:
+    """/nshW: features with a number vote 0 below NUMBER_RAMP[0] of number tokens,
+    W x at NUMBER_RAMP[1] and above."""
+    lo, hi = fq.NUMBER_RAMP
+    fp = fq.Fingerprinter([fq.parse_design(n) for n in ("tok1/nsh2", "tok1/nums0", "tok1/nums2", "tok1/nums1")])
+    prose = "word " * 99 + "7"  # 1 % numbers
+    assert fp(prose)["tok1/nsh2"] == fp(prose)["tok1/nums0"]
+    table = "word 7 " * 50  # 50 % numbers
+    assert fp(table)["tok1/nsh2"] == fp(table)["tok1/nums2"]
+    middle = "a b c d e f g h i j k l m n 12 34 56"  # 3 / 17 numbers: weight 2 x (3/17 - lo) / (hi - lo)
+    h = fq.gram_hashes(fq.TokenHashes()(fq.Normalizer(fq.number_char).tokens(middle)), 1, 1)
+    w = 2 * (3 / 17 - lo) / (hi - lo)
+    assert fp(middle)["tok1/nsh2"] == fq.vote_parts([(h, np.array([1.0] * 14 + [w] * 3))])
