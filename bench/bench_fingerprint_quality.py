@@ -82,8 +82,10 @@ def in_script(text: str, lang: str) -> bool:
 
 
 def recall_pages(docs: list[corpus.Document], per_bucket: int) -> dict[tuple[str, str], list[corpus.Document]]:
-    """Up to per_bucket pages of each language and length bucket, seeded."""
+    """Up to per_bucket pages of each language and length bucket, seeded (not the
+    generated catalogue pages: numbers_table measures them)."""
     pages = {}
+    docs = [d for d in docs if d.family_kind != "catalogue"]
     for lang in RECALL_LANGUAGES:
         for bucket, (lo, hi) in BUCKETS.items():
             fit = [d for d in docs if d.lang == lang and lo <= len(d.text) < hi and in_script(d.text, lang)]
@@ -174,7 +176,8 @@ def recall_tables(docs, designs, per_bucket: int, copies_per_page: int, kinds: l
 def numbers_table(docs, designs, per_group: int) -> dict[str, float]:
     """Of pages whose numbers are >= NUMBER_SHARE of their tokens, the share whose copy
     with every number changed is NOT within K bits, by group (the catalogue families;
-    every other page); returns row -> the share over both groups."""
+    every other page), and beside it the share of their "stamp" copies within K bits;
+    returns row -> the share apart over both groups."""
     fit = [d for d in docs if len(d.text) >= 800 and fq.number_share(d.text) >= NUMBER_SHARE]
     groups = {
         "catalogue": [d for d in fit if d.family_kind == "catalogue"],
@@ -184,19 +187,24 @@ def numbers_table(docs, designs, per_group: int) -> dict[str, float]:
     pages = [d for ds in groups.values() for d in ds]
     base, _ = fingerprint_all([d.text for d in pages], designs)
     changed, _ = fingerprint_all([fq.make_copy_of(fq.NUMBERS_COPY, d.text, d.source) for d in pages], designs)
+    stamped, _ = fingerprint_all([fq.make_original("stamp", d.text, d.source) for d in pages], designs)
+    restamped, _ = fingerprint_all([fq.make_copy("stamp", d.text, d.source) for d in pages], designs)
     print(f"\nnumbers changed: pages whose numbers are >= {NUMBER_SHARE:.0%} of their tokens, every number "
-          f"changed; the share NOT within {K} bits of the page ("
+          f"changed; the share NOT within {K} bits of the page, and of their stamp copies the share within ("
           + ", ".join(f"{g} {len(ds)}" for g, ds in groups.items()) + " pages)")
-    print("| row | " + " | ".join(groups) + " | all |")
-    print("|---|" + "---|" * (len(groups) + 1))
+    print("| row | " + " | ".join(f"{g}: apart | {g}: stamp within" for g in groups) + " | all apart |")
+    print("|---|" + "---|" * (2 * len(groups) + 1))
     overall = {}
     for row in base:
         apart = (fq.popcount(base[row] ^ changed[row]) > K).tolist()
+        kept = (fq.popcount(stamped[row] ^ restamped[row]) <= K).tolist()
         cells, start = [], 0
         for ds in groups.values():
-            part = apart[start : start + len(ds)]
-            start += len(ds)
-            cells.append(f"{sum(part) / len(part):.2f}" if part else "-")
+            end = start + len(ds)
+            for values in (apart, kept):
+                part = values[start:end]
+                cells.append(f"{sum(part) / len(part):.2f}" if part else "-")
+            start = end
         overall[row] = sum(apart) / max(1, len(apart))
         print(f"| {label(row, designs)} | " + " | ".join(cells) + f" | {overall[row]:.2f} |")
     return overall

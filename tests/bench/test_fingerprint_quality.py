@@ -271,3 +271,31 @@ def test_numbers_weigh_by_their_share_of_the_page() -> None:
     h = fq.gram_hashes(fq.TokenHashes()(fq.Normalizer(fq.number_char).tokens(middle)), 1, 1)
     w = 2 * (3 / 17 - lo) / (hi - lo)
     assert fp(middle)["tok1/nsh2"] == fq.vote_parts([(h, np.array([1.0] * 14 + [w] * 3))])
+
+
+def test_the_bench_counts_pairs_by_family_and_keeps_generated_pages_out_of_recall(capsys) -> None:
+    """bench_fingerprint_quality on a tiny corpus: different pairs by family kind (one
+    family, else "none"), the numbers table, and recall pages without the catalogue."""
+    import bench_fingerprint_quality as bench
+    import fingerprint_corpus as fc
+
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    catalogue = list(fc.catalogue_pages(words, 6))
+    prose = [fc.Document("en", f"man:{i}", " ".join(random.Random(i).choice(words) for _ in range(300)))
+             for i in range(3)]
+    docs = [*catalogue, *prose, fc.Document("en", "relnotes:x", prose[0].text, "release-notes:x")]
+    assert bench.family_of_pair(docs, 0, 1) == "catalogue"  # two price lists
+    assert bench.family_of_pair(docs, 0, 6) == "none"  # a price list and a results table
+    assert bench.family_of_pair(docs, len(docs) - 1, len(docs) - 2) == "none"
+    pages = bench.recall_pages(docs, 10)
+    assert not any(d.family_kind == "catalogue" for ds in pages.values() for d in ds)
+    designs = [fq.parse_design("tok3+2*chr5/run"), fq.parse_design("tok3+2*chr5/run/nsh2")]
+    bench.SHIPPED_ROW = False
+    apart = bench.numbers_table(docs, designs, 5)
+    assert apart["tok3+2*chr5/run"] == 0  # version 2: numbers do not count
+    assert apart["tok3+2*chr5/run/nsh2"] > 0.5
+    different = bench.false_pair_table(docs, designs, None)
+    assert set(different) == {"version 1", "baseline", *(d.name for d in designs)}
+    bench.summary(designs, {}, apart, different)
+    out = capsys.readouterr().out
+    assert "by family" in out and "numbers changed" in out and "summary" in out
