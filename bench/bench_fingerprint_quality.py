@@ -1,17 +1,24 @@
-"""Fingerprint quality: recall of near-duplicate copies and false pairs, by language.
+"""Fingerprint quality: recall of near-duplicate copies and false pairs, by language and family.
 
 On real text nobody here wrote (bench/fingerprint_corpus.py: Debian's translated
-manual pages and documentation, Arabic and Thai message catalogs), version 1 of
-the text fingerprint, the baseline (1e0ng/simhash's character 4-grams) and version
-2 designs side by side:
+manual pages and documentation, Arabic and Thai message catalogs, and families of
+pages sharing a template: changelogs, release notes, API references, character-set
+tables, generated catalogue pages), version 1 of the text fingerprint, the baseline
+(1e0ng/simhash's character 4-grams) and version 2 designs side by side:
 
 - recall@3: the share of copies (bench/fingerprint_quality.py: line added, span
-  replaced, typography, case, marks) within 3 bits of their page, by language and
-  length (>= 2,000 characters; 800-2,000), on up to --pages pages each;
+  replaced, typography, case, marks, one timestamp changed) within 3 bits of their
+  page, by language and length (>= 2,000 characters; 800-2,000), on up to --pages
+  pages each;
+- numbers changed: of pages whose numbers are at least a fifth of their tokens, the
+  share whose copy with every number changed is NOT within 3 bits (up to 5 x --pages
+  pages of the catalogue families and as many other pages);
 - false pairs: pairs of documents within 3 bits (and 4, 5, 6) whose character
   5-gram Jaccard is below 0.3, next to all pairs within 3 bits, over the whole
-  corpus (--docs N: N documents of a seeded shuffle);
-- features per character of each design (a proxy of its cost in C).
+  corpus (--docs N: N documents of a seeded shuffle), and those within 3 bits by
+  family (both documents of one family; "none" otherwise);
+- features per character of each design (a proxy of its cost in C);
+- a summary of the goals of each row (issue 48).
 
 Options: --quick (40 pages, 5,000 documents), --pages N, --copies N (of each kind
 per page), --docs N, --designs SPEC,... (tokN: token N-shingles, chrN: character
@@ -19,7 +26,9 @@ N-grams of the token stream, W*: weight, + to combine; flags /run: a feature
 equal to the one before it does not vote, /set: each distinct feature votes once,
 /sN: 1 in N features votes, /num: numbers are word characters (not separators),
 /nonum: so, but tokens of digits only left out, /capN: a distinct feature votes at
-most N times, /powA: a distinct feature votes its weight x count**A; e.g. tok3+chr4/run, 2*tok3+chr5/run/s2), --kinds (copies measured),
+most N times, /powA: a distinct feature votes its weight x count**A, /numsW: a number
+is a token of its own and a feature with one votes W x; e.g. tok3+chr4/run,
+2*tok3+chr5/run/s2, tok3+2*chr5/run/nums0.5/pow0.5), --kinds (copies measured),
 --skip-shipped (no row of the package's own simhash_v2, the slow one),
 --skip-recall, --skip-false-pairs. docs/fingerprint-quality.md has the tables.
 """
@@ -39,6 +48,12 @@ import fingerprint_corpus as corpus
 import fingerprint_quality as fq
 
 K = 3
+# Pages whose numbers are at least this share of their tokens: their copy with every
+# number changed must not be within K bits.
+NUMBER_SHARE = 0.2
+# The families' kinds, in the order the table shows them; pairs of documents not of
+# one family are "none".
+FAMILY_KINDS = ("changelog", "release-notes", "api", "tables", "catalogue", "none")
 BUCKETS = {">= 2,000": (2000, 10**9), "800-2,000": (800, 2000)}
 RECALL_LANGUAGES = ("en", "de", "fr", "ru", "zh", "ja", "ko", "th", "ar")
 # The script a page of a language must mostly be in to count as that language
@@ -67,8 +82,10 @@ def in_script(text: str, lang: str) -> bool:
 
 
 def recall_pages(docs: list[corpus.Document], per_bucket: int) -> dict[tuple[str, str], list[corpus.Document]]:
-    """Up to per_bucket pages of each language and length bucket, seeded."""
+    """Up to per_bucket pages of each language and length bucket, seeded (not the
+    generated catalogue pages: numbers_table measures them)."""
     pages = {}
+    docs = [d for d in docs if d.family_kind != "catalogue"]
     for lang in RECALL_LANGUAGES:
         for bucket, (lo, hi) in BUCKETS.items():
             fit = [d for d in docs if d.lang == lang and lo <= len(d.text) < hi and in_script(d.text, lang)]
@@ -119,24 +136,29 @@ def label(name: str, designs: list[fq.Design]) -> str:
     return name
 
 
-def recall_tables(docs, designs, per_bucket: int, copies_per_page: int, kinds: list[str]) -> None:
+def recall_tables(docs, designs, per_bucket: int, copies_per_page: int, kinds: list[str]) -> dict:
     pages = recall_pages(docs, per_bucket)
     print("pages per language and length:", ", ".join(
         f"{lang} {len(pages[lang, '>= 2,000'])}/{len(pages[lang, '800-2,000'])}" for lang in RECALL_LANGUAGES))
     originals = [(key, d) for key, ds in pages.items() for d in ds]
-    base, _ = fingerprint_all([d.text for _, d in originals], designs)
+    plain, _ = fingerprint_all([d.text for _, d in originals], designs)
     recall = {}  # (row, kind, lang, bucket) -> share
     for kind in kinds:
         hits = defaultdict(list)
         for n in range(copies_per_page):
-            copies = [fq.make_copy(kind, d.text, f"{d.source}#{n}" if n else d.source) for _, d in originals]
+            seeds = [f"{d.source}#{n}" if n else d.source for _, d in originals]
+            base = plain
+            if kind == "stamp":  # the original has a timestamp line too
+                base, _ = fingerprint_all([fq.make_original(kind, d.text, seed)
+                                           for (_, d), seed in zip(originals, seeds)], designs)
+            copies = [fq.make_copy(kind, d.text, seed) for (_, d), seed in zip(originals, seeds)]
             fps, _ = fingerprint_all(copies, designs)
             for row, values in fps.items():
                 within = fq.popcount(values ^ base[row]) <= K
                 for (key, _), ok in zip(originals, within.tolist()):
                     hits[row, kind, *key].append(ok)
         recall.update({cell: sum(oks) / len(oks) for cell, oks in hits.items()})
-    rows = list(base)
+    rows = list(plain)
     for kind in kinds:
         title = fq.COPIES[kind][0]
         print(f"\nrecall@{K}: {title}")
@@ -148,9 +170,53 @@ def recall_tables(docs, designs, per_bucket: int, copies_per_page: int, kinds: l
                 cells = ["-" if v is None else f"{v:.2f}" for v in vals]
                 worst = min(v for v in vals if v is not None)
                 print(f"| {label(row, designs)} | {bucket} | " + " | ".join(cells) + f" | {worst:.2f} |")
+    return recall
 
 
-def false_pair_table(docs, designs, limit: int | None) -> None:
+def numbers_table(docs, designs, per_group: int) -> dict[str, float]:
+    """Of pages whose numbers are >= NUMBER_SHARE of their tokens, the share whose copy
+    with every number changed is NOT within K bits, by group (the catalogue families;
+    every other page), and beside it the share of their "stamp" copies within K bits;
+    returns row -> the share apart over both groups."""
+    fit = [d for d in docs if len(d.text) >= 800 and fq.number_share(d.text) >= NUMBER_SHARE]
+    groups = {
+        "catalogue": [d for d in fit if d.family_kind == "catalogue"],
+        "other pages": [d for d in fit if d.family_kind != "catalogue"],
+    }
+    groups = {g: random.Random(g).sample(ds, min(per_group, len(ds))) for g, ds in groups.items()}
+    pages = [d for ds in groups.values() for d in ds]
+    base, _ = fingerprint_all([d.text for d in pages], designs)
+    changed, _ = fingerprint_all([fq.make_copy_of(fq.NUMBERS_COPY, d.text, d.source) for d in pages], designs)
+    stamped, _ = fingerprint_all([fq.make_original("stamp", d.text, d.source) for d in pages], designs)
+    restamped, _ = fingerprint_all([fq.make_copy("stamp", d.text, d.source) for d in pages], designs)
+    print(f"\nnumbers changed: pages whose numbers are >= {NUMBER_SHARE:.0%} of their tokens, every number "
+          f"changed; the share NOT within {K} bits of the page, and of their stamp copies the share within ("
+          + ", ".join(f"{g} {len(ds)}" for g, ds in groups.items()) + " pages)")
+    print("| row | " + " | ".join(f"{g}: apart | {g}: stamp within" for g in groups) + " | all apart |")
+    print("|---|" + "---|" * (2 * len(groups) + 1))
+    overall = {}
+    for row in base:
+        apart = (fq.popcount(base[row] ^ changed[row]) > K).tolist()
+        kept = (fq.popcount(stamped[row] ^ restamped[row]) <= K).tolist()
+        cells, start = [], 0
+        for ds in groups.values():
+            end = start + len(ds)
+            for values in (apart, kept):
+                part = values[start:end]
+                cells.append(f"{sum(part) / len(part):.2f}" if part else "-")
+            start = end
+        overall[row] = sum(apart) / max(1, len(apart))
+        print(f"| {label(row, designs)} | " + " | ".join(cells) + f" | {overall[row]:.2f} |")
+    return overall
+
+
+def family_of_pair(docs, a: int, b: int) -> str:
+    """The family kind of a pair of documents of one family, else "none"."""
+    fa = docs[a].family
+    return docs[a].family_kind if fa and fa == docs[b].family else "none"
+
+
+def false_pair_table(docs, designs, limit: int | None) -> dict[str, int]:
     if limit:
         docs = random.Random("false-pairs").sample(docs, min(limit, len(docs)))
     texts = [d.text for d in docs]
@@ -167,18 +233,55 @@ def false_pair_table(docs, designs, limit: int | None) -> None:
     print(f"\nfalse pairs: {len(docs):,} documents in {len({d.lang for d in docs})} languages, "
           f"{sum(map(len, texts)):,} characters (fingerprinted in {seconds:.0f} s); clearly different: "
           f"character 5-gram Jaccard < {JACCARD_DIFFERENT}")
+    family_docs = defaultdict(int)
+    for d in docs:
+        family_docs[d.family_kind or "none"] += 1
     print(f"| row | pairs within {K} bits | " + " | ".join(f"different within {k}" for k in FALSE_PAIR_RADII)
           + " | features per character |")
     print("|---|---|" + "---|" * (len(FALSE_PAIR_RADII) + 1))
+    by_family = {}  # row -> family kind -> different pairs within K
     for row, values in fps.items():
         cells = []
         for k in FALSE_PAIR_RADII:
             pairs = fq.near_doc_pairs(values, k)
+            different = [(a, b) for a, b in pairs.tolist() if fq.jaccard(g(a), g(b)) < JACCARD_DIFFERENT]
             if k == K:
                 within = len(pairs)
-            cells.append(f"{sum(fq.jaccard(g(a), g(b)) < JACCARD_DIFFERENT for a, b in pairs.tolist()):,}")
+                by_family[row] = counts = dict.fromkeys(FAMILY_KINDS, 0)
+                for a, b in different:
+                    counts[family_of_pair(docs, a, b)] += 1
+            cells.append(f"{len(different):,}")
         fpc = f"{per_char[row]:.2f}" if row in per_char else "-"
         print(f"| {label(row, designs)} | {within:,} | " + " | ".join(cells) + f" | {fpc} |")
+    print(f"\ndifferent pairs within {K} bits by family (both documents of one family; none: the others)")
+    print("| row | " + " | ".join(f"{f} ({family_docs[f]:,} docs)" for f in FAMILY_KINDS) + " | all |")
+    print("|---|" + "---|" * (len(FAMILY_KINDS) + 1))
+    for row, counts in by_family.items():
+        print(f"| {label(row, designs)} | " + " | ".join(f"{counts[f]:,}" for f in FAMILY_KINDS)
+              + f" | {sum(counts.values()):,} |")
+    return {row: sum(counts.values()) for row, counts in by_family.items()}
+
+
+def summary(designs, recall: dict, numbers: dict, different: dict) -> None:
+    """Each row against the goals of issue 48: worst language of each copy kind and
+    length, numbers changed kept apart, different pairs within K bits."""
+    rows = list(numbers or different or {r for r, *_ in recall})
+    kinds = sorted({k for _, k, *_ in recall}, key=list(fq.COPIES).index)
+    print("\nsummary: worst language (>= 2,000 / 800-2,000 characters) of each copy; numbers changed "
+          f"NOT within {K} bits; different pairs within {K} bits")
+    print("| row | " + "".join(f"{k} | " for k in kinds) + "numbers changed apart | different pairs |")
+    print("|---|" + "---|" * (len(kinds) + 2))
+    for row in rows:
+        cells = []
+        for kind in kinds:
+            worst = []
+            for bucket in BUCKETS:
+                vals = [v for (r, k, _, b), v in recall.items() if r == row and k == kind and b == bucket]
+                worst.append(f"{min(vals):.2f}" if vals else "-")
+            cells.append(" / ".join(worst))
+        n = f"{numbers[row]:.2f}" if row in numbers else "-"
+        dp = f"{different[row]:,}" if row in different else "-"
+        print(f"| {label(row, designs)} | " + "".join(f"{c} | " for c in cells) + f"{n} | {dp} |")
 
 
 def main() -> None:
@@ -203,14 +306,17 @@ def main() -> None:
     except FileNotFoundError as e:
         print(f"skipped: {e}")
         return
+    recall, numbers, different = {}, {}, {}
     if not args.skip_recall:
         kinds = args.kinds.split(",") if args.kinds else list(fq.COPIES)
         unknown = set(kinds) - set(fq.COPIES)
         if unknown:
             parser.error(f"--kinds: unknown copies {sorted(unknown)} (known: {', '.join(fq.COPIES)})")
-        recall_tables(docs, designs, pages, args.copies, kinds)
+        recall = recall_tables(docs, designs, pages, args.copies, kinds)
+        numbers = numbers_table(docs, designs, 5 * pages)
     if not args.skip_false_pairs:
-        false_pair_table(docs, designs, limit)
+        different = false_pair_table(docs, designs, limit)
+    summary(designs, recall, numbers, different)
     sys.stdout.flush()
 
 

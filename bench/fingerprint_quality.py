@@ -61,6 +61,45 @@ def line_added(text: str, rng: random.Random) -> str:
     return f"{line}\n{text}" if rng.random() < 0.5 else f"{text}\n{line}"
 
 
+def stamped(text: str, rng: random.Random) -> str:
+    """text with a line `Last updated <time> UTC` at the top or the bottom (seeded time)."""
+    stamp = _EPOCH + timedelta(seconds=rng.randrange(3 * 365 * 86400))
+    line = f"Last updated {stamp:%Y-%m-%d %H:%M:%S} UTC"
+    return f"{line}\n{text}" if rng.random() < 0.5 else f"{text}\n{line}"
+
+
+def stamp_pair(text: str, seed: str) -> tuple[str, str]:
+    """The page with a timestamp line, and the same page with another time on that
+    line (a page that differs only in one timestamp)."""
+    where = random.Random(f"stamp:{seed}").random()
+    first, second = (random.Random(f"stamp:{seed}:{n}") for n in (1, 2))
+    first.random = second.random = lambda: where  # the same side, another time
+    return stamped(text, first), stamped(text, second)
+
+
+def numbers_changed(text: str, rng: random.Random) -> str:
+    """Every number (run of ASCII digits) replaced by another of as many digits."""
+
+    def other(m: re.Match) -> str:
+        old = m.group()
+        while True:
+            new = str(rng.randint(1 if len(old) > 1 else 0, 9)) + "".join(
+                str(rng.randint(0, 9)) for _ in range(len(old) - 1))
+            if new != old:
+                return new
+
+    return _ASCII_NUMBER.sub(other, text)
+
+
+def number_share(text: str) -> float:
+    """The share of numbers among the tokens of text (letters and digits apart)."""
+    tokens = _TOKEN.findall(text)
+    return sum(t[0].isdigit() for t in tokens) / len(tokens) if tokens else 0.0
+
+
+_TOKEN = re.compile(r"[0-9]+|[^\W\d_]+")
+
+
 def span_replaced(text: str, rng: random.Random) -> str:
     """A span of 1 % of the characters replaced by another span of the page."""
     k = max(1, round(len(text) * SPAN_SHARE))
@@ -123,12 +162,28 @@ COPIES: dict[str, tuple[str, Callable[[str, random.Random], str]]] = {
     "typography": ("typography: NBSP/U+3000, curly quotes, zero-width, soft hyphens, full-width", typography),
     "case": ("first two lines upper-cased", case_changed),
     "marks": ("accents / harakat dropped", marks_dropped),
+    "stamp": ("only the time of a timestamp line differs (the page has one)", None),
 }
+# Copies that must NOT be found: a page's numbers all changed.
+NUMBERS_COPY = ("every number changed", numbers_changed)
 
 
 def make_copy(kind: str, text: str, seed: str) -> str:
     """The copy of `kind` of text, seeded by `seed` (the page's name)."""
+    if kind == "stamp":
+        return stamp_pair(text, seed)[1]
     return COPIES[kind][1](text, random.Random(f"{kind}:{seed}"))
+
+
+def make_copy_of(copy: tuple[str, Callable[[str, random.Random], str]], text: str, seed: str) -> str:
+    """A copy by a (title, function) pair such as NUMBERS_COPY, seeded by `seed`."""
+    return copy[1](text, random.Random(f"{copy[0]}:{seed}"))
+
+
+def make_original(kind: str, text: str, seed: str) -> str:
+    """The page a copy of `kind` is compared with: the page itself, or for "stamp"
+    the page with its timestamp line."""
+    return stamp_pair(text, seed)[0] if kind == "stamp" else text
 
 
 # -- version 2 normalization (stand-in) --------------------------------------------------
@@ -178,6 +233,17 @@ def normalized_char(c: str, numbers: bool = False) -> str:
     return "".join(out)
 
 
+_NUMBER_MARK = "\x00"
+
+
+def number_char(c: str) -> str:
+    """normalized_char, but a number character (general category N*) is marked as one:
+    Normalizer joins consecutive marked ones into a number token of its own."""
+    if unicodedata.category(c)[0] == "N":
+        return _NUMBER_MARK + unicodedata.normalize("NFKC", c) + _NUMBER_MARK
+    return normalized_char(c)
+
+
 class Normalizer:
     """Version 2 tokens of texts (Python's Unicode data stands in for the spec's tables)."""
 
@@ -189,7 +255,10 @@ class Normalizer:
         new = {c for c in set(text) if ord(c) not in self._table}
         for c in new:
             self._table[ord(c)] = self._char(c)
-        return text.translate(self._table).split()
+        out = text.translate(self._table)
+        if _NUMBER_MARK in out:  # numbers of their own: digits join, a number is a token
+            out = out.replace(_NUMBER_MARK * 2, "").replace(_NUMBER_MARK, " ")
+        return out.split()
 
 
 def baseline_text(text: str) -> str:
@@ -273,17 +342,27 @@ class Design:
     runs: bool = False  # a feature equal to the one just before it does not vote
     sample: int = 1  # only features whose (remixed) hash is 0 modulo this vote
     # How numbers count: "separate" (the spec: numbers separate tokens), "tokens"
-    # (numbers are word characters), "nonum" (as tokens, but tokens of digits only left out).
+    # (numbers are word characters), "nonum" (as tokens, but tokens of digits only left
+    # out), "own" (a number is a token of its own, letters and digits apart: x200 is
+    # x 200; a feature with a number in it votes number_weight x its part's weight).
     numbers: str = "separate"
     cap: int = 0  # > 0: each distinct feature votes at most this many times
     power: float = 1.0  # != 1: each distinct feature votes weight x count**power times
+    number_weight: float = 1.0
+    line_numbers: float = 0  # > 0: a line's numbers, all of them, are one more feature voting this many times
+    # "own" numbers whose weight follows their share of the page's tokens: number_weight x
+    # a ramp from 0 at NUMBER_RAMP[0] to 1 at NUMBER_RAMP[1] and above.
+    number_ramp: bool = False
 
     def __str__(self):
         return " + ".join(map(str, self.parts)) + (", distinct" if self.unique else "") + (
             ", runs once" if self.runs else "") + (f", 1 in {self.sample}" if self.sample > 1 else "") + (
-            {"separate": "", "tokens": ", numbers as tokens", "nonum": ", numbers as tokens but no number tokens"}[
+            {"separate": "", "tokens": ", numbers as tokens", "nonum": ", numbers as tokens but no number tokens",
+             "own": f", numbers tokens of their own at {self.number_weight:g}x"
+             + (" their share's ramp" if self.number_ramp else "")}[
                 self.numbers]) + (f", at most {self.cap} votes" if self.cap else "") + (
-            f", count^{self.power:g} votes" if self.power != 1 else "")
+            f", count^{self.power:g} votes" if self.power != 1 else "") + (
+            f", a line's numbers one feature x{self.line_numbers:g}" if self.line_numbers else "")
 
 
 def parse_design(spec: str) -> Design:
@@ -291,19 +370,29 @@ def parse_design(spec: str) -> Design:
     '/run' (runs vote once), '/sN' (1 in N features votes, chosen by hash), '/num'
     (numbers are word characters, not separators), '/nonum' (so, but tokens of
     digits only left out), '/capN' (a distinct feature votes at most N times), '/powA'
-    (a distinct feature votes its weight x count**A) -> Design."""
+    (a distinct feature votes its weight x count**A), '/numsW' (a number is a token of
+    its own, letters and digits apart, and a feature with a number votes W x), '/lnumW'
+    (the numbers of a line, all of them, are one more feature voting W times), '/nshW'
+    (as numsW, but W x a ramp of the numbers' share of the tokens, NUMBER_RAMP) -> Design."""
     body, *flags = spec.split("/")
     sample = cap = 0
-    power = 1.0
+    power = number_weight = 1.0
+    line_numbers = 0.0
     for flag in flags:
-        if re.fullmatch(r"pow\d+(\.\d+)?", flag):
+        if re.fullmatch(r"lnum\d+(\.\d+)?", flag):
+            line_numbers = float(flag[4:])
+        elif re.fullmatch(r"pow\d+(\.\d+)?", flag):
             power = float(flag[3:])
+        elif re.fullmatch(r"nums\d+(\.\d+)?", flag):
+            number_weight = float(flag[4:])
+        elif re.fullmatch(r"nsh\d+(\.\d+)?", flag):
+            number_weight = float(flag[3:])
         elif re.fullmatch(r"s[1-9]\d*", flag):
             sample = int(flag[1:])
         elif re.fullmatch(r"cap[1-9]\d*", flag):
             cap = int(flag[3:])
         elif flag not in ("set", "run", "num", "nonum"):
-            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN, capN or powA")
+            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN, capN, powA, numsW, nshW or lnumW")
     parts = []
     for part in body.split("+"):
         weight, _, rest = part.rpartition("*")
@@ -311,8 +400,11 @@ def parse_design(spec: str) -> Design:
         if not m:
             raise ValueError(f"design part {part!r}: expected tokN or chrN, optionally W*")
         parts.append(Part(m.group(1), int(m.group(2)), int(weight or 1)))
-    numbers = "nonum" if "nonum" in flags else "tokens" if "num" in flags else "separate"
-    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap, power)
+    ramp = any(f.startswith("nsh") for f in flags)
+    own = ramp or any(f.startswith("nums") for f in flags)
+    numbers = "own" if own else "nonum" if "nonum" in flags else "tokens" if "num" in flags else "separate"
+    return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap, power, number_weight,
+                  line_numbers, ramp)
 
 
 def _counts(h: np.ndarray) -> np.ndarray:
@@ -344,17 +436,32 @@ def vote_parts(parts: Iterable[tuple[np.ndarray, int | np.ndarray]]) -> int:
 _DIGITS = re.compile(r"[0-9]+")
 
 
-def _capped(h: np.ndarray, cap: int) -> np.ndarray:
-    """h without the occurrences of each value after its first `cap`."""
+def _capped_mask(h: np.ndarray, cap: int) -> np.ndarray:
+    """Which of h are among the first `cap` occurrences of their value."""
     if h.size == 0:
-        return h
+        return np.ones(0, bool)
     order = np.argsort(h, kind="stable")
     sorted_h = h[order]
     first = np.concatenate(([True], sorted_h[1:] != sorted_h[:-1]))
     group_start = np.maximum.accumulate(np.where(first, np.arange(h.size), 0))
     keep = np.empty(h.size, bool)
     keep[order] = np.arange(h.size) - group_start < cap
-    return h[keep]
+    return keep
+
+
+def _capped(h: np.ndarray, cap: int) -> np.ndarray:
+    """h without the occurrences of each value after its first `cap`."""
+    return h[_capped_mask(h, cap)]
+
+
+def _windows_any(flags: np.ndarray, n: int) -> np.ndarray:
+    """For every n consecutive flags (or all of them when fewer), whether any is set
+    (aligned with gram_hashes)."""
+    n = min(n, flags.size)
+    if n == 0:
+        return np.zeros(0, bool)
+    c = np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))
+    return c[n:] - c[:-n] > 0
 
 
 class Fingerprinter:
@@ -364,6 +471,7 @@ class Fingerprinter:
         self.designs = list(designs)
         self.normalizer = Normalizer()
         self.with_numbers = Normalizer(lambda c: normalized_char(c, numbers=True))
+        self.own_numbers = Normalizer(number_char)
         self.token_hashes = TokenHashes()
         self.features = {d.name: 0 for d in self.designs}
         self.chars = 0
@@ -375,6 +483,8 @@ class Fingerprinter:
             if numbers not in streams:
                 if numbers == "separate":
                     tokens = self.normalizer.tokens(text)
+                elif numbers == "own":
+                    tokens = self.own_numbers.tokens(text)
                 else:
                     tokens = self.with_numbers.tokens(text)
                     if numbers == "nonum":
@@ -384,6 +494,7 @@ class Fingerprinter:
 
         self.chars += len(text)
         out = {}
+        line_hashes = None
         for d in self.designs:
             groups = []
             s = stream(d.numbers)
@@ -394,23 +505,80 @@ class Fingerprinter:
                     if s[2] is None:
                         s[2] = code_points(" ".join(s[0]))
                     h = gram_hashes(s[2], p.size, 2)
+                # A feature's own weight (a number in it, "own" numbers), else None: all 1.
+                w = None
+                if d.numbers == "own" and (d.number_weight != 1 or d.number_ramp):
+                    number_tokens = np.fromiter(map(_is_number_token, s[0]), bool, len(s[0]))
+                    flags = number_tokens if p.kind == "tok" else _is_number_char(s[2])
+                    weight = d.number_weight
+                    if d.number_ramp:
+                        lo, hi = NUMBER_RAMP
+                        share = number_tokens.mean() if number_tokens.size else 0.0
+                        weight *= min(1.0, max(0.0, (share - lo) / (hi - lo)))
+                    w = np.where(_windows_any(flags, p.size), weight, 1.0)
+                keep = None
                 if d.unique:
-                    h = np.unique(h)
+                    _, keep = np.unique(h, return_index=True)
                 elif d.runs and h.size > 1:
-                    h = h[np.concatenate(([True], h[1:] != h[:-1]))]
+                    keep = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1])))
+                if keep is not None:
+                    h = h[keep]
+                    w = None if w is None else w[keep]
+                masks = []
                 if d.cap:
-                    h = _capped(h, d.cap)
+                    masks.append(_capped_mask(h, d.cap))
                 if d.sample > 1:
-                    h = h[_mix(h ^ _GOLDEN) % np.uint64(d.sample) == 0]
-                if d.power != 1:
-                    values, counts = np.unique(h, return_counts=True)
-                    groups.append((values, p.weight * counts.astype(np.float64) ** d.power))
-                    self.features[d.name] += p.weight * h.size
-                    continue
-                groups.append((h, p.weight))
+                    masks.append(_mix(h ^ _GOLDEN) % np.uint64(d.sample) == 0)
+                for m in masks:
+                    h = h[m]
+                    w = None if w is None else w[m]
                 self.features[d.name] += p.weight * h.size
+                if d.power != 1:
+                    values, first, counts = np.unique(h, return_index=True, return_counts=True)
+                    each = p.weight * counts.astype(np.float64) ** d.power
+                    groups.append((values, each if w is None else each * w[first]))
+                elif w is not None:
+                    groups.append((h, p.weight * w))
+                else:
+                    groups.append((h, p.weight))
+            if d.line_numbers:
+                if line_hashes is None:
+                    line_hashes = line_number_hashes(text)
+                groups.append((line_hashes, d.line_numbers))
+                self.features[d.name] += d.line_numbers * line_hashes.size
             out[d.name] = vote_parts(groups)
         return out
+
+
+_OWN_NUMBERS = Normalizer(number_char)
+# /nshW: the weight of features with a number rises from 0 where numbers are this
+# share of the tokens to W where they are that share or more.
+NUMBER_RAMP = (0.1, 0.2)
+
+
+def line_number_hashes(text: str) -> np.ndarray:
+    """A hash of the numbers of each line that has any (all of them, in order, as the
+    tokens of numbers of their own: typography inside a number changes nothing)."""
+    out = []
+    for line in text.splitlines():
+        numbers = [t for t in _OWN_NUMBERS.tokens(line) if _is_number_token(t)]
+        if numbers:
+            out.append(xxhash.xxh3_64_intdigest(" ".join(numbers).encode(), seed=3))
+    return np.array(out, np.uint64)
+
+
+def _is_number_token(token: str) -> bool:
+    c = token[0]
+    return "0" <= c <= "9" or (c > "\x7f" and unicodedata.category(c)[0] == "N")
+
+
+def _is_number_char(cps: np.ndarray) -> np.ndarray:
+    """Which code points are numbers (ASCII digits, and any other of category N*)."""
+    flags = (cps >= 0x30) & (cps <= 0x39)
+    high = np.flatnonzero(cps > 0x7F)
+    if high.size:
+        flags[high] = [unicodedata.category(chr(c))[0] == "N" for c in cps[high].tolist()]
+    return flags
 
 
 def baseline_simhash(text: str) -> int:

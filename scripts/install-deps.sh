@@ -83,6 +83,7 @@ FINGERPRINT_CORPUS=(
     libreoffice-l10n-ar libreoffice-l10n-th libreoffice-l10n-ko
     firefox-esr-l10n-ar firefox-esr-l10n-th firefox-esr-l10n-ko
     thunderbird-l10n-ar thunderbird-l10n-th thunderbird-l10n-ko
+    git perl-doc postgresql-doc-15 python3.11-doc libglib2.0-doc libgtk-3-doc
 )
 
 unpack_fingerprint_corpus() {

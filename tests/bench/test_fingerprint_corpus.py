@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import struct
 import zipfile
 
@@ -100,6 +101,36 @@ def test_catalog_pages_are_seeded_and_keep_every_string() -> None:
     assert all(lo <= len(p) <= hi + 40 for p in pages[:-1])
 
 
+def test_pod_text_resolves_codes_and_keeps_headings() -> None:
+    pod = ("=pod\n\n=head1 NAME\n\nperlx - C<isa> and L<perlop/Operators>, C<< $a <=> $b >>\n\n"
+           "=begin html\n\n<p>skipped</p>\n\n=end html\n\n=over 4\n\n=item B<-w>\n\nwarns\n\n=back\n")
+    assert fc.pod_text(pod).splitlines() == ["NAME", "perlx - isa and perlop/Operators, $a <=> $b", "-w", "warns"]
+
+
+def test_sections_join_releases_into_pages_of_seeded_lengths() -> None:
+    text = "".join(f"Version {v}\n" + "x" * 999 + "\n" for v in range(100))
+    pages = list(fc.sections(text, re.compile(r"^Version ", re.MULTILINE), "seed"))
+    assert "".join(p + "\n" for p in pages) == text  # every section, in order
+    assert all(p.startswith("Version ") for p in pages)
+    lo, hi = fc.CHANGELOG_PAGE_CHARS
+    assert all(lo <= len(p) <= hi + 1000 for p in pages[:-1])
+    assert pages == list(fc.sections(text, re.compile(r"^Version ", re.MULTILINE), "seed"))
+
+
+def test_catalogue_pages_are_seeded_families_full_of_numbers() -> None:
+    words = fc.vocabulary(["alpha beta gamma delta epsilon " * 3, "zeta theta alpha"])
+    assert words[0] == "alpha" and len(words) == 7
+    pages = list(fc.catalogue_pages(words, 5))
+    assert pages == list(fc.catalogue_pages(words, 5))
+    assert [p.family for p in pages] == [f"catalogue:{n}" for n in fc.CATALOGUES for _ in range(5)]
+    assert len({p.text for p in pages}) == len(pages)
+    for p in pages:
+        if p.family == "catalogue:products":  # prose too
+            continue
+        tokens = re.findall(r"[0-9]+|[^\W\d_]+", p.text)
+        assert sum(t.isdigit() for t in tokens) >= len(tokens) / 5, p.source
+
+
 def test_clipped_cuts_at_a_line_end() -> None:
     line = "x" * 99 + "\n"
     text = line * (fc.MAX_CHARS // 100 + 5)
@@ -117,7 +148,16 @@ def packages(tmp_path):
     """A tiny tree of unpacked packages: manual pages (one a .so link, one in two
     packages), a help page, an HTML help page and a language pack."""
     page = ".SH NAME\nfoo \\- does foo\n.SH DESCRIPTION\n" + "Foo does many things to files. " * 20 + "\n"
+    changelog = "".join(f"Version v2.{v}.0; changes since v2.{v - 1}.0:\n\nSomeone (2):\n"
+                        + f"      change number {v} of many\n" * 200 for v in range(30, 0, -1))
     files = {
+        "manpages/usr/share/man/man7/iso_8859-2.7.gz": gz(page.replace("foo", "iso_8859-2")),
+        "git/usr/share/doc/git/changelog.gz": gz(changelog),
+        "git/usr/share/doc/git/RelNotes/2.1.0.txt": ("Git 2.1 Release Notes\n" + "* fixed a bug. " * 30).encode(),
+        "perl-doc/usr/share/perl/5.36.0/pod/perl5360delta.pod":
+            ("=head1 NAME\n\nperl5360delta - what is new\n\n" + "Use C<isa> with L<perlop>. " * 20).encode(),
+        "perl-doc/usr/share/perl/5.36.0/pod/perlfunc.pod":
+            ("=head1 NAME\n\nperlfunc - functions\n\n" + "B<print> prints a list. " * 20).encode(),
         "manpages/usr/share/man/man1/foo.1.gz": gz(page),
         "manpages/usr/share/man/man1/bar.1.gz": gz(".so man1/foo.1\n"),
         "manpages-dev/usr/share/man/man3/foo.3.gz": gz(page),  # the same text again
@@ -146,13 +186,21 @@ def test_extract_makes_documents_of_every_kind(packages) -> None:
     docs = fc.extract(packages)
     by_source = {d.source.split("#")[0]: d for d in docs}
     # the .so link and the copy in manpages-dev are left out
-    assert {source: d.lang for source, d in by_source.items()} == {
-        "catalog:langpack-ar.xpi/localization/ar/a.ftl": "ar",
-        "help:ru/gnome-help/a.page": "ru",
-        "lo-help:libreoffice-help-ko/usr/share/libreoffice/help/ko/text/a.html": "ko",
-        "man:manpages-de/de/man1/foo.1.gz": "de",
-        "man:manpages/man1/foo.1.gz": "en",
+    assert {source: (d.lang, d.family) for source, d in by_source.items()} == {
+        "catalog:langpack-ar.xpi/localization/ar/a.ftl": ("ar", ""),
+        "help:ru/gnome-help/a.page": ("ru", ""),
+        "lo-help:libreoffice-help-ko/usr/share/libreoffice/help/ko/text/a.html": ("ko", ""),
+        "man:manpages-de/de/man1/foo.1.gz": ("de", ""),
+        "man:manpages/man1/foo.1.gz": ("en", ""),
+        "man:manpages/man7/iso_8859-2.7.gz": ("en", "tables:charsets"),
+        "changelog:git": ("en", "changelog:git"),
+        "relnotes:git/2.1.0.txt": ("en", "release-notes:git"),
+        "relnotes:perl/perl5360delta.pod": ("en", "release-notes:perl"),
+        "api:perl/perlfunc.pod": ("en", "api:perl"),
+        **{f"catalogue:{name}": ("en", f"catalogue:{name}") for name in fc.CATALOGUES},
     }
+    assert sum(d.family == "changelog:git" for d in docs) > 1  # a page per few releases
+    assert sum(d.family == "catalogue:prices" for d in docs) == fc.CATALOGUE_PAGES
     assert "credits" not in by_source["help:ru/gnome-help/a.page"].text
     assert all(len(d.text) >= fc.MIN_CHARS for d in docs)
     assert sum(d.source.startswith("catalog:") for d in docs) > 1  # cut into pages

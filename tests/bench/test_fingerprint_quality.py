@@ -6,9 +6,11 @@ vote equals the package's, and near pairs equal brute force."""
 from __future__ import annotations
 
 import random
+import re
 
 import fingerprint_quality as fq
 import numpy as np
+import xxhash
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -192,3 +194,108 @@ def test_stand_in_tokens_are_the_packages_version_2_tokens() -> None:
     for kind in (None, *fq.COPIES):
         text = PAGE if kind is None else fq.make_copy(kind, PAGE, "page")
         assert normalizer.tokens(text) == hashing.tokenize_v2(text)
+
+
+def test_numbers_of_their_own_are_tokens_apart_from_letters() -> None:
+    normalizer = fq.Normalizer(fq.number_char)
+    assert normalizer.tokens("Model X200 costs 12.99 EUR, ²3") == ["model", "x", "200", "costs", "12", "99", "eur", "23"]
+
+
+def test_features_with_a_number_vote_at_the_number_weight() -> None:
+    """/numsW: a feature with a number in it votes W x its part's weight (0: not at
+    all, as if the number were not there for token 1-shingles)."""
+    fp = fq.Fingerprinter([fq.parse_design(n) for n in ("tok1/nums0", "tok1/nums0.5", "tok1/nums1", "chr5/nums0")])
+    got = fp("abc 12 x86")
+    plain = fq.Fingerprinter([fq.parse_design("tok1/num")])
+    assert got["tok1/nums0"] == plain("abc x")["tok1/num"]
+    assert got["tok1/nums1"] == plain("abc 12 x 86")["tok1/num"]
+    h = fq.TokenHashes()(["abc", "12", "x", "86"])
+    assert got["tok1/nums0.5"] == fq.vote_parts([(fq.gram_hashes(h, 1, 1), np.array([1, 0.5, 1, 0.5]))])
+    chr5 = fq.Fingerprinter([fq.parse_design(n) for n in ("chr5/nums1", "chr5/nums0")])
+    a, b = chr5("abcdef 12 ghijk"), chr5("abcdef 98 ghijk")  # grams with a digit do not vote at 0
+    assert a["chr5/nums0"] == b["chr5/nums0"] and a["chr5/nums1"] != b["chr5/nums1"]
+    assert str(fq.parse_design("tok3+2*chr5/run/nums0.25/pow0.5")) == (
+        "token 3 + 2x char 5, runs once, numbers tokens of their own at 0.25x, count^0.5 votes")
+
+
+def test_a_zero_power_votes_each_distinct_feature_once() -> None:
+    fp = fq.Fingerprinter([fq.parse_design("tok1+2*chr5/pow0"), fq.parse_design("tok1+2*chr5/set")])
+    got = fp("abcde abcde abcde fghij abcde")
+    assert got["tok1+2*chr5/pow0"] == got["tok1+2*chr5/set"]
+
+
+def test_stamp_pair_differs_only_in_the_time() -> None:
+    for seed in ("a", "b", "c", "d"):
+        original, copy = fq.stamp_pair(PAGE, seed)
+        assert original != copy and fq.make_original("stamp", PAGE, seed) == original
+        assert fq.make_copy("stamp", PAGE, seed) == copy
+        diff = [(x, y) for x, y in zip(original.splitlines(), copy.splitlines()) if x != y]
+        assert len(diff) == 1 and all(line.startswith("Last updated ") for line in diff[0])
+        lines = original.split("\n")
+        top = lines[0].startswith("Last updated ")
+        assert "\n".join(lines[1:] if top else lines[:-1]) == PAGE
+
+
+def test_numbers_changed_changes_every_number_and_nothing_else() -> None:
+    text = "Item 00123 costs 12.99 EUR, 7 left; x86 page 1 of 40"
+    copy = fq.make_copy_of(fq.NUMBERS_COPY, text, "p")
+    assert copy == fq.make_copy_of(fq.NUMBERS_COPY, text, "p")
+    assert re.sub(r"[0-9]", "#", copy) == re.sub(r"[0-9]", "#", text)  # as many digits, in place
+    assert all(a != b for a, b in zip(re.findall("[0-9]+", text), re.findall("[0-9]+", copy)))
+    assert fq.number_share(text) == pytest.approx(7 / 14)
+    assert fq.number_share("") == 0
+
+
+def test_a_lines_numbers_are_one_feature() -> None:
+    """/lnumW: the numbers of each line with any are one more feature voting W times."""
+    text = "Item 12 costs 3.50\nno numbers here\nPage \uff11 of 4"
+    assert fq.line_number_hashes(text).tolist() == [
+        xxhash.xxh3_64_intdigest(b"12 3 50", seed=3), xxhash.xxh3_64_intdigest(b"1 4", seed=3)]
+    fp = fq.Fingerprinter([fq.parse_design("tok1/lnum2"), fq.parse_design("tok1")])
+    got = fp(text)
+    tokens = fq.TokenHashes()(fq.Normalizer().tokens(text))
+    assert got["tok1/lnum2"] == fq.vote_parts([(fq.gram_hashes(tokens, 1, 1), 1), (fq.line_number_hashes(text), 2)])
+    assert fp("Item 12 costs 3.50")["tok1/lnum2"] != fp("Item 13 costs 3.50")["tok1/lnum2"]
+
+
+def test_numbers_weigh_by_their_share_of_the_page() -> None:
+    """/nshW: features with a number vote 0 below NUMBER_RAMP[0] of number tokens,
+    W x at NUMBER_RAMP[1] and above."""
+    lo, hi = fq.NUMBER_RAMP
+    fp = fq.Fingerprinter([fq.parse_design(n) for n in ("tok1/nsh2", "tok1/nums0", "tok1/nums2", "tok1/nums1")])
+    prose = "word " * 99 + "7"  # 1 % numbers
+    assert fp(prose)["tok1/nsh2"] == fp(prose)["tok1/nums0"]
+    table = "word 7 " * 50  # 50 % numbers
+    assert fp(table)["tok1/nsh2"] == fp(table)["tok1/nums2"]
+    middle = "a b c d e f g h i j k l m n 12 34 56"  # 3 / 17 numbers: weight 2 x (3/17 - lo) / (hi - lo)
+    h = fq.gram_hashes(fq.TokenHashes()(fq.Normalizer(fq.number_char).tokens(middle)), 1, 1)
+    w = 2 * (3 / 17 - lo) / (hi - lo)
+    assert fp(middle)["tok1/nsh2"] == fq.vote_parts([(h, np.array([1.0] * 14 + [w] * 3))])
+
+
+def test_the_bench_counts_pairs_by_family_and_keeps_generated_pages_out_of_recall(capsys) -> None:
+    """bench_fingerprint_quality on a tiny corpus: different pairs by family kind (one
+    family, else "none"), the numbers table, and recall pages without the catalogue."""
+    import bench_fingerprint_quality as bench
+    import fingerprint_corpus as fc
+
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    catalogue = list(fc.catalogue_pages(words, 6))
+    prose = [fc.Document("en", f"man:{i}", " ".join(random.Random(i).choice(words) for _ in range(300)))
+             for i in range(3)]
+    docs = [*catalogue, *prose, fc.Document("en", "relnotes:x", prose[0].text, "release-notes:x")]
+    assert bench.family_of_pair(docs, 0, 1) == "catalogue"  # two price lists
+    assert bench.family_of_pair(docs, 0, 6) == "none"  # a price list and a results table
+    assert bench.family_of_pair(docs, len(docs) - 1, len(docs) - 2) == "none"
+    pages = bench.recall_pages(docs, 10)
+    assert not any(d.family_kind == "catalogue" for ds in pages.values() for d in ds)
+    designs = [fq.parse_design("tok3+2*chr5/run"), fq.parse_design("tok3+2*chr5/run/nsh2")]
+    bench.SHIPPED_ROW = False
+    apart = bench.numbers_table(docs, designs, 5)
+    assert apart["tok3+2*chr5/run"] == 0  # version 2: numbers do not count
+    assert apart["tok3+2*chr5/run/nsh2"] > 0.5
+    different = bench.false_pair_table(docs, designs, None)
+    assert set(different) == {"version 1", "baseline", *(d.name for d in designs)}
+    bench.summary(designs, {}, apart, different)
+    out = capsys.readouterr().out
+    assert "by family" in out and "numbers changed" in out and "summary" in out
