@@ -58,16 +58,14 @@ def near_duplicates(fingerprint_column: Any, q: int, max_distance: int) -> Selec
 
 
 def nearest(fingerprint_column: Any, q: int, n: int) -> Select:
-    """The ``n`` rows closest to ``q`` (exact top-n by Hamming distance).
+    """The ``n`` rows closest to ``q`` (exact top-n by Hamming distance), with
+    a ``distance`` column, closest first: a Select on the model that callers
+    extend with joins and filters.
 
-    This reads every row, on purpose: it is a Select on the model that callers
-    extend with joins and filters, and GIN has no ordering, so no index can
-    serve ``ORDER BY distance LIMIT n`` in general.  SQL's
-    ``hamming_nearest(NULL::table, 'column', q, n)`` is index-assisted (lookups
-    up to its max_radius, a scan only when fewer than n rows lie within it),
-    but it is a function over a whole table and does not compose with a
-    Select; call it through ``text()`` or ``func`` when a table's top n
-    without extra conditions is what you need."""
+    It is ``ORDER BY fp <~> q LIMIT n`` (the comparator's operator), which a
+    simhash_mih index answers with its ordering scan (docs/index.md, "The n
+    most similar rows"): EXPLAIN shows ``Index Scan using ... Order By``.  GIN
+    cannot order: through a GIN index (or none) it reads every row."""
     distance = fingerprint_column.hamming_distance(q).label("distance")
     return select(_owner(fingerprint_column), distance).order_by(distance).limit(n)
 
