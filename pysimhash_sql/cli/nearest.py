@@ -7,7 +7,9 @@ closest first.
 With the extension it is ``ORDER BY fingerprint <~> q LIMIT n``, which a
 simhash_mih index answers with its ordering scan, exactly (docs/index.md,
 "The n most similar rows"; GIN cannot order: a scan).  On the plain back end
-(docs/managed.md) the same query with the back end's distance: a scan.
+(docs/managed.md), where no index orders, the rows within the default
+layout's max_distance first (a lookup of the block index ingest makes), then,
+when there are fewer than n of those, every row (Backend.nearest).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import fingerprint as fingerprint_module
+from .. import plain
 from .database import column_spec, connect, database_backend, require_table, table_identifier
 from .documents import Reading, read_documents
 from .errors import UserError
@@ -29,7 +32,7 @@ except ImportError:  # connect() says so
 NEAREST = """
 SELECT {id} AS id, distance{label} FROM (
     SELECT {id}, {distance} AS distance{label} FROM {table}
-    WHERE {fp} IS NOT NULL{other_rows}
+    WHERE {condition}{other_rows}
     ORDER BY {distance} LIMIT {count}
 ) r ORDER BY distance, {id}
 """
@@ -80,16 +83,22 @@ def query_fingerprint(conn, args, backend) -> int:
     return parsed_fingerprint(args.query_fingerprint)
 
 
-def nearest_sql(conn, args, backend, q: int) -> sql.Composed:
-    """The query of the --count rows nearest to q: (id, distance[, label])."""
-    fp = sql.Identifier(args.fingerprint_column)
+def nearest_sql(conn, args, backend, q: int, radius: int | None = None) -> sql.Composed:
+    """The query of the --count rows nearest to q: (id, distance[, label]);
+    with a radius, of those within it (the back end's radius query: on the
+    plain back end, a lookup of the block index ingest makes)."""
+    fp = sql.Identifier(args.fingerprint_column).as_string(conn)
+    condition = sql.SQL("{} IS NOT NULL").format(sql.Identifier(args.fingerprint_column))
+    if radius is not None:
+        within = backend.within_sql(fp, backend.literal_sql(q), str(radius), radius, plain.PlainLayout)
+        condition = sql.SQL("{} AND {}").format(condition, sql.SQL(within))
     label = sql.SQL(", {}").format(sql.Identifier(args.label)) if args.label else sql.SQL("")
     other_rows = (sql.SQL(" AND {} <> {}").format(sql.Identifier(args.id_column), sql.Literal(args.query_id))
                   if args.query_id is not None else sql.SQL(""))
     # q a literal (a checked integer): the planner sees a constant
-    distance = sql.SQL(backend.distance_sql(fp.as_string(conn), backend.literal_sql(q)))
+    distance = sql.SQL(backend.distance_sql(fp, backend.literal_sql(q)))
     return sql.SQL(NEAREST).format(id=sql.Identifier(args.id_column), distance=distance, label=label,
-                                   table=table_identifier(args.table), fp=fp, other_rows=other_rows,
+                                   table=table_identifier(args.table), condition=condition, other_rows=other_rows,
                                    count=sql.Literal(args.count))
 
 
@@ -99,6 +108,8 @@ def nearest_command(args) -> None:
     with connect(args.dsn) as conn:
         require_table(conn, args.table)
         backend = database_backend(conn, args, args.fingerprint_column)
-        rows = conn.execute(nearest_sql(conn, args, backend, query_fingerprint(conn, args, backend))).fetchall()
+        q = query_fingerprint(conn, args, backend)
+        rows = backend.nearest(lambda radius: conn.execute(nearest_sql(conn, args, backend, q, radius)).fetchall(),
+                               args.count, plain.PlainLayout)
     with open_output(args.output) as out:
         write_records(out, ["id", "distance", *([args.label] if args.label else [])], rows, args.format)
