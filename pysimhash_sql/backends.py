@@ -168,6 +168,25 @@ class Backend(ABC):
     def distance_sql(self, a: str, b: str) -> str:
         """The Hamming distance of two fingerprint SQL expressions."""
 
+    def nearest(self, rows: Callable[[int | None], list], n: int, layout: Callable[[], plain.PlainLayout]) -> list:
+        """The n rows nearest to a fingerprint, exactly: ``rows(radius)`` runs
+        ``ORDER BY distance LIMIT n`` over the rows within ``radius`` bits
+        (None: over every row).  The rows within ``nearest_lookup_radius``
+        first, when the back end has one: if there are n, they are the n
+        nearest (every other row is farther); else every row."""
+        radius = self.nearest_lookup_radius(layout)
+        if radius is not None:
+            found = rows(radius)
+            if len(found) >= n:
+                return found
+        return rows(None)
+
+    @abstractmethod
+    def nearest_lookup_radius(self, layout: Callable[[], plain.PlainLayout]) -> int | None:
+        """The radius of the index lookup ``nearest`` tries first (``layout()``
+        is the plain index's of the column), None when ``ORDER BY distance
+        LIMIT n`` goes through an index by itself."""
+
     @abstractmethod
     def distance_function_sql(self, extension_sql: Callable[[], str], a: str, b: str) -> str:
         """``hamming_distance(a, b)``: ``extension_sql()`` (the function
@@ -269,6 +288,9 @@ class Extension(Backend):
     def distance_function_sql(self, extension_sql, a: str, b: str) -> str:
         return extension_sql()
 
+    def nearest_lookup_radius(self, layout) -> None:
+        return None  # a simhash_mih index orders by <~> (GIN cannot: a scan)
+
     def index_sql(self, extension_sql, layout, index, table, column, scope=(), if_not_exists=False,
                   concurrently=False) -> str:
         return extension_sql()
@@ -353,6 +375,11 @@ class Plain(Backend):
 
     def distance_sql(self, a: str, b: str) -> str:
         return plain.distance_sql(a, b)
+
+    def nearest_lookup_radius(self, layout) -> int:
+        # every radius up to the layout's max_distance is the same lookup (the
+        # same key overlap, a different recheck): its widest, once
+        return layout().max_distance
 
     def distance_function_sql(self, extension_sql, a: str, b: str) -> str:
         return self.distance_sql(a, b)

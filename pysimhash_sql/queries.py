@@ -31,11 +31,11 @@ from sqlalchemy.dialects.postgresql.base import PGCompiler, PGDialect
 from sqlalchemy.sql import sqltypes
 
 from . import plain
-from .sqlalchemy import SimHash64, as_fingerprint  # (and func.hamming_within etc. typed)
+from .sqlalchemy import SimHash64, as_fingerprint, plain_layout  # (and func.hamming_within etc. typed)
 from .backends import BACKENDS, EXTENSION, PLAIN, Backend, Rows, backend_for, backend_named, check_workers, set_backend
 
 __all__ = ["clusters", "find_all", "has_near_duplicate", "near_duplicate_matches", "near_duplicates", "nearest",
-           "query_sql", "run_clusters", "run_find_all"]
+           "query_sql", "run_clusters", "run_find_all", "run_nearest"]
 
 
 def _owner(fingerprint_column: Any) -> Any:
@@ -58,18 +58,35 @@ def near_duplicates(fingerprint_column: Any, q: int, max_distance: int) -> Selec
 
 
 def nearest(fingerprint_column: Any, q: int, n: int) -> Select:
-    """The ``n`` rows closest to ``q`` (exact top-n by Hamming distance).
+    """The ``n`` rows closest to ``q`` (exact top-n by Hamming distance), with
+    a ``distance`` column, closest first: a Select on the model that callers
+    extend with joins and filters.
 
-    This reads every row, on purpose: it is a Select on the model that callers
-    extend with joins and filters, and GIN has no ordering, so no index can
-    serve ``ORDER BY distance LIMIT n`` in general.  SQL's
-    ``hamming_nearest(NULL::table, 'column', q, n)`` is index-assisted (lookups
-    up to its max_radius, a scan only when fewer than n rows lie within it),
-    but it is a function over a whole table and does not compose with a
-    Select; call it through ``text()`` or ``func`` when a table's top n
-    without extra conditions is what you need."""
+    It is ``ORDER BY fp <~> q LIMIT n`` (the comparator's operator), which a
+    simhash_mih index answers with its ordering scan (docs/index.md, "The n
+    most similar rows"): EXPLAIN shows ``Index Scan using ... Order By``.  GIN
+    cannot order: through a GIN index (or none) it reads every row, and so
+    does the plain back end's distance; ``run_nearest`` runs it on either
+    back end, the plain one looking the rows up in its block index first."""
     distance = fingerprint_column.hamming_distance(q).label("distance")
     return select(_owner(fingerprint_column), distance).order_by(distance).limit(n)
+
+
+def run_nearest(connection: Any, fingerprint_column: Any, q: int, n: int) -> list:
+    """``nearest(fingerprint_column, q, n)``'s rows (entity or table row,
+    distance), executed on ``connection`` (a Session or Connection) on either
+    back end, exact.  With the extension it is that query (a simhash_mih
+    index's ordering scan).  On the plain back end, where no index orders, the
+    rows within the layout's max_distance bits first, by a lookup of its
+    block index (``near_duplicates(...).limit(n)``): when there are n of them
+    they are the n nearest; else ``nearest``'s scan (docs/managed.md, "The n
+    most similar rows")."""
+    def rows(radius: int | None) -> list:
+        query = nearest(fingerprint_column, q, n) if radius is None else near_duplicates(
+            fingerprint_column, q, radius).limit(n)
+        return connection.execute(query).all()
+
+    return backend_for(connection).nearest(rows, n, lambda: plain_layout(fingerprint_column))
 
 
 def has_near_duplicate(new_fingerprint: Any, stored_fingerprint_column: Any, max_distance: int) -> Exists:

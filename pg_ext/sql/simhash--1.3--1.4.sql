@@ -13,3 +13,13 @@
 
 ALTER OPERATOR FAMILY simhash64_mih_ops USING simhash_mih
     ADD OPERATOR 2 <~> (simhash64, simhash64) FOR ORDER BY pg_catalog.integer_ops;
+
+-- hamming_nearest (1.0) is left as it is: each of its two statements is
+-- `ORDER BY column <~> q LIMIT n` (the rows within max_radius bits, then the
+-- others), so through a simhash_mih index both are the ordering scan above
+-- (as fast as the ORDER BY itself), and through GIN the first is a lookup.
+-- Only its description changes: beyond max_radius it no longer scans when
+-- the column has a simhash_mih index.
+COMMENT ON FUNCTION hamming_nearest(anyelement, name, simhash64, integer, integer) IS
+    'the n rows nearest to q (exact): ORDER BY column <~> q LIMIT n, within max_radius first; '
+    'a simhash_mih index orders both steps, GIN looks up the first';

@@ -6,6 +6,7 @@
     pysimhash-sql ingest         documents -> a table, fingerprinted in the server or locally
     pysimhash-sql dupes          near-duplicate pairs of a table's rows
     pysimhash-sql clusters       clusters of a table's rows
+    pysimhash-sql nearest        the n rows of a table most similar to a fingerprint, a file or a row
     pysimhash-sql refingerprint  a table's fingerprints moved to another text spec version, online
     pysimhash-sql report         an HTML near-duplicate report of a table or of files, to choose a threshold
 
@@ -168,6 +169,21 @@ def build_parser() -> argparse.ArgumentParser:
                        "clusters of a table's rows: cluster_id (its smallest id), id (simhash_clusters)",
                        options(database_options, table_rows, lambda p: near(p, None), parallel, records_out))
     clusters.add_argument("--singletons", action="store_true", help="also list rows with no near-duplicate")
+    nearest = command("nearest", "nearest:nearest_command",
+                      "the --count rows of a table most similar to one fingerprint: id, distance, closest first "
+                      "(ORDER BY fingerprint <~> q LIMIT n: a simhash_mih index's ordering scan)",
+                      options(database_options, table_rows, records_out))
+    query = nearest.add_mutually_exclusive_group(required=True)
+    query.add_argument("--fingerprint", dest="query_fingerprint", metavar="VALUE",
+                       help="the fingerprint: unsigned decimal, or 0x and hex digits")
+    query.add_argument("--file", dest="query_file", metavar="PATH",
+                       help="the fingerprint of this file's text (of a web page, its main content), in the text "
+                            "spec version of the table's column")
+    query.add_argument("--id", dest="query_id", type=int, metavar="ID",
+                       help="the fingerprint of the row with this id (the row itself left out)")
+    nearest.add_argument("-n", "--count", type=int, default=10, help="how many rows (default 10)")
+    nearest.add_argument("--encoding", default="auto",
+                         help="--file's encoding (default auto: UTF-8, else as detected)")
     report = command("report", "report:report_command",
                      "write one self-contained HTML file showing how far documents are from their nearest "
                      "near-duplicate, sample pairs at each distance with their differences, the clusters at a "

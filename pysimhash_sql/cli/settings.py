@@ -48,6 +48,11 @@ class Settings:
     to: int | None = None
     keep_old: bool = False
     drop_kept: bool = False
+    # nearest
+    query_fingerprint: str | None = None
+    query_file: str | None = None
+    query_id: int | None = None
+    count: int = 10
     # clusters, report
     singletons: bool = False
     scope: str | None = None

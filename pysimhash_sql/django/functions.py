@@ -21,11 +21,15 @@ def _fingerprint(value: Any) -> Any:
 
 
 class HammingDistance(Func):
-    """``hamming_distance(a, b)``: the number of differing bits, an integer,
-    for ``annotate`` and ``order_by``.  Each argument is a field name, an
-    expression, or a fingerprint int (or bytes)."""
+    """``a <~> b``: the number of differing bits, an integer, for ``annotate``
+    and ``order_by``.  Each argument is a field name, an expression, or a
+    fingerprint int (or bytes).  The operator, not the function
+    ``hamming_distance(a, b)`` (the same value): a simhash_mih index orders
+    by it, so ``order_by(HammingDistance("fp", q))[:n]`` is its ordering scan
+    (docs/index.md, "The n most similar rows")."""
 
-    function = "hamming_distance"
+    template = "(%(expressions)s)"
+    arg_joiner = " <~> "
     arity = 2
     output_field = IntegerField()
 

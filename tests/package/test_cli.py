@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 from toolbox.readme import readme_blocks, run_example
 from toolbox import ROOT, brute_force_hash_pairs, flip_random
 
@@ -457,6 +458,8 @@ def test_readme_command_line_example(db: psycopg.Connection, tmp_path: Path) -> 
     header = out.index("id1,id2,distance,name1,name2")
     clusters = [json.loads(line) for line in out if line.startswith("{")]
     assert header + 1 < len(out) and clusters and {"cluster_id", "id", "name"} == clusters[0].keys()
+    nearest = out.index("id,distance,name")
+    assert out[nearest + 1].split(",")[1:] == ["0", "GFDL-1.3.license.txt"]  # the file's own row first
     assert db.execute("SELECT count(*) FROM documents").fetchone() == (len(list(CORPUS.iterdir())),)
 
 
@@ -560,10 +563,69 @@ def test_plain_backend_dupes_and_clusters_equal_the_extensions(db: psycopg.Conne
         assert run(*command, "--dsn", dsn, "--backend", "plain").stdout == extension, command
     out = run("dupes", "--dsn", dsn).stdout.splitlines()
     assert [tuple(map(int, line.split(",")[:2])) for line in out[1:] if not line.startswith("5,")] == near_duplicate_table
+    for command in (["nearest", "--id", "10"], ["nearest", "--fingerprint", "12345", "-n", "30"]):
+        # the same distances (rows tied at the last one may differ)
+        extension = nearest_rows(run(*command, "--dsn", db.info.dsn).stdout)
+        assert [d for _, d in nearest_rows(run(*command, "--dsn", dsn).stdout)] == [d for _, d in extension], command
+
+
+def nearest_rows(out: str) -> list[tuple[int, int]]:
+    """(id, distance) of nearest's CSV lines, after the header."""
+    lines = out.splitlines()
+    assert lines[0].startswith("id,distance")
+    return [(int(line.split(",")[0]), int(line.split(",")[1])) for line in lines[1:]]
+
+
+def test_nearest_by_value_file_and_row_is_brute_force(db: psycopg.Connection, near_duplicate_table,
+                                                      tmp_path: Path) -> None:
+    """nearest: the n rows closest to a fingerprint (decimal or hex), to a
+    file's text (in the column's text spec version: 1 undeclared, 2 when its
+    comment says so) or to a row (itself left out), as brute force has them;
+    the query is the simhash_mih index's ordering scan (EXPLAIN)."""
+    from pysimhash_sql import hashing, text_spec
+    from pysimhash_sql.backends import backend_named
+    from pysimhash_sql.cli import build_parser
+    from pysimhash_sql.cli.nearest import nearest_sql
+    from pysimhash_sql.cli.settings import Settings
+
+    stored = {i: int(fp) for i, fp in db.execute("SELECT id, fingerprint::text FROM documents")}
+    db.execute("INSERT INTO documents VALUES (1, 'no fingerprint', NULL)")
+
+    def check(out: str, q: int, n: int, leave_out: int | None = None) -> None:
+        got = nearest_rows(out)
+        expected = sorted(distance for i, distance in ((i, bin(fp ^ q).count("1")) for i, fp in stored.items())
+                          if i != leave_out)[:n]
+        assert [d for _, d in got] == expected
+        assert all(bin(stored[i] ^ q).count("1") == d for i, d in got) and leave_out not in dict(got)
+
+    dsn = db.info.dsn
+    q = stored[10] ^ 0b101
+    check(run("nearest", "--dsn", dsn, "--fingerprint", str(q)).stdout, q, 10)
+    check(run("nearest", "--dsn", dsn, "--fingerprint", hex(q), "-n", "25").stdout, q, 25)
+    check(run("nearest", "--dsn", dsn, "--id", "10", "-n", "5").stdout, stored[10], 5, leave_out=10)
+    labelled = run("nearest", "--dsn", dsn, "--id", "10", "--label", "name", "--format", "jsonl").stdout
+    assert all(row["name"] == f"doc{row['id']}" for row in map(json.loads, labelled.splitlines()))
+    text = "a page of text whose nearest stored rows are asked for, " * 3
+    (tmp_path / "page.txt").write_text(text)
+    check(run("nearest", "--dsn", dsn, "--file", str(tmp_path / "page.txt")).stdout, hashing.simhash(text), 10)
+    db.execute(text_spec.comment_on_column_sql("documents", "fingerprint", 2))
+    check(run("nearest", "--dsn", dsn, "--file", str(tmp_path / "page.txt")).stdout, hashing.simhash_v2(text), 10)
+    assert_user_error(run("nearest", "--dsn", dsn, "--id", "7", ok=False), "no row id = 7")
+    assert_user_error(run("nearest", "--dsn", dsn, "--fingerprint", "0xZZ", ok=False), "--fingerprint")
+    assert_user_error(run("nearest", "--dsn", dsn, "--fingerprint", "1", "-n", "0", ok=False), "--count")
+
+    db.execute("CREATE INDEX documents_fingerprint_mih ON documents USING simhash_mih (fingerprint)")
+    db.execute("ANALYZE documents")
+    db.execute("SET enable_seqscan = off")  # a few hundred rows: the planner would read them all
+    settings = Settings.parsed(build_parser().parse_args(["nearest", "--fingerprint", str(q), "--label", "name"]))
+    query = nearest_sql(db, settings, backend_named("extension"), q)
+    plan = "\n".join(row[0] for row in db.execute(sql.SQL("EXPLAIN ") + query))
+    assert "Index Scan using documents_fingerprint_mih" in plan and "Order By" in plan, plan
 
 
 @pytest.mark.parametrize("argv", [["find-all"], ["find-clusters"], ["fingerprint", "a.txt"], ["ingest", "a.txt"],
-                                  ["refingerprint"], ["dupes"], ["clusters", "--singletons"], ["report", "a.txt"]])
+                                  ["refingerprint"], ["dupes"], ["clusters", "--singletons"], ["report", "a.txt"],
+                                  ["nearest", "--id", "3"]])
 def test_every_commands_options_are_one_frozen_settings(argv) -> None:
     """Each command's options parse into Settings (a field for each), which no
     command can rewrite."""
@@ -573,6 +635,6 @@ def test_every_commands_options_are_one_frozen_settings(argv) -> None:
     from pysimhash_sql.cli.settings import Settings
 
     settings = Settings.parsed(build_parser().parse_args(argv))
-    assert settings.run.split(":")[0] in {"hashes", "fingerprint", "database", "refingerprint", "report"}
+    assert settings.run.split(":")[0] in {"hashes", "fingerprint", "database", "refingerprint", "report", "nearest"}
     with pytest.raises(FrozenInstanceError):
         settings.backend = "plain"

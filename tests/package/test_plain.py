@@ -10,12 +10,12 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import BigInteger, Column, MetaData, Table, Text, create_engine, func, insert, select, text
+from sqlalchemy import BigInteger, Column, MetaData, Table, Text, create_engine, event, func, insert, select, text
 from sqlalchemy.orm import aliased
 
 from pysimhash_sql import plain
 from pysimhash_sql.backends import EXTENSION, PLAIN, backend_of, set_backend
-from pysimhash_sql.queries import has_near_duplicate, near_duplicate_matches, near_duplicates
+from pysimhash_sql.queries import has_near_duplicate, near_duplicate_matches, near_duplicates, run_nearest
 from pysimhash_sql.sqlalchemy import SimHash64, plain_layout, register_simhash, simhash_index
 from toolbox import MAX_FINGERPRINT, brute_force_within, distance, near_copies
 from toolbox.data import clustered_rows, planted_fingerprints
@@ -146,6 +146,35 @@ def test_radius_queries_exact_equal_on_both_backends_and_indexed(both_backends) 
         # past the layout's max_distance: the documented fallback, a scan with the recheck alone
         beyond = str(select(table.c.id).where(table.c.fp.within(5, layout.max_distance + 1)).compile(plain_engine))
         assert "&&" not in beyond and "bit_count" in beyond
+
+
+def test_run_nearest_exact_on_both_backends(both_backends) -> None:
+    """run_nearest: the n nearest rows, as brute force, on each back end.  On
+    the plain one: one lookup within the layout's max_distance (its block
+    index) when it finds n rows, else that lookup and then the scan."""
+    fps, tables, rng = both_backends
+    centres = [fp ^ (1 << rng.randrange(64)) for fp in rng.sample(fps, 8)] + [rng.getrandbits(64) for _ in range(3)]
+    for engine, table in tables.items():
+        statements: list[str] = []
+
+        def record(_conn, _cursor, statement, *_args) -> None:
+            statements.append(statement)
+
+        event.listen(engine, "before_cursor_execute", record)
+        with engine.connect() as conn:
+            for centre in centres:
+                expected = sorted(distance(fp, centre) for fp in fps)
+                for n in (1, 3, 10, 200):
+                    statements.clear()
+                    got = run_nearest(conn, table.c.fp, centre, n)
+                    assert [row.distance for row in got] == expected[:n], (backend_of(engine), n)
+                    assert all(row.distance == distance(row.fp, centre) for row in got)
+                    if backend_of(engine) == PLAIN:
+                        looked_up = sum(d <= plain_layout(table.c.fp).max_distance for d in expected) >= n
+                        assert len(statements) == (1 if looked_up else 2) and "&&" in statements[0], statements
+                    else:
+                        assert len(statements) == 1 and "<~>" in statements[0], statements
+        event.remove(engine, "before_cursor_execute", record)
 
 
 def test_batch_checks_exact_on_plain(plain_engine) -> None:

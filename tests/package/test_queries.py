@@ -21,7 +21,7 @@ from pysimhash_sql.queries import (
     run_clusters, run_find_all,
 )
 from pysimhash_sql.sqlalchemy import SimHash64, register_simhash
-from toolbox import brute_force_clusters, brute_force_pairs, distance, near_copies
+from toolbox import brute_force_clusters, brute_force_pairs, distance, flip_random, near_copies
 from toolbox.pages_model import Base, Page
 
 HOSTILE = [
@@ -96,6 +96,35 @@ def test_nearest_is_exact_top_n(simhash_engine, pages) -> None:
     with Session(simhash_engine) as session:
         got = [d for _, d in session.execute(nearest(Page.fp, q, 7))]
     assert got == sorted(distance(v, q) for v in pages.values())[:7]
+
+
+def test_nearest_is_an_ordering_index_scan(simhash_engine) -> None:
+    """nearest() and order_by(Page.fp.hamming_distance(q)).limit(n) compile to
+    ORDER BY fp <~> q (the operator, not the function call), which a
+    simhash_mih index answers in order (EXPLAIN: Index Scan ... Order By);
+    the distances are brute force's."""
+    Base.metadata.create_all(simhash_engine)
+    q = 0x0123456789ABCDEF
+    with simhash_engine.begin() as conn:
+        conn.execute(text("INSERT INTO pages SELECT g, '', hashint8extended(g, 5)::simhash64"
+                          " FROM generate_series(1, 20000) g"))
+        rng = random.Random(9)
+        near = [flip_random(q, flips, rng) for flips in (0, 1, 2, 3, 5, 8)]
+        conn.execute(Page.__table__.insert(), [{"id": -i - 1, "url": "near", "fp": v} for i, v in enumerate(near)])
+        conn.execute(text("CREATE INDEX pages_fp_mih ON pages USING simhash_mih (fp)"))
+        conn.execute(text("ANALYZE pages"))
+        values = [v for v in conn.scalars(select(Page.fp)) if v is not None]
+    expected = sorted(distance(v, q) for v in values)[:10]
+    by_model = select(Page).order_by(Page.fp.hamming_distance(q)).limit(10)
+    for stmt in (nearest(Page.fp, q, 10), by_model):
+        sql = str(stmt.compile(simhash_engine, compile_kwargs={"literal_binds": True}))
+        assert "<~>" in sql and "hamming_distance(" not in sql, sql
+        with Session(simhash_engine) as session:
+            plan = "\n".join(session.scalars(text("EXPLAIN " + sql)))
+            assert "Index Scan using pages_fp_mih" in plan and "Order By" in plan, plan
+            got = [distance(page.fp, q) for page in session.scalars(stmt)] if stmt is by_model else [
+                d for _, d in session.execute(stmt)]
+        assert got == expected
 
 
 @pytest.mark.parametrize("conforming", ["on", "off"])

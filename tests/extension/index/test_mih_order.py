@@ -169,6 +169,31 @@ def test_a_ball_bounds_the_growth(large_db, large) -> None:
             assert_nearest(large_db, inside, q, n, where, (str(centre), k))
 
 
+def test_hamming_nearest_is_the_ordering_scan(large_db, large) -> None:
+    """hamming_nearest(NULL::docs, 'fp', q, n): exact (NULL fingerprints never
+    returned), and each of its statements (within max_radius, then beyond)
+    is `ORDER BY fp <~> q LIMIT n` through the simhash_mih index: its nested
+    plans (auto_explain) are the ordering scan."""
+    rng = random.Random(6)
+    plans: list[str] = []
+    large_db.add_notice_handler(lambda diagnostic: plans.append(diagnostic.message_primary or ""))
+    large_db.execute("LOAD 'auto_explain'")
+    for setting in ("log_min_duration = 0", "log_nested_statements = on", "log_level = notice"):
+        large_db.execute(f"SET auto_explain.{setting}")
+    try:
+        for q in queries(rng, large, 6):
+            for n, max_radius in ((1, 3), (10, 3), (100, 0), (10, 64)):
+                plans.clear()
+                got = large_db.execute("SELECT fp <~> %s::simhash64 FROM hamming_nearest(NULL::docs, 'fp',"
+                                       " %s::simhash64, %s, %s)", (str(q), str(q), n, max_radius)).fetchall()
+                assert sorted(d for (d,) in got) == expected_distances(large, q)[:n], (q, n, max_radius)
+                nested = [plan for plan in plans if "FROM docs t" in plan]
+                assert nested and all("Index Scan using docs_fp" in plan and "Order By" in plan
+                                      for plan in nested), plans
+    finally:
+        large_db.execute("SET auto_explain.log_min_duration = -1")
+
+
 def test_lateral_rescans(large_db, large) -> None:
     """The 3 nearest of each of several centres: one ordering scan rescanned."""
     centres = queries(random.Random(4), large, 8)

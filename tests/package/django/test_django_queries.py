@@ -13,11 +13,12 @@ from django.db import connections
 from django.db.models import Value
 from django.db.models.signals import pre_save
 from simhash_testapp.models import Page, ScopedPage
-from toolbox import MAX_FINGERPRINT, brute_force_clusters, brute_force_pairs, distance, flip, near_copies
+from toolbox import MAX_FINGERPRINT, brute_force_clusters, brute_force_pairs, distance, flip, flip_random, near_copies
 from toolbox.workers import run_together
 
 from pysimhash_sql import hashing
 from pysimhash_sql.django import (
+    HammingDistance,
     Simhash,
     aclusters,
     afind_all,
@@ -42,6 +43,26 @@ def _pages() -> dict[str, dict[int, int]]:
     for row in rows:
         by_domain[row.domain][row.pk] = row.fp
     return by_domain
+
+
+@pytest.mark.django_db
+def test_n_nearest_by_order_by_is_the_ordering_scan() -> None:
+    """order_by(HammingDistance("fp", q))[:n] (or by its annotation) compiles
+    to fp <~> q, which the model's simhash_mih index answers in order
+    (EXPLAIN: Index Scan ... Order By); the distances are brute force's."""
+    rng = random.Random(50)
+    q = rng.getrandbits(64)
+    fps = [rng.getrandbits(64) for _ in range(20000)] + [flip_random(q, flips, rng) for flips in (0, 1, 2, 4, 7)]
+    Page.objects.bulk_create([Page(fp=fp) for fp in fps] + [Page(fp=None)], batch_size=5000)
+    with connections["default"].cursor() as cursor:
+        cursor.execute(f"ANALYZE {Page._meta.db_table}")
+    expected = sorted(distance(fp, q) for fp in fps)[:10]
+    for nearest in (Page.objects.order_by(HammingDistance("fp", q))[:10],
+                    Page.objects.annotate(distance=HammingDistance("fp", q)).order_by("distance")[:10]):
+        assert "<~>" in str(nearest.query) and "hamming_distance" not in str(nearest.query)
+        plan = nearest.explain()
+        assert "Index Scan using page_fp_mih" in plan and "Order By" in plan, plan
+        assert [distance(page.fp, q) for page in nearest] == expected
 
 
 @pytest.mark.django_db
