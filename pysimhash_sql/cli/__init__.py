@@ -46,7 +46,8 @@ class ShowVersion(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         from ..hashing import IMPLEMENTATION
 
-        parser.exit(message=f"{parser.prog} {version('pysimhash-sql')} (fingerprint implementation: {IMPLEMENTATION})\n")
+        print(f"{parser.prog} {version('pysimhash-sql')} (fingerprint implementation: {IMPLEMENTATION})")
+        parser.exit()
 
 
 def options(*adders) -> argparse.ArgumentParser:
