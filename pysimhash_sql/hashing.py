@@ -29,7 +29,6 @@ import operator
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import chain, islice
 
@@ -506,6 +505,8 @@ class Compiled:
         chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)
         if jobs == 1 or chunks < 2:
             return self.core.fingerprints(texts, version)
+        from concurrent.futures import ThreadPoolExecutor  # here: import pysimhash_sql stays as quick
+
         bounds = [len(texts) * k // chunks for k in range(chunks + 1)]
         with ThreadPoolExecutor(jobs) as pool:
             parts = pool.map(lambda start, end: self.core.fingerprints(texts[start:end], version),

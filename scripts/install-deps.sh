@@ -41,7 +41,7 @@ bench_runs() {  # benchmark names (bench/bench_<name>.py)
 # elsewhere the benchmark says it is missing.
 BENCH_CORPUS=()
 if bench_runs html crawl warc; then BENCH_CORPUS+=(postgresql-doc-15 python3-doc); fi
-if bench_runs sql_fingerprint python; then BENCH_CORPUS+=(manpages-zh); fi
+if bench_runs sql_fingerprint python python_fingerprint; then BENCH_CORPUS+=(manpages-zh); fi
 
 install_bench_corpus() {
     local pkg absent=()
