@@ -100,7 +100,8 @@ def main() -> None:
 
     print(f"fingerprint implementation in use: {hashing.IMPLEMENTATION}"
           + (f" (SIMD {compiled.core.SIMD_LEVEL})" if compiled else " (no compiled core: pip install . with a C compiler)"))
-    print(f"{text_mb} MB of each text; MB/s of one core (pure Python on a tenth of it)")
+    print(f"{text_mb} MB of each text; MB/s of one core (pure Python on a tenth of it); load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (2 threads beat one only where a core is idle)")
     print(f"{'':<26} {'':>8} {'':>16} {'':>19}   fingerprints(), wall clock; CPU MB/s in 2")
     print(f"{'text':<8} {'spec':<17} {'SQL':>8} {'compiled':>9} {'/ SQL':>6} {'pure Python':>12} {'/ SQL':>6}"
           f" {'1 thread':>9} {'2 threads':>10} {'2 / 1':>6} {'CPU':>6}")

@@ -7,9 +7,11 @@ tests/extension/fingerprint/test_hashing_sql.py."""
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -27,6 +29,8 @@ from toolbox.text_vectors import load_vectors
 
 COMPILED = hashing.COMPILED
 PURE = hashing.PURE_PYTHON
+pytestmark = pytest.mark.skipif(os.environ.get("PYSIMHASH_SQL_PURE_PYTHON") == "1",
+                                reason="PYSIMHASH_SQL_PURE_PYTHON=1: the compiled core is off")
 
 # Characters of many scripts and classes (tests/extension/fingerprint has the full list), NUL too.
 characters = st.one_of(
@@ -154,6 +158,28 @@ def test_threads_calling_at_once_get_their_own_answers() -> None:
     for thread in threads:
         thread.join()
     assert all(results[k] == expected[k:] + expected[:k] for k in range(4))
+
+
+def test_the_gil_is_released_while_a_fingerprint_is_computed() -> None:
+    """Python code of another thread runs while the core computes (it could not if the GIL were held)."""
+    text = "The quick brown fox jumps over the lazy dog. " * 400_000
+    window: list[float] = []
+    ticks: list[float] = []
+
+    def compute() -> None:
+        window.append(time.perf_counter())
+        hashing.COMPILED.core.fingerprint(text, 2)
+        window.append(time.perf_counter())
+
+    worker = threading.Thread(target=compute)
+    worker.start()
+    while worker.is_alive():
+        ticks.append(time.perf_counter())
+    worker.join()
+    start, end = window
+    inside = [tick for tick in ticks if start < tick < end]
+    # Held, the GIL would let this thread tick only before the call began: never across most of it.
+    assert inside and inside[-1] - inside[0] > (end - start) / 2, (start, end, inside[:1], inside[-1:])
 
 
 # -- hostile and huge input: the same value, or the same exception class ------------------
