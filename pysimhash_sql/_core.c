@@ -4,10 +4,11 @@
  * hashing.py's compiled implementation calls it; the pure-Python one is the
  * reference it is tested against.
  *
- * A text is a str (its UTF-8, PyUnicode_AsUTF8AndSize: a lone surrogate is
- * UnicodeEncodeError, as in the pure-Python code) or bytes (used as they
- * are); the GIL is released while the core computes, and the core's memory
- * is PyMem_RawMalloc's (callable without the GIL).  The vector code's level
+ * A text is a str (its UTF-8: a lone surrogate is UnicodeEncodeError, as in
+ * the pure-Python code) or bytes (used as they are).  The GIL is released
+ * while the core computes, and while a str that is not ASCII is written as
+ * UTF-8 (threads would otherwise take turns at it: a seventh of the time on
+ * Chinese); the core's memory is PyMem_RawMalloc's (callable without the GIL).  The vector code's level
  * is the best this CPU runs, at most what the environment variable
  * PYSIMHASH_SQL_SIMD says when the module is imported (auto, avx2, none: the
  * tests run every copy).
@@ -50,32 +51,129 @@ status_error(SimhashStatus status)
 	return NULL;
 }
 
-/* The bytes of a text: a str's UTF-8, or bytes as they are; -1 with an exception else. */
+/*
+ * A text as the GIL-free part takes it: UTF-8 bytes where they are at hand
+ * (bytes, an ASCII str), else a str's code points (kind: 1, 2 or 4 bytes
+ * each), with no lone surrogate: text_utf8 writes their UTF-8 without the GIL.
+ */
+typedef struct Text
+{
+	const char *data;			/* UTF-8, or NULL: chars */
+	Py_ssize_t	len;			/* bytes of data, or code points of chars */
+	int			kind;
+	const void *chars;
+} Text;
+
+/* Whether code points of this kind hold a surrogate (which UTF-8 cannot encode). */
+static bool
+has_surrogate(int kind, const void *chars, Py_ssize_t n)
+{
+	uint32_t	found = 0;
+
+	if (kind == PyUnicode_2BYTE_KIND)
+		for (Py_ssize_t i = 0; i < n; i++)
+			found |= (uint32_t) (((const Py_UCS2 *) chars)[i] - 0xD800) < 0x800;
+	else if (kind == PyUnicode_4BYTE_KIND)
+		for (Py_ssize_t i = 0; i < n; i++)
+			found |= ((const Py_UCS4 *) chars)[i] - 0xD800 < 0x800;
+	return found != 0;
+}
+
+/* A str or bytes as a Text (under the GIL); -1 with an exception else. */
 static int
-text_bytes(PyObject *text, const char **data, Py_ssize_t *len)
+text_prepare(PyObject *text, Text *out)
 {
 	if (PyUnicode_Check(text))
 	{
-		*data = PyUnicode_AsUTF8AndSize(text, len);
-		return *data == NULL ? -1 : 0;
+#if PY_VERSION_HEX < 0x030C0000
+		if (PyUnicode_READY(text) < 0)
+			return -1;
+#endif
+		if (PyUnicode_IS_ASCII(text))
+		{
+			out->data = PyUnicode_AsUTF8AndSize(text, &out->len);
+			return out->data == NULL ? -1 : 0;
+		}
+		out->data = NULL;
+		out->kind = PyUnicode_KIND(text);
+		out->chars = PyUnicode_DATA(text);
+		out->len = PyUnicode_GET_LENGTH(text);
+		/* A lone surrogate: the same UnicodeEncodeError as str.encode("utf-8"). */
+		if (has_surrogate(out->kind, out->chars, out->len))
+			return PyUnicode_AsUTF8AndSize(text, NULL) == NULL ? -1 : 0;
+		return 0;
 	}
 	if (PyBytes_Check(text))
 	{
-		*data = PyBytes_AS_STRING(text);
-		*len = PyBytes_GET_SIZE(text);
+		out->data = PyBytes_AS_STRING(text);
+		out->len = PyBytes_GET_SIZE(text);
 		return 0;
 	}
 	PyErr_Format(PyExc_TypeError, "expected str or bytes, not %.200s", Py_TYPE(text)->tp_name);
 	return -1;
 }
 
-/* One fingerprint, spec version 1 (shingles of shingle_size tokens) or 2. */
-static SimhashStatus
-fingerprint_of(const char *data, Py_ssize_t len, int version, int64_t shingle_size, uint64_t *result)
+/* The UTF-8 of n code points of a kind (no surrogate among them) into out: its length. */
+static size_t
+utf8_of(int kind, const void *chars, Py_ssize_t n, unsigned char *out)
 {
+	unsigned char *at = out;
+
+	for (Py_ssize_t i = 0; i < n; i++)
+	{
+		uint32_t	c = kind == PyUnicode_1BYTE_KIND ? ((const Py_UCS1 *) chars)[i]
+			: kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *) chars)[i] : ((const Py_UCS4 *) chars)[i];
+
+		if (c < 0x80)
+			*at++ = (unsigned char) c;
+		else if (c < 0x800)
+		{
+			*at++ = 0xC0 | (c >> 6);
+			*at++ = 0x80 | (c & 0x3F);
+		}
+		else if (c < 0x10000)
+		{
+			*at++ = 0xE0 | (c >> 12);
+			*at++ = 0x80 | ((c >> 6) & 0x3F);
+			*at++ = 0x80 | (c & 0x3F);
+		}
+		else
+		{
+			*at++ = 0xF0 | (c >> 18);
+			*at++ = 0x80 | ((c >> 12) & 0x3F);
+			*at++ = 0x80 | ((c >> 6) & 0x3F);
+			*at++ = 0x80 | (c & 0x3F);
+		}
+	}
+	return (size_t) (at - out);
+}
+
+/* One fingerprint, spec version 1 (shingles of shingle_size tokens) or 2, without the GIL. */
+static SimhashStatus
+fingerprint_of(const Text *text, int version, int64_t shingle_size, uint64_t *result)
+{
+	const char *data = text->data;
+	size_t		len = (size_t) text->len;
+	unsigned char *utf8 = NULL;
+	SimhashStatus status;
+
+	if (data == NULL)
+	{
+		/* At most 2 bytes a code point of kind 1, 3 of kind 2, 4 of kind 4. */
+		size_t		most = (size_t) text->len * (text->kind == PyUnicode_1BYTE_KIND ? 2 : text->kind + 1);
+
+		utf8 = PyMem_RawMalloc(most + 1);
+		if (utf8 == NULL)
+			return SIMHASH_NO_MEMORY;
+		len = utf8_of(text->kind, text->chars, text->len, utf8);
+		data = (const char *) utf8;
+	}
 	if (version == 1)
-		return text_v1_fingerprint(data, (size_t) len, shingle_size, result);
-	return text_v2_fingerprint(data, (size_t) len, result);
+		status = text_v1_fingerprint(data, len, shingle_size, result);
+	else
+		status = text_v2_fingerprint(data, len, result);
+	PyMem_RawFree(utf8);
+	return status;
 }
 
 static int
@@ -98,17 +196,18 @@ fingerprint(PyObject *module, PyObject *args)
 	PyObject   *text;
 	int			version;
 	long long	shingle_size = 3;
-	const char *data;
-	Py_ssize_t	len;
+	Text		prepared;
 	uint64_t	result = 0;
 	SimhashStatus status;
 
+	(void) module;
+
 	if (!PyArg_ParseTuple(args, "Oi|L:fingerprint", &text, &version, &shingle_size))
 		return NULL;
-	if (check_version(version) < 0 || text_bytes(text, &data, &len) < 0)
+	if (check_version(version) < 0 || text_prepare(text, &prepared) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	status = fingerprint_of(data, len, version, shingle_size, &result);
+	status = fingerprint_of(&prepared, version, shingle_size, &result);
 	Py_END_ALLOW_THREADS
 	if (status != SIMHASH_OK)
 		return status_error(status);
@@ -118,7 +217,7 @@ fingerprint(PyObject *module, PyObject *args)
 PyDoc_STRVAR(fingerprints_doc,
 			 "fingerprints(texts, version, shingle_size=3) -> list[int]\n\n"
 			 "fingerprint() of each text of a sequence, in order, the GIL released once\n"
-			 "for all of them (each is made UTF-8 first).");
+			 "for all of them.");
 
 static PyObject *
 fingerprints(PyObject *module, PyObject *args)
@@ -128,11 +227,12 @@ fingerprints(PyObject *module, PyObject *args)
 	int			version;
 	long long	shingle_size = 3;
 	Py_ssize_t	n;
-	const char **data = NULL;
-	Py_ssize_t *lens = NULL;
+	Text	   *prepared = NULL;
 	uint64_t   *results = NULL;
 	SimhashStatus status = SIMHASH_OK;
 	PyObject   *out = NULL;
+
+	(void) module;
 
 	if (!PyArg_ParseTuple(args, "Oi|L:fingerprints", &sequence, &version, &shingle_size))
 		return NULL;
@@ -143,20 +243,19 @@ fingerprints(PyObject *module, PyObject *args)
 	if (texts == NULL)
 		return NULL;
 	n = PyTuple_GET_SIZE(texts);
-	data = PyMem_New(const char *, n);
-	lens = PyMem_New(Py_ssize_t, n);
+	prepared = PyMem_New(Text, n);
 	results = PyMem_New(uint64_t, n);
-	if (data == NULL || lens == NULL || results == NULL)
+	if (prepared == NULL || results == NULL)
 	{
 		PyErr_NoMemory();
 		goto done;
 	}
 	for (Py_ssize_t i = 0; i < n; i++)
-		if (text_bytes(PyTuple_GET_ITEM(texts, i), &data[i], &lens[i]) < 0)
+		if (text_prepare(PyTuple_GET_ITEM(texts, i), &prepared[i]) < 0)
 			goto done;
 	Py_BEGIN_ALLOW_THREADS
 	for (Py_ssize_t i = 0; i < n && status == SIMHASH_OK; i++)
-		status = fingerprint_of(data[i], lens[i], version, shingle_size, &results[i]);
+		status = fingerprint_of(&prepared[i], version, shingle_size, &results[i]);
 	Py_END_ALLOW_THREADS
 	if (status != SIMHASH_OK)
 	{
@@ -174,8 +273,7 @@ fingerprints(PyObject *module, PyObject *args)
 			PyList_SET_ITEM(out, i, value);
 	}
 done:
-	PyMem_Free(data);
-	PyMem_Free(lens);
+	PyMem_Free(prepared);
 	PyMem_Free(results);
 	Py_DECREF(texts);
 	return out;
@@ -191,6 +289,8 @@ vote(PyObject *module, PyObject *arg)
 {
 	Py_buffer	view;
 	uint64_t	result;
+
+	(void) module;
 
 	if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
 		return NULL;

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
+import sysconfig
 import threading
 import time
 
@@ -19,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pysimhash_sql import hashing
+from toolbox import ROOT
 from toolbox.implementations import (
     SIMD_LEVELS,
     assert_every_implementation_gives,
@@ -190,6 +193,9 @@ HOSTILE = [
     "\ud800",
     "abc \udfff def",
     "x" * 10 + "\ud83d",
+    "😀 wide \udc00 text",
+    "caf\xe9\x00 \xfc\xff latin-1",
+    "中文\x00 한국어 \U0001F600\x00",
     b"\xff\xfe\xfd",
     b"ab\xc3 \xe2\x82 \xf0\x9f\x98 \xed\xa0\x80 \xc0\xaf \xf4\x90\x80\x80 z",
     b"\x00caf\xc3\xa9\x00",
@@ -231,3 +237,14 @@ def test_vote_matches_the_reference(n: int) -> None:
     hashes = np.random.default_rng(n).integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
     assert COMPILED.vote(hashes) == PURE.vote(hashes)
     assert COMPILED.vote(hashes[::2]) == PURE.vote(hashes[::2])
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
+def test_the_module_compiles_without_a_warning(tmp_path) -> None:
+    """setup.py's build is optional (a failed one installs the package without
+    the module): every warning of _core.c is an error here."""
+    include = sysconfig.get_paths()["include"]
+    run = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", f"-I{ROOT / 'pg_ext' / 'src'}",
+                          f"-I{include}", "-c", str(ROOT / "pysimhash_sql" / "_core.c"), "-o", str(tmp_path / "core.o")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
