@@ -113,38 +113,53 @@ text_prepare(PyObject *text, Text *out)
 	return -1;
 }
 
-/* The UTF-8 of n code points of a kind (no surrogate among them) into out: its length. */
+/* Writes the UTF-8 of code point c (no surrogate) at *at, advancing it. */
+static inline void
+put_utf8(uint32_t c, unsigned char **at)
+{
+	unsigned char *out = *at;
+
+	if (c < 0x80)
+		*out++ = (unsigned char) c;
+	else if (c < 0x800)
+	{
+		*out++ = 0xC0 | (c >> 6);
+		*out++ = 0x80 | (c & 0x3F);
+	}
+	else if (c < 0x10000)
+	{
+		*out++ = 0xE0 | (c >> 12);
+		*out++ = 0x80 | ((c >> 6) & 0x3F);
+		*out++ = 0x80 | (c & 0x3F);
+	}
+	else
+	{
+		*out++ = 0xF0 | (c >> 18);
+		*out++ = 0x80 | ((c >> 12) & 0x3F);
+		*out++ = 0x80 | ((c >> 6) & 0x3F);
+		*out++ = 0x80 | (c & 0x3F);
+	}
+	*at = out;
+}
+
+/*
+ * The UTF-8 of n code points of a kind (no surrogate among them) into out:
+ * its length.  One loop a kind, so that each reads its own width.
+ */
 static size_t
 utf8_of(int kind, const void *chars, Py_ssize_t n, unsigned char *out)
 {
 	unsigned char *at = out;
 
-	for (Py_ssize_t i = 0; i < n; i++)
-	{
-		uint32_t	c = kind == PyUnicode_1BYTE_KIND ? ((const Py_UCS1 *) chars)[i]
-			: kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *) chars)[i] : ((const Py_UCS4 *) chars)[i];
-
-		if (c < 0x80)
-			*at++ = (unsigned char) c;
-		else if (c < 0x800)
-		{
-			*at++ = 0xC0 | (c >> 6);
-			*at++ = 0x80 | (c & 0x3F);
-		}
-		else if (c < 0x10000)
-		{
-			*at++ = 0xE0 | (c >> 12);
-			*at++ = 0x80 | ((c >> 6) & 0x3F);
-			*at++ = 0x80 | (c & 0x3F);
-		}
-		else
-		{
-			*at++ = 0xF0 | (c >> 18);
-			*at++ = 0x80 | ((c >> 12) & 0x3F);
-			*at++ = 0x80 | ((c >> 6) & 0x3F);
-			*at++ = 0x80 | (c & 0x3F);
-		}
-	}
+	if (kind == PyUnicode_1BYTE_KIND)
+		for (Py_ssize_t i = 0; i < n; i++)
+			put_utf8(((const Py_UCS1 *) chars)[i], &at);
+	else if (kind == PyUnicode_2BYTE_KIND)
+		for (Py_ssize_t i = 0; i < n; i++)
+			put_utf8(((const Py_UCS2 *) chars)[i], &at);
+	else
+		for (Py_ssize_t i = 0; i < n; i++)
+			put_utf8(((const Py_UCS4 *) chars)[i], &at);
 	return (size_t) (at - out);
 }
 
