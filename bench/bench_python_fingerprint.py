@@ -77,14 +77,15 @@ def threads_rates(docs: list[str], version: int, repeat: int) -> dict[int, tuple
     return best
 
 
-def import_ms(module: str, env: dict[str, str], repeat: int = 15) -> float:
+def import_ms(module: str, env: dict[str, str], repeat: int = 15, part: str | None = None) -> float:
     """Milliseconds `import module` takes in a fresh interpreter, as -X importtime
-    reports it (cumulative, the interpreter's own start left out), best of repeat."""
+    reports it (cumulative, the interpreter's own start left out), best of
+    repeat; with part, the time of that module alone (its own, not its imports')."""
     def once() -> float:
         run = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], check=True,
                              capture_output=True, text=True, env={**os.environ, **env})
-        line = next(line for line in run.stderr.splitlines() if line.split("|")[-1].strip() == module)
-        return int(line.split("|")[1]) / 1000
+        line = next(line for line in run.stderr.splitlines() if line.split("|")[-1].strip() == (part or module))
+        return int(line.split("|")[0 if part else 1].split(":")[-1]) / 1000
 
     return min(once() for _ in range(repeat))
 
@@ -124,6 +125,9 @@ def main() -> None:
     for module in ("pysimhash_sql", "pysimhash_sql.hashing"):
         with_core, without = import_ms(module, {}), import_ms(module, {"PYSIMHASH_SQL_PURE_PYTHON": "1"})
         print(f"import {module}: {with_core:.1f} ms with the compiled core, {without:.1f} ms without it")
+    if compiled:
+        own = import_ms("pysimhash_sql.hashing", {}, part="pysimhash_sql._simhash_core")
+        print(f"  of which the compiled core's own: {own:.2f} ms (numpy's dominates hashing's, and varies with the load)")
 
 
 if __name__ == "__main__":
