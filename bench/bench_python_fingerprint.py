@@ -9,7 +9,8 @@ manpages-zh, 7,000-character documents); then hashing.fingerprints() in 1
 and 2 threads (wall clock: the GIL is released), and the time `import
 pysimhash_sql` takes with the compiled core and without it
 (PYSIMHASH_SQL_PURE_PYTHON=1).  Goals (issue 49): compiled >= 0.8 x SQL a
-core; 2 threads >= 1.8 x one.
+core; 2 threads >= 1.8 x one; the CLI's fingerprint (JSON Lines in, one
+job a core) >= 0.8 x cores x one core's MB/s.
 """
 
 from __future__ import annotations
@@ -77,6 +78,30 @@ def threads_rates(docs: list[str], version: int, repeat: int) -> dict[int, tuple
     return best
 
 
+def cli_rates(docs: list[str], repeat: int, size_mb: int) -> dict[int, float]:
+    """`pysimhash-sql fingerprint` over the documents, repeated to size_mb, as
+    one JSON Lines file with --jobs 1 and with one job a core, interleaved, best
+    of repeat: MB/s of text by the wall clock, end to end (the interpreter's
+    start, reading, fingerprinting, writing)."""
+    import json
+    import tempfile
+
+    cli = Path(sys.executable).with_name("pysimhash-sql")
+    jobs_all = os.cpu_count() or 1
+    best = {1: 0.0, jobs_all: 0.0}
+    docs = docs * max(1, round(size_mb / mb(docs)))
+    with tempfile.TemporaryDirectory(prefix="bench-cli-fingerprint-") as tmp:
+        corpus = Path(tmp, "corpus.jsonl")
+        corpus.write_text("".join(json.dumps({"id": i, "text": doc}) + "\n" for i, doc in enumerate(docs)))
+        for _ in range(repeat):
+            for jobs in best:
+                wall = time.perf_counter()
+                subprocess.run([str(cli), "fingerprint", "--jobs", str(jobs), "-o", os.devnull, str(corpus)],
+                               check=True)
+                best[jobs] = max(best[jobs], mb(docs) / (time.perf_counter() - wall))
+    return best
+
+
 def import_ms(module: str, env: dict[str, str], repeat: int = 15, part: str | None = None) -> float:
     """Milliseconds `import module` takes in a fresh interpreter, as -X importtime
     reports it (cumulative, the interpreter's own start left out), best of
@@ -120,6 +145,13 @@ def main() -> None:
             else:
                 columns, threads = f"{'-':>9} {'-':>6}", ""
             print(f"{name:<8} {function + '(text)':<17} {base:8.1f} {columns} {pure:12.1f} {pure / base:6.2f} {threads}")
+    if compiled:
+        one_core = python_rate(compiled, corpora["English"], 2, repeat)
+        cli = cli_rates(corpora["English"], repeat, 20 if quick else 200)
+        jobs_all, all_rate = max(cli.items())
+        print(f"pysimhash-sql fingerprint, English JSON Lines, end to end: --jobs 1 {cli[1]:.1f} MB/s, --jobs "
+              f"{jobs_all} {all_rate:.1f} MB/s = {all_rate / (jobs_all * one_core):.2f} x cores x one core's "
+              f"{one_core:.1f} MB/s (goal >= 0.8)")
     if not chinese:
         print(f"Chinese: missing {CHINESE_MAN_PAGES} (Debian's manpages-zh)")
     for module in ("pysimhash_sql", "pysimhash_sql.hashing"):

@@ -56,6 +56,7 @@ __all__ = [
     "simhash_v2",
     "fingerprint",
     "fingerprints",
+    "fingerprint_batches",
     "IMPLEMENTATION",
     "PURE_PYTHON",
     "simhash_weighted",
@@ -334,6 +335,14 @@ def fingerprint(text: Text, *, version: int) -> TextFingerprint:
     return simhash(text) if check_version(version) == 1 else simhash_v2(text)
 
 
+def _jobs(jobs: int | None) -> int:
+    """How many cores fingerprint: jobs, or None for every one (os.cpu_count())."""
+    jobs = os.cpu_count() or 1 if jobs is None else operator.index(jobs)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    return jobs
+
+
 def fingerprints(texts: Iterable[Text], *, version: int, jobs: int | None = None) -> list[TextFingerprint]:
     """fingerprint(text, version=version) of every text, in order, computed in
     `jobs` threads (None: one a core, os.cpu_count()); the compiled core
@@ -341,11 +350,41 @@ def fingerprints(texts: Iterable[Text], *, version: int, jobs: int | None = None
     them one by one whatever jobs says).  The first text that is not str or
     bytes raises as fingerprint() does."""
     version = check_version(version)
-    jobs = os.cpu_count() or 1 if jobs is None else operator.index(jobs)
-    if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, not {jobs}")
-    values = _IMPLEMENTATION.fingerprints(list(texts), version, jobs)
+    values = _IMPLEMENTATION.fingerprints(list(texts), version, _jobs(jobs))
     return [TextFingerprint(value, version) for value in values]
+
+
+def _fingerprint_list(texts: list, version: int, shingle_size: int) -> list[TextFingerprint]:
+    """One batch of fingerprint_batches (a module-level function: a worker
+    process can run it)."""
+    return [TextFingerprint(value, version)
+            for value in _IMPLEMENTATION.fingerprints(texts, version, 1, shingle_size)]
+
+
+def fingerprint_batches(batches: Iterable[Iterable[Text]], *, version: int, shingle_size: int | None = None,
+                        jobs: int | None = None) -> Iterator[list[TextFingerprint]]:
+    """The fingerprints of each batch of texts, a list a batch, in order,
+    computed on `jobs` cores (None: every one) while the next batches are read:
+    for a stream of documents (the CLI's commands that fingerprint), whose
+    reading then overlaps the fingerprinting.  At most 2 × jobs batches are
+    in flight, so memory stays bounded however long the stream.  shingle_size
+    is version 1's (default 3, as simhash(text))."""
+    version = check_version(version)
+    if shingle_size is not None and version != 1:
+        raise ValueError(f"shingle_size is a parameter of text spec version 1, not of version {version}")
+    size, jobs = _shingle_size(3 if shingle_size is None else shingle_size), _jobs(jobs)
+    if jobs == 1:
+        for texts in batches:
+            yield _fingerprint_list(list(texts), version, size)
+        return
+    with _IMPLEMENTATION.executor(jobs) as pool:
+        pending: deque = deque()
+        for texts in batches:
+            pending.append(pool.submit(_fingerprint_list, list(texts), version, size))
+            if len(pending) >= 2 * jobs:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 # -- votes (spec §1, §2) ----------------------------------------------------------
@@ -473,10 +512,18 @@ class PurePython:
     def vote(self, hashes) -> int:
         return _vote_array(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
-    def fingerprints(self, texts: list, version: int, jobs: int) -> list[int]:
+    def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
         # Threads would only take turns holding the GIL.
-        one = self.simhash_v2 if version == 2 else partial(self.simhash, shingle_size=3)
+        one = self.simhash_v2 if version == 2 else partial(self.simhash, shingle_size=shingle_size)
         return [one(text) for text in texts]
+
+    @staticmethod
+    def executor(jobs: int):
+        """Where fingerprint_batches computes: processes (threads would only
+        take turns holding the GIL)."""
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(jobs)
 
 
 class Compiled:
@@ -504,18 +551,24 @@ class Compiled:
                 return result
         return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
-    def fingerprints(self, texts: list, version: int, jobs: int) -> list[int]:
+    def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
         texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
+        size = min(shingle_size, self.MAX_SHINGLE_SIZE)
         chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)
         if jobs == 1 or chunks < 2:
-            return self.core.fingerprints(texts, version)
-        from concurrent.futures import ThreadPoolExecutor  # here: import pysimhash_sql stays as quick
-
+            return self.core.fingerprints(texts, version, size)
         bounds = [len(texts) * k // chunks for k in range(chunks + 1)]
-        with ThreadPoolExecutor(jobs) as pool:
-            parts = pool.map(lambda start, end: self.core.fingerprints(texts[start:end], version),
+        with self.executor(jobs) as pool:
+            parts = pool.map(lambda start, end: self.core.fingerprints(texts[start:end], version, size),
                              bounds[:-1], bounds[1:])
             return list(chain.from_iterable(parts))
+
+    @staticmethod
+    def executor(jobs: int):
+        """Where fingerprint_batches computes: threads (the core releases the GIL)."""
+        from concurrent.futures import ThreadPoolExecutor  # here: import pysimhash_sql stays as quick
+
+        return ThreadPoolExecutor(jobs)
 
 
 def _str_or_bytes(text: Text) -> str | bytes:

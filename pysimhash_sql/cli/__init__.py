@@ -106,6 +106,11 @@ def parallel(p: argparse.ArgumentParser) -> None:
                         "the threads of the search here (default: one per CPU)")
 
 
+def fingerprinting(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int,
+                   help="threads that compute fingerprints here, on as many cores (default: one per CPU)")
+
+
 def database_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", help="libpq connection string or URI (default: the PG* environment variables)")
     p.add_argument("--table", default="documents", help="table name, optionally schema-qualified (default documents)")
@@ -149,11 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     command("fingerprint", "fingerprint:fingerprint_command",
             "fingerprint documents as SQL's simhash_v2(text) does (--spec-version 1: simhash(text)): id, "
             "fingerprint (unsigned decimal)",
-            options(documents_in, records_out))
+            options(documents_in, records_out, fingerprinting))
     ingest = command("ingest", "database:ingest_command",
                      "load documents into a table (id, name, body, fingerprint, url, fetched_at), created if missing; "
                      "documents whose name is already there are skipped",
-                     options(documents_in, database_options))
+                     options(documents_in, database_options, fingerprinting))
     ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",
                         help="compute fingerprints in the server (simhash_v2(text) or simhash(text)) or here "
                              "(default server; here when the server lacks the function)")
@@ -166,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         "move a table's fingerprint column to another text spec version online: a shadow column filled in "
         "primary-key batches while a trigger keeps new and updated rows in step, its indexes made concurrently, "
         "then one short swap; run it again to resume after an interruption (docs/cli.md)",
-        options(database_options))
+        options(database_options, fingerprinting))
     refingerprint.add_argument("--column", default="fingerprint", help="the fingerprint column (default fingerprint)")
     refingerprint.add_argument("--text-column", default="body", help="the column of each row's text (default body)")
     refingerprint.add_argument("--to", type=int, choices=TEXT_SPEC_VERSIONS, default=TEXT_SPEC_VERSION_LATEST,

@@ -7,11 +7,13 @@ tests/extension/fingerprint/test_hashing_sql.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
 import subprocess
 import sysconfig
+import sys
 import threading
 import time
 
@@ -269,3 +271,51 @@ def test_vote_of_a_list_with_a_bad_item_raises_as_the_reference(bad) -> None:
     with pytest.raises(Exception) as pure:
         PURE.vote([1, 2, bad])
     assert (type(compiled.value), str(compiled.value)) == (type(pure.value), str(pure.value))
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 5])
+def test_fingerprint_batches_streams_in_order(jobs: int) -> None:
+    """fingerprint_batches: a list a batch, in order, equal to fingerprints();
+    it reads at most 2 x jobs batches ahead of what it has yielded."""
+    texts = [f"document {i} of a stream, with words {i % 13} and {i % 7}" for i in range(300)]
+    batches = [texts[i:i + 7] for i in range(0, len(texts), 7)]
+    read = []
+
+    def stream():
+        for batch in batches:
+            read.append(batch)
+            yield batch
+
+    got = []
+    for fps in hashing.fingerprint_batches(stream(), version=2, jobs=jobs):
+        assert len(read) <= len(got) + 2 * jobs + 1
+        got.append(fps)
+    assert [len(fps) for fps in got] == [len(b) for b in batches]
+    assert [fp for fps in got for fp in fps] == hashing.fingerprints(texts, version=2, jobs=1)
+    assert all(fp.text_spec == 2 for fps in got for fp in fps)
+    sized = [fp for fps in hashing.fingerprint_batches(batches, version=1, shingle_size=2, jobs=jobs) for fp in fps]
+    assert sized == [PURE.simhash(text, 2) for text in texts]
+
+
+def test_fingerprint_batches_in_processes_for_the_pure_python_code() -> None:
+    """Without the compiled core, fingerprint_batches computes in worker
+    processes (threads would take turns at the GIL): the same fingerprints."""
+    code = ("from pysimhash_sql import hashing; import json, sys;"
+            "texts = [f'text {i} ' * (i % 9 + 1) for i in range(60)];"
+            "got = [fp for fps in hashing.fingerprint_batches([texts[i:i+6] for i in range(0, 60, 6)], version=2,"
+            " jobs=3) for fp in fps];"
+            "print(hashing.IMPLEMENTATION, json.dumps(got))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYSIMHASH_SQL_PURE_PYTHON": "1"}).stdout.split(" ", 1)
+    assert out[0] == "python"
+    texts = [f"text {i} " * (i % 9 + 1) for i in range(60)]
+    assert json.loads(out[1]) == hashing.fingerprints(texts, version=2)
+
+
+def test_fingerprint_batches_refuses_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="shingle_size is a parameter of text spec version 1"):
+        list(hashing.fingerprint_batches([["a"]], version=2, shingle_size=3))
+    with pytest.raises(ValueError, match="jobs must be at least 1"):
+        list(hashing.fingerprint_batches([["a"]], version=2, jobs=0))
+    with pytest.raises(TypeError):
+        list(hashing.fingerprint_batches([["a", 5]], version=2, jobs=2))
