@@ -24,6 +24,15 @@
  * worst about the sequential scan and its top-N sort, the index's rows
  * being smaller than the table's.
  *
+ * Memory.  A radius keeps its rows (7 bytes each, and as much again for
+ * their sorted copy) within work_mem: past half of it, the band of
+ * distances it keeps narrows to the nearest rows that fill a quarter
+ * (mih_hits_shrink), and once they are returned the same radius is read
+ * again for the rows beyond them.  `LIMIT n` with n rows within work_mem
+ * reads the index once, as before; returning every row of a large index
+ * reads it once per band.  Only the rows of one distance may exceed it (they
+ * are kept together), and the TIDs returned, kept to return each row once.
+ *
  * Keys.  A ball (`AND hamming_within(fp, q2, 12)`) bounds the growth: no row
  * lies further from q than d(q, q2) + 12; every row is checked against every
  * ball.  Scope columns (mih_scope.c): q is folded with the scope's hash, so
@@ -63,6 +72,9 @@
  * index whole about 20 ns an entry.
  */
 #define MIH_ORDER_ENTRIES_PER_PROBE 16.0
+
+/* The fewest hits a radius keeps before narrowing its band, whatever work_mem says. */
+#define MIH_ORDER_MIN_HITS 1024
 
 typedef enum MihOrderPhase
 {
@@ -201,6 +213,7 @@ mih_order_next_radius(IndexScanDesc scan, MihOrderScan *so)
 	int64		count[SIMHASH64_BITS + 2] = {0};
 	int			m = Max(mih_runs_of(scan->indexRelation), 1);
 	int			k = so->null_distance || so->unordered ? so->bound : Min(m * (so->step + 1) - 1, so->bound);
+	int			top;
 	bool		probed;
 
 	MemoryContextReset(so->radius_context);
@@ -211,8 +224,12 @@ mih_order_next_radius(IndexScanDesc scan, MihOrderScan *so)
 	s.query = &so->keys;
 	s.center = so->center;
 	s.k = k;
+	hits.low = so->done_radius;
+	hits.high = SIMHASH64_BITS;
+	hits.limit = Max((int64) work_mem * 1024 / 2 / MIH_HIT_BYTES, MIH_ORDER_MIN_HITS);
 	probed = mih_scan_radius(&s, so->unordered ? 0 : MIH_ORDER_ENTRIES_PER_PROBE, so->bound);
 	k = s.k;
+	top = Min(hits.high, k);
 	/* Counting sort by distance of the rows beyond done_radius. */
 	for (int64 i = 0; i < hits.n; i++)
 		if (hits.distances[i] > so->done_radius)
@@ -237,7 +254,9 @@ mih_order_next_radius(IndexScanDesc scan, MihOrderScan *so)
 	}
 	MemoryContextSwitchTo(old);
 	so->next = 0;
-	so->done_radius = k;
+	so->done_radius = Max(so->done_radius, top);
+	if (top < k)
+		return;					/* the band was narrowed: this radius again, beyond it */
 	so->step++;
 	if (!probed || k >= so->bound)
 		so->phase = MIH_ORDER_UNINDEXED;
