@@ -8,8 +8,9 @@
  * ANALYZE counts the distances between every pair of its sample's non-NULL
  * rows (at most SIMHASH_PAIR_SAMPLE_ROWS of them, the default sample; a
  * larger one is thinned evenly) and stores, for d = 0..64, the share of the
- * pairs within d bits.  That share is an unbiased estimate of the share of
- * the table's rows within d bits of a row of it, which is what
+ * pairs within d bits.  That share, plus the row itself, is an unbiased
+ * estimate of the share of the table's rows within d bits of a row of it
+ * (the estimators read it so: simhash_pair_share), which is what
  * hamming_within(fp, q, k) selects when q is a row or a near copy of one:
  * on clustered data the near copies (for small d), on random data the
  * ball's volume (for large d), with no model of either.  At the default
@@ -194,10 +195,13 @@ simhash_pair_share(VariableStatData *vardata, int radius)
 		Form_pg_statistic stats = (Form_pg_statistic) GETSTRUCT(vardata->statsTuple);
 		double		nonnull = 1.0 - stats->stanullfrac;
 
+		double		rows = vardata->rel ? vardata->rel->tuples : 0;
+
 		if (radius < 0)
 			share = 0;
 		else
-			share = slot.numbers[Min(radius, SIMHASH64_BITS)] * Max(Min(nonnull, 1.0), 0.0);
+			share = Min(slot.numbers[Min(radius, SIMHASH64_BITS)] * Max(Min(nonnull, 1.0), 0.0) +
+						(rows >= 1 ? 1 / rows : 0), 1.0);
 	}
 	free_attstatsslot(&slot);
 	return share;

@@ -21,8 +21,8 @@
 
 /*
  * The share of a column's rows (NULLs included, never matched) within
- * `radius` bits of a row of it, as ANALYZE measured it for the column
- * vardata describes; -1 where it has no such statistics (never analyzed, an
+ * `radius` bits of a row of it, that row included, as ANALYZE measured it
+ * for the column vardata describes; -1 where it has no such statistics (never analyzed, an
  * expression without them, statistics of another shape).
  */
 extern double simhash_pair_share(VariableStatData *vardata, int radius);
