@@ -195,19 +195,26 @@ def test_one_distance_beyond_work_mem(db) -> None:
 
 def test_a_ball_bounds_the_growth(large_db, large) -> None:
     """`AND hamming_within(fp, c, k)`: the rows in the ball, nearest q first,
-    the ball's centre q itself or another."""
+    the ball's centre q itself or another.  The bitmap scan is off: for a
+    ball estimated to hold a few rows (the pairs' statistics), the planner
+    may as well take the keys' radius query and sort its rows, which is no
+    slower (the ordering scan reads the radii up to the ball's anyway)."""
     rng = random.Random(3)
     stored = [fp for fp in large.values() if fp is not None]
-    for _ in range(6):
-        q = rng.choice(stored)
-        centre = rng.choice([q, flip_random(q, rng.randint(1, 8), rng)])
-        k = rng.choice([3, 12, 20])
-        inside = {i: fp for i, fp in large.items() if fp is not None and (fp ^ centre).bit_count() <= k}
-        where = "WHERE hamming_within(fp, %s::simhash64, %s)"
-        plan = explain(large_db, NEAREST.format(where=where, limit="LIMIT 5"), (str(q), str(centre), k, str(q)))
-        assert "Index Scan using docs_fp" in plan and "Order By" in plan, plan
-        for n in (1, 5, None):
-            assert_nearest(large_db, inside, q, n, where, (str(centre), k))
+    large_db.execute("SET enable_bitmapscan = off")
+    try:
+        for _ in range(6):
+            q = rng.choice(stored)
+            centre = rng.choice([q, flip_random(q, rng.randint(1, 8), rng)])
+            k = rng.choice([3, 12, 20])
+            inside = {i: fp for i, fp in large.items() if fp is not None and (fp ^ centre).bit_count() <= k}
+            where = "WHERE hamming_within(fp, %s::simhash64, %s)"
+            plan = explain(large_db, NEAREST.format(where=where, limit="LIMIT 5"), (str(q), str(centre), k, str(q)))
+            assert "Index Scan using docs_fp" in plan and "Order By" in plan, plan
+            for n in (1, 5, None):
+                assert_nearest(large_db, inside, q, n, where, (str(centre), k))
+    finally:
+        large_db.execute("RESET enable_bitmapscan")
 
 
 def test_hamming_nearest_is_the_ordering_scan(large_db, large) -> None:
