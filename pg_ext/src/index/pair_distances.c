@@ -14,7 +14,8 @@
  * hamming_within(fp, q, k) selects when q is a row or a near copy of one:
  * on clustered data the near copies (for small d), on random data the
  * ball's volume (for large d), with no model of either.  At the default
- * sample the counting takes about 0.2 s.
+ * sample the counting takes about 0.25 s of CPU (ANALYZE of a bigint column
+ * of 1M rows: 0.06 s).
  *
  * Layer: beside planner_support.c, which reads the share; below it only the
  * type (simhash.h).
