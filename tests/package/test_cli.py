@@ -625,7 +625,7 @@ def test_nearest_by_value_file_and_row_is_brute_force(db: psycopg.Connection, ne
 
 @pytest.mark.parametrize("argv", [["find-all"], ["find-clusters"], ["fingerprint", "a.txt"], ["ingest", "a.txt"],
                                   ["refingerprint"], ["dupes"], ["clusters", "--singletons"], ["report", "a.txt"],
-                                  ["nearest", "--id", "3"]])
+                                  ["nearest", "--id", "3"], ["dedupe", "a.jsonl", "-o", "b.jsonl"]])
 def test_every_commands_options_are_one_frozen_settings(argv) -> None:
     """Each command's options parse into Settings (a field for each), which no
     command can rewrite."""
@@ -635,6 +635,7 @@ def test_every_commands_options_are_one_frozen_settings(argv) -> None:
     from pysimhash_sql.cli.settings import Settings
 
     settings = Settings.parsed(build_parser().parse_args(argv))
-    assert settings.run.split(":")[0] in {"hashes", "fingerprint", "database", "refingerprint", "report", "nearest"}
+    assert settings.run.split(":")[0] in {"hashes", "fingerprint", "database", "refingerprint", "report", "nearest",
+                                            "dedupe"}
     with pytest.raises(FrozenInstanceError):
         settings.backend = "plain"
