@@ -52,6 +52,12 @@ __all__ = ["KEEP_RULES", "DEFAULT_DISTANCE", "Clusters", "dedupe_records", "dedu
 
 DEFAULT_DISTANCE = 3
 KEEP_RULES = ("first", "longest")  # or the name of a field
+PARALLEL_SEARCH_DOCUMENTS = 1 << 24
+"""find_clusters searches in threads (one per CPU) up to this many documents,
+in one thread past it: each thread holds about 26 bytes a document more
+(bench_dedupe.py: 54 bytes a document at the search's peak in one thread, 81
+in two), which at 100M documents is the difference between fitting in 4 GiB
+and not; the search is a small part of the time (the fingerprints are most)."""
 BATCH_DOCUMENTS = 512  # texts fingerprinted in one call (a worker process's task)
 T = TypeVar("T")
 
@@ -153,7 +159,10 @@ class Collector:
         return self
 
     def fingerprints(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.empty(0, np.uint64)
+        """Every fingerprint in one array (the batches' arrays let go)."""
+        if len(self.parts) != 1:
+            self.parts = [np.concatenate(self.parts) if self.parts else np.empty(0, np.uint64)]
+        return self.parts[0]
 
     def rank(self) -> np.ndarray | None:
         """Each document's standing under the keep rule (higher kept), None for "first"."""
@@ -182,10 +191,13 @@ def find_clusters(fps: np.ndarray, distance: int = DEFAULT_DISTANCE, threads: in
     """For each document (a uint64 fingerprint), the smallest index of its
     cluster: the documents linked by pairs within ``distance`` bits (as
     simhash_clusters's cluster_id: the smallest id); a document in no pair is
-    its own.  The pairs: _find_all.row_pairs, in ``threads`` threads."""
+    its own.  The pairs: _find_all.row_pairs, in ``threads`` threads (None:
+    one per CPU up to PARALLEL_SEARCH_DOCUMENTS, else one)."""
     if not 0 <= distance < 64:
         raise ValueError(f"distance must be between 0 and 63, not {distance!r}")
     fps = np.ascontiguousarray(fps, np.uint64)
+    if threads is None and fps.size > PARALLEL_SEARCH_DOCUMENTS:
+        threads = 1
     a, b = row_pairs(fps, block_masks(default_blocks(distance)), distance, threads)
     return components(fps.size, a, b)
 

@@ -109,7 +109,7 @@ unpack_fingerprint_corpus() {
 
 if [ -n "$BENCH" ]; then
     install_bench_corpus
-    if bench_runs fingerprint_quality; then unpack_fingerprint_corpus; fi
+    if bench_runs fingerprint_quality dedupe; then unpack_fingerprint_corpus; fi
 else
     # Headless Chromium, which tests/package/test_report_browser.py opens the
     # near-duplicate report in; the Unicode Character Database, from which

@@ -12,6 +12,7 @@ case ${1:-} in
     *) extras=test${1:+,$1} ;;
 esac
 stamp=$VENV/.installed-$extras
+TEXT_DEDUP=text-dedup==0.4.0
 # Quiet unless something fails: pip's warnings are not news to the user.
 quietly() {
     local log
@@ -30,5 +31,8 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     export PIP_CACHE_DIR=$VENV/.pip-cache
     quietly "$VENV/bin/python" -m pip install --upgrade pip
     quietly "$VENV/bin/python" -m pip install -e "$ROOT[$extras]"
+    # bench_dedupe.py's rival, text-dedup, without the dependencies of its other
+    # scripts (pyspark, unisim): what its simhash script imports is in the bench extra.
+    case $extras in *bench*) quietly "$VENV/bin/python" -m pip install --no-deps "$TEXT_DEDUP" ;; esac
     touch "$stamp"
 fi

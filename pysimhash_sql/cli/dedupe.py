@@ -29,7 +29,6 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -331,8 +330,8 @@ KINDS = {"jsonl": JsonLines, "parquet": Parquet, "documents": Documents}
 # -- the clusters: here or in the database -------------------------------------------
 
 
-def batched_texts(texts: Iterator[tuple[str, Any]]) -> Iterator[tuple[list[str], list[Any]]]:
-    while batch := list(islice(texts, BATCH_DOCUMENTS)):
+def batched_texts(texts: Iterable[tuple[str, Any]]) -> Iterator[tuple[list[str], list[Any]]]:
+    for batch in corpus_dedupe.batches(texts, BATCH_DOCUMENTS):
         yield [t for t, _ in batch], [v for _, v in batch]
 
 
