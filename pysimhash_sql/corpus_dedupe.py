@@ -52,12 +52,6 @@ __all__ = ["KEEP_RULES", "DEFAULT_DISTANCE", "Clusters", "dedupe_records", "dedu
 
 DEFAULT_DISTANCE = 3
 KEEP_RULES = ("first", "longest")  # or the name of a field
-PARALLEL_SEARCH_DOCUMENTS = 1 << 24
-"""find_clusters searches in threads (one per CPU) up to this many documents,
-in one thread past it: each thread holds about 26 bytes a document more
-(bench_dedupe.py: 54 bytes a document at the search's peak in one thread, 81
-in two), which at 100M documents is the difference between fitting in 4 GiB
-and not; the search is a small part of the time (the fingerprints are most)."""
 BATCH_DOCUMENTS = 512  # texts fingerprinted in one call (a worker process's task)
 T = TypeVar("T")
 
@@ -192,12 +186,10 @@ def find_clusters(fps: np.ndarray, distance: int = DEFAULT_DISTANCE, threads: in
     cluster: the documents linked by pairs within ``distance`` bits (as
     simhash_clusters's cluster_id: the smallest id); a document in no pair is
     its own.  The pairs: _find_all.row_pairs, in ``threads`` threads (None:
-    one per CPU up to PARALLEL_SEARCH_DOCUMENTS, else one)."""
+    one per CPU)."""
     if not 0 <= distance < 64:
         raise ValueError(f"distance must be between 0 and 63, not {distance!r}")
     fps = np.ascontiguousarray(fps, np.uint64)
-    if threads is None and fps.size > PARALLEL_SEARCH_DOCUMENTS:
-        threads = 1
     a, b = row_pairs(fps, block_masks(default_blocks(distance)), distance, threads)
     return components(fps.size, a, b)
 
@@ -210,6 +202,7 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     labels = np.arange(n, dtype=np.int64)
     if a.size == 0:
         return labels
+    a, b = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
     nodes, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
     ea, eb = inverse[:a.size], inverse[a.size:]
     parent = np.arange(nodes.size)  # nodes is sorted: a smaller local index is a smaller node
@@ -228,23 +221,34 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return labels
 
 
+def is_own(values: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+    """values[i] == i for each i, a chunk at a time (no array of every index)."""
+    out = np.empty(values.size, bool)
+    for start in range(0, values.size, chunk):
+        part = values[start:start + chunk]
+        np.equal(part, np.arange(start, start + part.size), out=out[start:start + part.size])
+    return out
+
+
 @dataclass(frozen=True)
 class Clusters:
     """A dedupe's outcome: for each document (input order) its cluster's
     label (its smallest index), the document kept of it, and whether it is
-    kept itself (kept[i] == i)."""
+    kept itself (keep_mask: kept[i] == i)."""
 
     fingerprints: np.ndarray
     labels: np.ndarray
     kept: np.ndarray
+    keep_mask: np.ndarray
 
     @classmethod
     def of(cls, fps: np.ndarray, labels: np.ndarray, rank: np.ndarray | None = None) -> Clusters:
         """The kept document of each cluster: the highest ``rank`` (None: the
-        first), ties to the smallest index."""
-        kept = labels.copy()
+        first, the label itself), ties to the smallest index."""
+        kept = labels
         if rank is not None:
-            rows = np.flatnonzero(labels != np.arange(labels.size))  # members of a cluster, its first left out
+            kept = labels.copy()
+            rows = np.flatnonzero(~is_own(labels))  # members of a cluster, its first left out
             rows = np.union1d(rows, labels[rows])
             order = np.lexsort((rows, -rank[rows], labels[rows]))  # by cluster, best first
             ordered = rows[order]
@@ -252,14 +256,10 @@ class Clusters:
             first[1:] = labels[ordered[1:]] != labels[ordered[:-1]]
             best = dict(zip(labels[ordered[first]].tolist(), ordered[first].tolist()))
             kept[rows] = np.fromiter((best[c] for c in labels[rows].tolist()), np.int64, rows.size)
-        return cls(fps, labels, kept)
+        return cls(fps, labels, kept, is_own(kept))
 
     def __len__(self) -> int:
         return self.labels.size
-
-    @property
-    def keep_mask(self) -> np.ndarray:
-        return self.kept == np.arange(self.kept.size)
 
     def kept_indices(self) -> np.ndarray:
         return np.flatnonzero(self.keep_mask)
@@ -269,12 +269,38 @@ class Clusters:
 
     def count(self) -> int:
         """Clusters of two or more documents."""
-        members = self.labels != np.arange(self.labels.size)
-        return int(np.unique(self.labels[members]).size)
+        return int(np.unique(self.labels[~is_own(self.labels)]).size)
 
     def distance(self, i: int) -> int:
         """Bits between document i and the one kept of its cluster."""
         return int(popcount(self.fingerprints[i] ^ self.fingerprints[self.kept[i]]))
+
+
+# -- memory --------------------------------------------------------------------------
+
+LARGE_ALLOCATION = 1 << 20
+"""glibc's malloc serves allocations of this many bytes or more with mmap and
+gives them back when freed (lean_allocations).  Its default threshold grows
+with the blocks freed, up to 32 MiB, so the search's many arrays of a few
+MiB (its slices, in threads) are then carved from the heap, whose freed
+space stays resident: bench_dedupe.py measured 81 bytes a document at the
+search's peak by default, 54 with this (4M documents); 64 KiB gave 50 at
+twice the time."""
+
+
+def lean_allocations() -> bool:
+    """Makes glibc's malloc give large blocks back to the system as they are
+    freed (LARGE_ALLOCATION), for a process that holds a large corpus's
+    fingerprints (pysimhash-sql dedupe calls it; the library never does by
+    itself: it is the whole process's setting).  False where there is no glibc."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_mmap_threshold = -3
+    return bool(libc.mallopt(m_mmap_threshold, LARGE_ALLOCATION))
 
 
 # -- over records and tables ---------------------------------------------------------

@@ -44,6 +44,7 @@ from .errors import UserError
 from .output import progress, skipped
 
 PARQUET_SUFFIXES = (".parquet",)
+PARQUET_CODECS = {"uncompressed": "none", "lz4_raw": "lz4"}  # a file's codec as ParquetWriter names it
 MALFORMED = "malformed records"
 
 
@@ -125,7 +126,7 @@ class JsonLines(Corpus):
                     for number, line in enumerate(stream, 1):
                         if line.strip():
                             yield path, number, line
-            except (OSError, EOFError) as e:
+            except Exception as e:  # OSError, EOFError, LZMAError, ZstdError: unreadable or corrupt data
                 raise UserError(f"{path}: cannot read: {e}") from None
 
     def texts(self) -> Iterator[tuple[str, Any]]:
@@ -239,9 +240,10 @@ class Parquet(Corpus):
         meta = files[0][1].metadata if files else None
         group_rows = meta.row_group(0).num_rows if meta and meta.num_row_groups else 1 << 20
         codec = meta.row_group(0).column(0).compression.lower() if meta and meta.num_row_groups else "snappy"
+        codec = PARQUET_CODECS.get(codec, codec)
         if self.args.mark:
             schema = schema.append(pa.field(CLUSTER_FIELD, pa.int64())).append(pa.field(KEPT_FIELD, pa.bool_()))
-        writer = pq.ParquetWriter(raw, schema, compression="none" if codec == "uncompressed" else codec)
+        writer = pq.ParquetWriter(raw, schema, compression=codec)
         pending: list[Any] = []
         keep, start = clusters.keep_mask, 0
         for path, parquet in files:
@@ -434,6 +436,7 @@ def dedupe_command(args) -> None:
     from .fingerprint import fingerprinter
 
     check(args)
+    corpus_dedupe.lean_allocations()
     fingerprinter(args)  # --spec-version and --shingle-size checked
     version = args.spec_version or TEXT_SPEC_VERSION_LATEST
     if version == 1 and args.shingle_size not in (None, 3):
@@ -445,9 +448,11 @@ def dedupe_command(args) -> None:
         collector.collect(batched_texts(progress(corpus.texts(), "doc")), version, args.jobs)
     except ValueError as e:  # a keep field's value that is not a number nor a string
         raise UserError(f"--keep {args.keep}: {e}") from None
+    if args.strict and skipped.count:  # a file or a WARC record that could not be read
+        raise UserError(f"{skipped.count} inputs could not be read (--strict: nothing written)")
     labels = database_labels(args, collector.fingerprints()) if args.dsn else None
     clusters = collector.clusters(args.distance, labels=labels)
-    wanted = set(np.flatnonzero(clusters.kept != np.arange(len(clusters))).tolist()) if args.removed else set()
+    wanted = set(clusters.removed().tolist()) if args.removed else set()
     wanted |= {int(clusters.kept[i]) for i in wanted}
     with ExitStack() as outputs:
         out = outputs.enter_context(atomic_output(args.output))
