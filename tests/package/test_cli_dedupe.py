@@ -125,6 +125,23 @@ def test_web_pages_carry_their_url(tmp_path: Path) -> None:
     assert [r["id"] for r in out] == ["fetch0.html"] and set(out[0]) == {"id", "text", "url", "fetched_at"}
 
 
+def test_a_warc_crawl_keeps_one_fetch_of_each_page(tmp_path: Path) -> None:
+    from test_cli_web import FETCHES, crawl_records
+    from toolbox.web_pages import write_warc
+
+    records, pages = crawl_records()
+    write_warc(tmp_path / "crawl.warc.gz", records, compress=True)
+    result = run("dedupe", str(tmp_path / "crawl.warc.gz"), "-o", str(tmp_path / "out.jsonl"), "--removed",
+                 str(tmp_path / "removed.jsonl"), skips=True)  # the corrupt record and the page without text
+    out = [json.loads(line) for line in read_lines(tmp_path / "out.jsonl")]
+    assert [r["url"] for r in out] == [url for url, _, _ in pages[::FETCHES]]  # the first fetch of each
+    removed = [json.loads(line) for line in (tmp_path / "removed.jsonl").read_text().splitlines()]
+    assert len(removed) == len(pages) - len(out) and f"{len(pages)} documents in" in result.stderr
+    assert_user_error(run("dedupe", str(tmp_path / "crawl.warc.gz"), "-o", str(tmp_path / "s.jsonl"), "--strict",
+                          ok=False), "--strict")
+    assert not (tmp_path / "s.jsonl").exists()
+
+
 @pytest.mark.parametrize("keep", ["first", "longest", "date", "score"])
 def test_keep_rules(tmp_path: Path, keep: str) -> None:
     records = corpus()
