@@ -159,14 +159,25 @@ class JsonLines(Corpus):
         keep = clusters.keep_mask
         out = compressing(raw, self.compression())
         good = (item for item in self.lines() if (item[0], item[1]) not in self.bad)
+        i = -1
         for i, (path, number, line) in enumerate(progress(good, "doc", len(clusters))):
+            unchanged(i, clusters)
             if i in wanted:
                 self.ids[i] = json.loads(line).get(self.args.id_field, f"{path}:{number}")
             if self.args.mark:
                 out.write(marked(line, int(clusters.labels[i]), bool(keep[i])))
             elif keep[i]:
                 out.write(line if line.endswith(b"\n") else line + b"\n")
+        unchanged(i + 1, clusters, done=True)
         out.close()
+
+
+def unchanged(read: int, clusters: Clusters, done: bool = False) -> None:
+    """UserError unless the second reading matches the first so far (record
+    ``read``, from 0) or (done) in all: the input changed in between."""
+    if read > len(clusters) or (read == len(clusters) and not done) or (done and read < len(clusters)):
+        raise UserError(f"the input changed while dedupe read it ({len(clusters)} documents the first time, "
+                        f"{'more' if read >= len(clusters) else read} the second); nothing written")
 
 
 def marked(line: bytes, cluster: int, kept: bool) -> bytes:
@@ -254,6 +265,7 @@ class Parquet(Corpus):
                 positions = np.full(table.num_rows, -1, np.int64)
                 positions[valid] = np.arange(start, start + int(valid.sum()))
                 start += int(valid.sum())
+                unchanged(start, clusters, done=start == len(clusters))
                 ids = table.column(self.args.id_field).to_pylist() if self.args.id_field in table.column_names else None
                 for row in np.flatnonzero(valid):
                     i = int(positions[row])
@@ -271,6 +283,7 @@ class Parquet(Corpus):
                     table = table.filter(pa.array(chosen))
                 pending.append(table)
                 pending = write_groups(writer, pending, group_rows, pa)
+        unchanged(start, clusters, done=True)
         if pending:
             writer.write_table(pa.concat_tables(pending), row_group_size=group_rows)
         writer.close()
@@ -311,8 +324,10 @@ class Documents(Corpus):
         web = has_pages(list(self.args.sources), self.args.hidden)
         keep = clusters.keep_mask
         out = compressing(raw, compression_of_name(self.args.output))
+        i = -1
         with skipped.muted():  # reported by the first reading
             for i, doc in enumerate(progress(self.documents(), "doc", len(clusters))):
+                unchanged(i, clusters)
                 if i in wanted:
                     self.ids[i] = doc.name
                 if not (keep[i] or self.args.mark):
@@ -323,6 +338,7 @@ class Documents(Corpus):
                 if self.args.mark:
                     record.update({CLUSTER_FIELD: int(clusters.labels[i]), KEPT_FIELD: bool(keep[i])})
                 out.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+        unchanged(i + 1, clusters, done=True)
         out.close()
 
 

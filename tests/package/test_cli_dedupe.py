@@ -317,3 +317,21 @@ def test_docs_example(tmp_path: Path) -> None:
     python = readme_blocks(section, "python", "docs/cli.md")[1]
     assert subprocess.run([sys.executable, "-c", python], capture_output=True, text=True,
                           check=True).stdout == "[0, 2]\n"
+
+
+def test_an_input_changed_between_the_readings_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:
+    from pysimhash_sql.cli import dedupe, main
+
+    records = corpus(originals=10)
+    write_jsonl(tmp_path / "c.jsonl", records)
+    clusters = dedupe.Collector.clusters
+
+    def clusters_then_append(self, *args, **kwargs):  # another writer appends between the two readings
+        with open(tmp_path / "c.jsonl", "a") as stream:
+            stream.write(json.dumps({"id": "late", "text": "a record appended while dedupe ran"}) + "\n")
+        return clusters(self, *args, **kwargs)
+
+    monkeypatch.setattr(dedupe.Collector, "clusters", clusters_then_append)
+    assert main(["dedupe", str(tmp_path / "c.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--jobs", "1"]) == 1
+    assert "the input changed while dedupe read it" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]
