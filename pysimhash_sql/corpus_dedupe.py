@@ -27,14 +27,15 @@ the first in input order.  The result depends only on the input and the
 arguments: the same input gives the same kept documents.
 
 State: the fingerprints (8 bytes a document; ``"longest"``: 8 more, a
-field: its values), the texts never held beyond a batch.  The search needs
-about 40 bytes a document more while it runs (docs/cli.md, "dedupe").
+field: its values), the texts never held beyond a batch.  The search takes
+more while it runs: about 54 bytes a document resident at its peak in all
+(with lean_allocations, as the command line runs it; docs/cli.md, "dedupe").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
 from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
