@@ -26,7 +26,7 @@ in ISO 8601, a score; documents without it count as lowest), ties going to
 the first in input order.  The result depends only on the input and the
 arguments: the same input gives the same kept documents.
 
-State: the fingerprints (8 bytes a document; ``"longest"``: 8 more, a
+State: the fingerprints (8 bytes a document; ``"longest"``: 4 more, a
 field: its values), the texts never held beyond a batch.  The search takes
 more while it runs: about 54 bytes a document resident at its peak in all
 (with lean_allocations, as the command line runs it; docs/cli.md, "dedupe").
@@ -142,7 +142,7 @@ class Collector:
     def add(self, fps: np.ndarray, texts: Sequence[str], values: Sequence[Any] | None = None) -> None:
         self.parts.append(fps)
         if self.keep == "longest":
-            self.lengths.append(np.fromiter(map(len, texts), np.int64, len(texts)))
+            self.lengths.append(np.fromiter(map(len, texts), np.int32, len(texts)))
         elif self.by_field:
             self.values += map(keep_value, values)
 
@@ -162,7 +162,8 @@ class Collector:
     def rank(self) -> np.ndarray | None:
         """Each document's standing under the keep rule (higher kept), None for "first"."""
         if self.keep == "longest":
-            return np.concatenate(self.lengths) if self.lengths else np.empty(0, np.int64)
+            self.lengths = [np.concatenate(self.lengths) if self.lengths else np.empty(0, np.int32)]
+            return self.lengths[0]
         if self.by_field:
             distinct = sorted(set(self.values))
             position = {value: i for i, value in enumerate(distinct)}
@@ -251,12 +252,11 @@ class Clusters:
             kept = labels.copy()
             rows = np.flatnonzero(~is_own(labels))  # members of a cluster, its first left out
             rows = np.union1d(rows, labels[rows])
-            order = np.lexsort((rows, -rank[rows], labels[rows]))  # by cluster, best first
-            ordered = rows[order]
+            ordered = rows[np.lexsort((rows, -rank[rows], labels[rows]))]  # by cluster, best first
             first = np.ones(ordered.size, bool)
             first[1:] = labels[ordered[1:]] != labels[ordered[:-1]]
-            best = dict(zip(labels[ordered[first]].tolist(), ordered[first].tolist()))
-            kept[rows] = np.fromiter((best[c] for c in labels[rows].tolist()), np.int64, rows.size)
+            best = ordered[first]  # each cluster's kept document, in the order of the clusters' labels
+            kept[rows] = best[np.searchsorted(labels[best], labels[rows])]
         return cls(fps, labels, kept, is_own(kept))
 
     def __len__(self) -> int:
