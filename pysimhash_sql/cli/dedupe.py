@@ -372,10 +372,10 @@ def database_labels(args, fps: np.ndarray) -> np.ndarray:
         rows = "SELECT id, fingerprint FROM simhash_dedupe"
         if backend.column_type == "simhash64":
             tracking = track_progress(conn) if sys.stderr.isatty() else ExitStack()
-            with tracking:
-                found = conn.execute("SELECT id, cluster_id FROM simhash_clusters(%s, %s)", (rows, args.distance))
-                for i, cluster in found:
-                    labels[i] = cluster
+            with tracking, conn.cursor().copy("COPY (SELECT id, cluster_id FROM simhash_clusters(%s, %s)) "
+                                              "TO STDOUT (FORMAT binary)", (rows, args.distance)) as copy:
+                for ids, clusters in binary_copy_pairs(copy):
+                    labels[ids] = clusters
         else:
             ids, stored = plain.stream_rows(plain.binary_execute(conn), rows)
             local = corpus_dedupe.find_clusters(stored.astype(np.uint64), args.distance)
@@ -386,6 +386,27 @@ def database_labels(args, fps: np.ndarray) -> np.ndarray:
 
 
 COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
+
+
+ID_PAIR = np.dtype([("fields", ">i2"), ("a_len", ">i4"), ("a", ">i8"), ("b_len", ">i4"), ("b", ">i8")])
+
+
+def binary_copy_pairs(copy) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The (bigint, bigint) rows of a COPY ... TO STDOUT (FORMAT binary), as
+    arrays a chunk at a time (never the whole result in memory, nor a Python
+    object a row)."""
+    pending, header = b"", True
+    for chunk in copy:
+        pending += bytes(chunk)
+        if header and len(pending) >= len(COPY_HEADER):
+            pending, header = pending[len(COPY_HEADER):], False
+        whole = 0 if header else len(pending) // ID_PAIR.itemsize * ID_PAIR.itemsize
+        if whole:
+            rows = np.frombuffer(pending[:whole], ID_PAIR)
+            pending = pending[whole:]
+            yield rows["a"].astype(np.int64), rows["b"].astype(np.int64)
+    if pending != b"\xff\xff":  # the trailer
+        raise UserError("the server's clusters came back malformed")
 
 
 def binary_copy_rows(start: int, fps: np.ndarray, first: bool) -> bytes:
