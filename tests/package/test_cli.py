@@ -465,17 +465,24 @@ def test_readme_command_line_example(db: psycopg.Connection, tmp_path: Path) -> 
 
 # -- the terminal ------------------------------------------------------------------------------
 
-def test_progress_bar_on_a_terminal_only() -> None:
-    assert run("fingerprint", str(CORPUS)).stderr == ""  # piped: quiet
+def on_a_terminal(*args: str) -> bytes:
+    """What the CLI shows on stderr when stderr is a terminal (24 rows, 100
+    columns); asserts it succeeded."""
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 rows, 100 columns
-    with subprocess.Popen([CLI, "fingerprint", str(CORPUS)], stdout=subprocess.DEVNULL, stderr=terminal) as proc:
+    with subprocess.Popen([CLI, *args], stdout=subprocess.DEVNULL, stderr=terminal) as proc:
         os.close(terminal)
         shown = b""
         while chunk := _read_pty(controller):
             shown += chunk
     os.close(controller)
     assert proc.returncode == 0
+    return shown
+
+
+def test_progress_bar_on_a_terminal_only() -> None:
+    assert run("fingerprint", str(CORPUS)).stderr == ""  # piped: quiet
+    shown = on_a_terminal("fingerprint", str(CORPUS))
     count = len(list(CORPUS.iterdir()))
     assert f"{count}/{count}".encode() in shown and b"doc/s" in shown
 

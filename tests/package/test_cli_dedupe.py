@@ -15,6 +15,7 @@ import psycopg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import zstandard
 from toolbox.corpus_records import corpus, expected_clusters, expected_kept, write_jsonl
 from toolbox.web_pages import ARTICLES, article_page
 
@@ -22,7 +23,7 @@ from pysimhash_sql.cli.compression import compression_of
 from test_cli import assert_user_error, plain_dsn, run
 
 COMPRESSIONS = {"": lambda data: data, ".gz": lambda data: gzip.compress(data, mtime=0), ".bz2": bz2.compress,
-                ".xz": lzma.compress, ".zst": lambda data: __import__("zstandard").ZstdCompressor().compress(data)}
+                ".xz": lzma.compress, ".zst": lambda data: zstandard.ZstdCompressor().compress(data)}
 
 
 def read_lines(path: Path) -> list[bytes]:
@@ -335,3 +336,15 @@ def test_an_input_changed_between_the_readings_is_refused(tmp_path: Path, monkey
     assert main(["dedupe", str(tmp_path / "c.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--jobs", "1"]) == 1
     assert "the input changed while dedupe read it" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]
+
+
+def test_progress_bars_on_a_terminal_only(tmp_path: Path) -> None:
+    """A bar for each reading on a terminal (the second one knows the total);
+    piped, the summary line alone."""
+    from test_cli import CORPUS, on_a_terminal
+
+    piped = run("dedupe", str(CORPUS), "-o", str(tmp_path / "piped.jsonl"))
+    assert piped.stderr.count("\n") == 1 and piped.stderr.startswith("pysimhash-sql dedupe: ")
+    shown = on_a_terminal("dedupe", str(CORPUS), "-o", str(tmp_path / "out.jsonl"))
+    count = len(list(CORPUS.iterdir()))
+    assert f"{count}/{count}".encode() in shown and b"doc/s" in shown and b"documents in" in shown
