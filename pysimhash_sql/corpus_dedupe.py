@@ -65,29 +65,31 @@ def default_jobs() -> int:
 # -- fingerprints -------------------------------------------------------------------
 
 
+def threaded() -> bool:
+    """Whether hashing.fingerprints computes in threads at once: the compiled
+    core (it releases the GIL); the pure-Python one computes one text at a
+    time, so fingerprint_stream runs it in worker processes instead."""
+    return hashing.IMPLEMENTATION != "python"
+
+
 def fingerprint_batch(texts: Sequence[str], *, version: int, jobs: int | None = None) -> np.ndarray:
-    """The fingerprints of texts (uint64): the one place the fingerprint stage
-    calls the hashing core.  hashing.fingerprints (the compiled core, on
-    ``jobs`` threads) when the package has it, else hashing.fingerprint per
-    text here (fingerprint_stream then runs it in ``jobs`` processes)."""
-    batch = getattr(hashing, "fingerprints", None)
-    if batch is not None:
-        return np.asarray(batch(texts, version=version, jobs=jobs), np.uint64)
-    return np.fromiter((hashing.fingerprint(text, version=version) for text in texts), np.uint64, len(texts))
+    """The fingerprints of texts (uint64) on ``jobs`` threads: the one place
+    the fingerprint stage calls the hashing core (hashing.fingerprints)."""
+    return np.asarray(hashing.fingerprints(texts, version=version, jobs=jobs), np.uint64)
 
 
 def fingerprint_stream(batches: Iterable[tuple[Sequence[str], T]], *, version: int,
                        jobs: int | None = None) -> Iterator[tuple[np.ndarray, Sequence[str], T]]:
     """(fingerprints, texts, extra) of each (texts, extra) batch, in order, on
-    ``jobs`` cores (None: all): the compiled core's threads, else
-    fingerprint_batch in ``jobs`` worker processes, a few batches in flight
-    while the next ones are read."""
+    ``jobs`` cores (None: all): the compiled core's threads, else (pure
+    Python) fingerprint_batch in ``jobs`` worker processes, a few batches in
+    flight while the next ones are read."""
     jobs = jobs or default_jobs()
-    if getattr(hashing, "fingerprints", None) is not None or jobs == 1:
+    if threaded() or jobs == 1:
         for texts, extra in batches:
             yield fingerprint_batch(texts, version=version, jobs=jobs), texts, extra
         return
-    one = partial(fingerprint_batch, version=version)
+    one = partial(fingerprint_batch, version=version, jobs=1)
     with ProcessPoolExecutor(jobs) as pool:
         pending: deque = deque()
         try:

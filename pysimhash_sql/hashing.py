@@ -1,4 +1,13 @@
-"""Simhash fingerprints in pure Python, exactly as docs/fingerprint-spec.md defines them.
+"""Simhash fingerprints, exactly as docs/fingerprint-spec.md defines them.
+
+Text fingerprints are computed by one of two implementations of the spec
+(IMPLEMENTATION says which is in use): the compiled fingerprint core,
+pysimhash_sql._simhash_core (pg_ext/src/core: the C the extension runs, built
+with the package where a C compiler and xxhash.h are at hand; GIL released),
+or the pure-Python code of this module (PURE_PYTHON: the executable reference
+of the spec, used where the module is missing or PYSIMHASH_SQL_PURE_PYTHON=1).
+Both give the same bits, and the same exceptions.  fingerprints() computes
+many at once, on every core.
 
 Text fingerprints come in spec versions (TEXT_SPEC_VERSIONS) that are never
 comparable: simhash() is version 1, simhash_v2() version 2, and
@@ -17,8 +26,10 @@ from __future__ import annotations
 import hashlib
 import numbers
 import operator
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from itertools import chain, islice
 
 import numpy as np
@@ -44,6 +55,9 @@ __all__ = [
     "features_v2",
     "simhash_v2",
     "fingerprint",
+    "fingerprints",
+    "IMPLEMENTATION",
+    "PURE_PYTHON",
     "simhash_weighted",
     "vote",
     "hamming_distance",
@@ -131,7 +145,8 @@ def _hash_array(hashes) -> np.ndarray:
     """The hashes as a 1-D uint64 array (see the module docstring for signed values)."""
     if isinstance(hashes, np.ndarray) and hashes.ndim == 1 and hashes.dtype.kind in "iu":
         signed = hashes.dtype.kind == "i"
-        return hashes.astype(np.int64 if signed else np.uint64, copy=False).view(np.uint64)
+        # Contiguous: a strided slice (hashes[::2]) cannot be viewed as bytes.
+        return np.ascontiguousarray(hashes.astype(np.int64 if signed else np.uint64, copy=False)).view(np.uint64)
     seq = hashes if isinstance(hashes, list | tuple) else list(hashes)
     # Fast path for non-negative ints: fromiter alone would also take floats and
     # numeric strings, and numpy 1.x wraps negative ints with a warning.
@@ -206,7 +221,7 @@ def feature_hash(feature: Text) -> int:
 def simhash(text: Text, shingle_size: int = 3) -> TextFingerprint:
     """The fingerprint of text, spec version 1 (spec §3); bytes are used as they are.
     An int that carries its version (text_spec.TextFingerprint)."""
-    return TextFingerprint(_vote_features(_features(_as_bytes(text), _shingle_size(shingle_size))), 1)
+    return TextFingerprint(_IMPLEMENTATION.simhash(text, _shingle_size(shingle_size)), 1)
 
 
 def _vote_features(features: Iterable[bytes]) -> int:
@@ -310,19 +325,27 @@ def features_v2(text: Text) -> list:
 def simhash_v2(text: Text) -> TextFingerprint:
     """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text).
     An int that carries its version (text_spec.TextFingerprint)."""
-    set_counts, votes = np.zeros(64, np.int64), 0
-    for spans, weight in _v2_parts(text):
-        hashes = _span_hashes(spans)
-        counts, n = _bit_counts(hashes[_voting(hashes)])
-        set_counts += weight * counts
-        votes += weight * n
-    return TextFingerprint(_bits_int(2 * set_counts > votes), 2)
+    return TextFingerprint(_IMPLEMENTATION.simhash_v2(text), 2)
 
 
 def fingerprint(text: Text, *, version: int) -> TextFingerprint:
     """The fingerprint of text under the given spec version (TEXT_SPEC_VERSIONS;
     never implicit): simhash(text) for 1, simhash_v2(text) for 2."""
     return simhash(text) if check_version(version) == 1 else simhash_v2(text)
+
+
+def fingerprints(texts: Iterable[Text], *, version: int, jobs: int | None = None) -> list[TextFingerprint]:
+    """fingerprint(text, version=version) of every text, in order, computed in
+    `jobs` threads (None: one a core, os.cpu_count()); the compiled core
+    releases the GIL, so they run at once (the pure-Python code computes
+    them one by one whatever jobs says).  The first text that is not str or
+    bytes raises as fingerprint() does."""
+    version = check_version(version)
+    jobs = os.cpu_count() or 1 if jobs is None else operator.index(jobs)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    values = _IMPLEMENTATION.fingerprints(list(texts), version, jobs)
+    return [TextFingerprint(value, version) for value in values]
 
 
 # -- votes (spec §1, §2) ----------------------------------------------------------
@@ -354,7 +377,7 @@ def _vote_array(h: np.ndarray) -> int:
 
 def vote(hashes: Iterable[int]) -> int:
     """Bit i is set iff more hashes have it set than clear (spec §1); a tie gives 0."""
-    return _vote_array(_hash_array(hashes))
+    return _IMPLEMENTATION.vote(_hash_array(hashes))
 
 
 def simhash_weighted(features: Mapping | Iterable[tuple]) -> int:
@@ -420,3 +443,95 @@ def find_all(hashes: Iterable[int], number_of_blocks: int, different_bits: int) 
         )
     a, b = near_pairs(_hash_array(hashes), number_of_blocks, different_bits)
     return list(zip(a.tolist(), b.tolist()))
+
+
+# -- the implementations: the compiled core, or the pure-Python reference -----------------
+
+# Texts per call of the compiled core in fingerprints(): each thread takes this
+# many chunks of the list, so that one slow chunk does not hold the others up.
+_CHUNKS_PER_JOB = 4
+
+
+class PurePython:
+    """The spec in Python (numpy): the executable reference every other
+    implementation is tested against.  Texts as the public functions take them."""
+
+    name = "python"
+
+    def simhash(self, text: Text, shingle_size: int) -> int:
+        return _vote_features(_features(_as_bytes(text), shingle_size))
+
+    def simhash_v2(self, text: Text) -> int:
+        set_counts, votes = np.zeros(64, np.int64), 0
+        for spans, weight in _v2_parts(text):
+            hashes = _span_hashes(spans)
+            counts, n = _bit_counts(hashes[_voting(hashes)])
+            set_counts += weight * counts
+            votes += weight * n
+        return _bits_int(2 * set_counts > votes)
+
+    def vote(self, hashes: np.ndarray) -> int:
+        return _vote_array(np.ascontiguousarray(hashes, np.uint64))
+
+    def fingerprints(self, texts: list, version: int, jobs: int) -> list[int]:
+        # Threads would only take turns holding the GIL.
+        one = self.simhash_v2 if version == 2 else partial(self.simhash, shingle_size=3)
+        return [one(text) for text in texts]
+
+
+class Compiled:
+    """The fingerprint core in C (pysimhash_sql/_core.c over pg_ext/src/core,
+    the extension's own), the GIL released while it computes."""
+
+    name = "c"
+    # Shingles of more tokens than a text has make one feature of them all:
+    # any size past the longest text's token count gives the same fingerprint.
+    MAX_SHINGLE_SIZE = 1 << 62
+
+    def __init__(self, core) -> None:
+        self.core = core
+
+    def simhash(self, text: Text, shingle_size: int) -> int:
+        return self.core.fingerprint(_str_or_bytes(text), 1, min(shingle_size, self.MAX_SHINGLE_SIZE))
+
+    def simhash_v2(self, text: Text) -> int:
+        return self.core.fingerprint(_str_or_bytes(text), 2)
+
+    def vote(self, hashes: np.ndarray) -> int:
+        return self.core.vote(np.ascontiguousarray(hashes, np.uint64))
+
+    def fingerprints(self, texts: list, version: int, jobs: int) -> list[int]:
+        texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
+        chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)
+        if jobs == 1 or chunks < 2:
+            return self.core.fingerprints(texts, version)
+        from concurrent.futures import ThreadPoolExecutor  # here: import pysimhash_sql stays as quick
+
+        bounds = [len(texts) * k // chunks for k in range(chunks + 1)]
+        with ThreadPoolExecutor(jobs) as pool:
+            parts = pool.map(lambda start, end: self.core.fingerprints(texts[start:end], version),
+                             bounds[:-1], bounds[1:])
+            return list(chain.from_iterable(parts))
+
+
+def _str_or_bytes(text: Text) -> str | bytes:
+    """A text as the compiled core takes it: str or bytes (TypeError as _as_bytes)."""
+    return text if isinstance(text, str | bytes) else _as_bytes(text)
+
+
+def _compiled() -> Compiled | None:
+    """The compiled core, unless PYSIMHASH_SQL_PURE_PYTHON=1 or it was not built."""
+    if os.environ.get("PYSIMHASH_SQL_PURE_PYTHON") == "1":
+        return None
+    try:
+        from . import _simhash_core
+    except ImportError:
+        return None
+    return Compiled(_simhash_core)
+
+
+PURE_PYTHON = PurePython()
+COMPILED = _compiled()
+_IMPLEMENTATION: Compiled | PurePython = COMPILED or PURE_PYTHON
+# Which implementation computes the fingerprints: "c" (the compiled core) or "python".
+IMPLEMENTATION = _IMPLEMENTATION.name

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, when it is missing: a PostgreSQL
-# server and its server headers (PGXS), and libxxhash-dev.  On Debian/Ubuntu as
+# server and its server headers (PGXS), libxxhash-dev, and the Python headers
+# (python3-dev, for the package's compiled fingerprint core).  On Debian/Ubuntu as
 # root it uses apt-get; anywhere else it prints what to install and stops.
 # With SIMHASH_PG_MAJOR set, the server and PGXS are the project's own download
 # (scripts/postgresql.sh, which lib.sh has already run): only libxxhash-dev.
@@ -40,7 +41,7 @@ bench_runs() {  # benchmark names (bench/bench_<name>.py)
 # elsewhere the benchmark says it is missing.
 BENCH_CORPUS=()
 if bench_runs html crawl warc; then BENCH_CORPUS+=(postgresql-doc-15 python3-doc); fi
-if bench_runs sql_fingerprint python; then BENCH_CORPUS+=(manpages-zh); fi
+if bench_runs sql_fingerprint python python_fingerprint; then BENCH_CORPUS+=(manpages-zh); fi
 
 install_bench_corpus() {
     local pkg absent=()
@@ -123,6 +124,16 @@ if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
 else
     wanted=("postgresql-$major" "postgresql-server-dev-$major" libxxhash-dev)
 fi
+# The Python headers, for the package's compiled fingerprint core (setup.py):
+# Debian's python3-dev where the Python used is Debian's own and lacks them
+# (one built from source, as pyenv's, has its own).
+python_headers() {
+    "$PYTHON" -c 'import os, sys, sysconfig
+sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' 2>/dev/null
+}
+if ! python_headers && [ "$("$PYTHON" -c 'import sys; print(sys.base_prefix)' 2>/dev/null)" = /usr ]; then
+    wanted+=(python3-dev)
+fi
 missing=()
 if command -v dpkg-query >/dev/null; then
     for pkg in "${wanted[@]}"; do
@@ -132,6 +143,7 @@ else
     # Not Debian: check for the files themselves.
     [ -f "$("$PG_CONFIG" --pgxs 2>/dev/null || echo /nonexistent)" ] || missing+=("PostgreSQL $major server development files (PGXS)")
     echo '#include <xxhash.h>' | cc -E - >/dev/null 2>&1 || missing+=("xxHash development headers (xxhash.h)")
+    python_headers || missing+=("the Python headers of $PYTHON (Python.h)")
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

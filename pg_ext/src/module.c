@@ -25,7 +25,6 @@ _PG_init(void)
 	simhash_popcount_init();
 	simhash_simd_init();
 	simhash_fingerprint_init();
-	simhash_text_v2_init();
 	simhash_probe_plan_define_setting();
 	simhash_mih_init();
 	simhash_mih_planner_init();

@@ -39,6 +39,20 @@ EXIT_SKIPPED = 3
 EXIT_INTERRUPTED = 130
 
 
+class ShowVersion(argparse.Action):
+    """--version: the package's version and hashing.IMPLEMENTATION (imported
+    only then: the other commands import what they use when they run)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, help=None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from ..hashing import IMPLEMENTATION
+
+        print(f"{parser.prog} {version('pysimhash-sql')} (fingerprint implementation: {IMPLEMENTATION})")
+        parser.exit()
+
+
 def options(*adders) -> argparse.ArgumentParser:
     """A parent parser holding a group of options shared by several commands."""
     parser = argparse.ArgumentParser(add_help=False)
@@ -118,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
         "2 bad usage, 3 done but some inputs were skipped (a summary line on stderr; --verbose: one line each), 130 interrupted. "
         "'pysimhash-sql COMMAND --help' describes a command.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version('pysimhash-sql')}")
+    parser.add_argument("--version", action=ShowVersion, help="the version, and which implementation computes "
+                        "fingerprints (hashing.IMPLEMENTATION: c, the compiled core, or python)")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     def command(name: str, run: str, help: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
