@@ -11,7 +11,7 @@ import pytest
 from toolbox import brute_force_pairs, components as brute_force_components, flip_random
 from toolbox.corpus_records import corpus, expected_kept
 
-from pysimhash_sql import hashing
+from pysimhash_sql import corpus_dedupe, hashing
 from pysimhash_sql.corpus_dedupe import (
     dedupe_records, dedupe_table, dedupe_table_indices, find_clusters, fingerprint_batch, fingerprint_stream)
 
@@ -50,14 +50,16 @@ def test_arrow_tables_and_dataset_data() -> None:
         dedupe_table_indices(table, text_column="body")
 
 
-def test_fingerprints_are_the_hashing_module_s() -> None:
+def test_fingerprints_are_the_hashing_module_s(monkeypatch) -> None:
     texts = [r["text"] for r in corpus(originals=10)]
     expected = [hashing.fingerprint(t, version=2) for t in texts]
     assert fingerprint_batch(texts, version=2).tolist() == expected
     batches = [(texts[:7], "a"), (texts[7:], "b")]
-    out = list(fingerprint_stream(batches, version=1, jobs=2))
-    assert [extra for _, _, extra in out] == ["a", "b"]
-    assert np.concatenate([fps for fps, _, _ in out]).tolist() == [hashing.simhash(t) for t in texts]
+    for threads in (True, False):  # the compiled core's threads; the pure-Python core's worker processes
+        monkeypatch.setattr(corpus_dedupe, "threaded", lambda: threads)
+        out = list(fingerprint_stream(batches, version=1, jobs=2))
+        assert [extra for _, _, extra in out] == ["a", "b"]
+        assert np.concatenate([fps for fps, _, _ in out]).tolist() == [hashing.simhash(t) for t in texts]
 
 
 def test_clusters_are_the_connected_components_of_the_pairs() -> None:
