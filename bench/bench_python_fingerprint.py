@@ -77,15 +77,17 @@ def threads_rates(docs: list[str], version: int, repeat: int) -> dict[int, tuple
     return best
 
 
-def import_ms(statement: str, env: dict[str, str], repeat: int = 15) -> float:
-    """Milliseconds an import statement adds to a fresh interpreter (best of repeat)."""
-    def run(code: str) -> float:
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, **env})
-        return time.perf_counter() - start
+def import_ms(module: str, env: dict[str, str], repeat: int = 15, part: str | None = None) -> float:
+    """Milliseconds `import module` takes in a fresh interpreter, as -X importtime
+    reports it (cumulative, the interpreter's own start left out), best of
+    repeat; with part, the time of that module alone (its own, not its imports')."""
+    def once() -> float:
+        run = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], check=True,
+                             capture_output=True, text=True, env={**os.environ, **env})
+        line = next(line for line in run.stderr.splitlines() if line.split("|")[-1].strip() == (part or module))
+        return int(line.split("|")[0 if part else 1].split(":")[-1]) / 1000
 
-    bare = min(run("pass") for _ in range(repeat))
-    return 1000 * (min(run(statement) for _ in range(repeat)) - bare)
+    return min(once() for _ in range(repeat))
 
 
 def main() -> None:
@@ -120,9 +122,12 @@ def main() -> None:
             print(f"{name:<8} {function + '(text)':<17} {base:8.1f} {columns} {pure:12.1f} {pure / base:6.2f} {threads}")
     if not chinese:
         print(f"Chinese: missing {CHINESE_MAN_PAGES} (Debian's manpages-zh)")
-    for statement in ("import pysimhash_sql", "from pysimhash_sql import hashing"):
-        with_core, without = import_ms(statement, {}), import_ms(statement, {"PYSIMHASH_SQL_PURE_PYTHON": "1"})
-        print(f"{statement}: {with_core:.0f} ms with the compiled core, {without:.0f} ms without it")
+    for module in ("pysimhash_sql", "pysimhash_sql.hashing"):
+        with_core, without = import_ms(module, {}), import_ms(module, {"PYSIMHASH_SQL_PURE_PYTHON": "1"})
+        print(f"import {module}: {with_core:.1f} ms with the compiled core, {without:.1f} ms without it")
+    if compiled:
+        own = import_ms("pysimhash_sql.hashing", {}, part="pysimhash_sql._simhash_core")
+        print(f"  of which the compiled core's own: {own:.2f} ms (numpy's dominates hashing's, and varies with the load)")
 
 
 if __name__ == "__main__":

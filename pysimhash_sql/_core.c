@@ -297,7 +297,78 @@ done:
 PyDoc_STRVAR(vote_doc,
 			 "vote(hashes) -> int\n\n"
 			 "The vote (spec section 1) of the 64-bit hashes in a C-contiguous buffer of\n"
-			 "8-byte items (a numpy uint64 array), the GIL released meanwhile.");
+			 "8-byte items (a numpy uint64 array), the GIL released meanwhile; or of a\n"
+			 "list or tuple of ints in -2**63 .. 2**64-1 (negative: two's complement),\n"
+			 "where NotImplemented means an item is another type or out of that range\n"
+			 "(the caller's own checks then say which).");
+
+/* Hashes of a list this long or longer are voted without the GIL. */
+#define VOTE_UNLOCKED_FROM 4096
+/* A list this short is read into the stack. */
+#define VOTE_ON_STACK 256
+
+/*
+ * item as a 64-bit hash: true, or false when it is not an exact int in
+ * -2**63 .. 2**64-1 (no exception left set).
+ */
+static bool
+int_hash(PyObject *item, uint64_t *hash)
+{
+	unsigned long long value;
+	long long	negative;
+
+	if (!PyLong_CheckExact(item))
+		return false;
+	value = PyLong_AsUnsignedLongLong(item);
+	if (value != (unsigned long long) -1 || !PyErr_Occurred())
+	{
+		*hash = (uint64_t) value;
+		return true;
+	}
+	PyErr_Clear();
+	negative = PyLong_AsLongLong(item);
+	if (negative == -1 && PyErr_Occurred())
+	{
+		PyErr_Clear();
+		return false;
+	}
+	*hash = (uint64_t) negative;
+	return true;
+}
+
+/* vote() of a list or tuple of ints. */
+static PyObject *
+vote_sequence(PyObject *seq)
+{
+	Py_ssize_t	n = PySequence_Fast_GET_SIZE(seq);
+	PyObject  **items = PySequence_Fast_ITEMS(seq);
+	uint64_t	on_stack[VOTE_ON_STACK];
+	uint64_t   *hashes = on_stack;
+	uint64_t	result;
+
+	if (n > VOTE_ON_STACK && (hashes = PyMem_Malloc((size_t) n * sizeof(uint64_t))) == NULL)
+		return PyErr_NoMemory();
+	for (Py_ssize_t i = 0; i < n; i++)
+	{
+		if (!int_hash(items[i], &hashes[i]))
+		{
+			if (hashes != on_stack)
+				PyMem_Free(hashes);
+			Py_RETURN_NOTIMPLEMENTED;
+		}
+	}
+	if (n >= VOTE_UNLOCKED_FROM)
+	{
+		Py_BEGIN_ALLOW_THREADS
+		result = hashes_fingerprint(hashes, (size_t) n);
+		Py_END_ALLOW_THREADS
+	}
+	else
+		result = hashes_fingerprint(hashes, (size_t) n);
+	if (hashes != on_stack)
+		PyMem_Free(hashes);
+	return PyLong_FromUnsignedLongLong(result);
+}
 
 static PyObject *
 vote(PyObject *module, PyObject *arg)
@@ -307,6 +378,8 @@ vote(PyObject *module, PyObject *arg)
 
 	(void) module;
 
+	if (PyList_CheckExact(arg) || PyTuple_CheckExact(arg))
+		return vote_sequence(arg);
 	if (PyObject_GetBuffer(arg, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
 		return NULL;
 	if (view.itemsize != sizeof(uint64_t))

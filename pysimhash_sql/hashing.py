@@ -377,7 +377,7 @@ def _vote_array(h: np.ndarray) -> int:
 
 def vote(hashes: Iterable[int]) -> int:
     """Bit i is set iff more hashes have it set than clear (spec §1); a tie gives 0."""
-    return _IMPLEMENTATION.vote(_hash_array(hashes))
+    return _IMPLEMENTATION.vote(hashes)
 
 
 def simhash_weighted(features: Mapping | Iterable[tuple]) -> int:
@@ -470,8 +470,8 @@ class PurePython:
             votes += weight * n
         return _bits_int(2 * set_counts > votes)
 
-    def vote(self, hashes: np.ndarray) -> int:
-        return _vote_array(np.ascontiguousarray(hashes, np.uint64))
+    def vote(self, hashes) -> int:
+        return _vote_array(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int) -> list[int]:
         # Threads would only take turns holding the GIL.
@@ -497,8 +497,12 @@ class Compiled:
     def simhash_v2(self, text: Text) -> int:
         return self.core.fingerprint(_str_or_bytes(text), 2)
 
-    def vote(self, hashes: np.ndarray) -> int:
-        return self.core.vote(np.ascontiguousarray(hashes, np.uint64))
+    def vote(self, hashes) -> int:
+        if type(hashes) in (list, tuple):  # read in C, unless an item is not an int hash
+            result = self.core.vote(hashes)
+            if result is not NotImplemented:
+                return result
+        return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int) -> list[int]:
         texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]

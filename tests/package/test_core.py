@@ -248,3 +248,24 @@ def test_the_module_compiles_without_a_warning(tmp_path) -> None:
                           f"-I{include}", "-c", str(ROOT / "pysimhash_sql" / "_core.c"), "-o", str(tmp_path / "core.o")],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 4096, 5000])
+def test_vote_of_a_list_or_tuple_of_ints_is_read_in_c(n: int) -> None:
+    """compute()/vote() of a list or tuple (simhash-py's input) are read by the
+    core itself: the same answers as the reference, negative ints as two's
+    complement, and an item that is not an int hash is the reference's error."""
+    hashes = np.random.default_rng(n).integers(0, 2**64, n, dtype=np.uint64, endpoint=False).tolist()
+    signed = [h - (1 << 64) if h >= 1 << 63 else h for h in hashes]
+    expected = PURE.vote(hashes)
+    assert COMPILED.vote(hashes) == COMPILED.vote(tuple(signed)) == expected
+    assert COMPILED.vote(signed + [True]) == PURE.vote(signed + [True])
+
+
+@pytest.mark.parametrize("bad", [1 << 64, -(1 << 63) - 1, 1.5, "1", None])
+def test_vote_of_a_list_with_a_bad_item_raises_as_the_reference(bad) -> None:
+    with pytest.raises(Exception) as compiled:
+        COMPILED.vote([1, 2, bad])
+    with pytest.raises(Exception) as pure:
+        PURE.vote([1, 2, bad])
+    assert (type(compiled.value), str(compiled.value)) == (type(pure.value), str(pure.value))
