@@ -49,6 +49,12 @@ class Settings:
     to: int | None = None
     keep_old: bool = False
     drop_kept: bool = False
+    # dedupe
+    keep: str = "first"
+    mark: bool = False
+    removed: str | None = None
+    strict: bool = False
+    jobs: int | None = None
     # nearest
     query_fingerprint: str | None = None
     query_file: str | None = None
