@@ -36,9 +36,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -65,45 +63,27 @@ def default_jobs() -> int:
 # -- fingerprints -------------------------------------------------------------------
 
 
-def threaded() -> bool:
-    """Whether hashing.fingerprints computes in threads at once: the compiled
-    core (it releases the GIL); the pure-Python one computes one text at a
-    time, so fingerprint_stream runs it in worker processes instead."""
-    return hashing.IMPLEMENTATION != "python"
-
-
 def fingerprint_batch(texts: Sequence[str], *, version: int, jobs: int | None = None) -> np.ndarray:
-    """The fingerprints of texts (uint64) on ``jobs`` threads: the one place
-    the fingerprint stage calls the hashing core (hashing.fingerprints)."""
+    """The fingerprints of texts (uint64) on ``jobs`` cores (hashing.fingerprints)."""
     return np.asarray(hashing.fingerprints(texts, version=version, jobs=jobs), np.uint64)
 
 
 def fingerprint_stream(batches: Iterable[tuple[Sequence[str], T]], *, version: int,
                        jobs: int | None = None) -> Iterator[tuple[np.ndarray, Sequence[str], T]]:
     """(fingerprints, texts, extra) of each (texts, extra) batch, in order, on
-    ``jobs`` cores (None: all): the compiled core's threads, else (pure
-    Python) fingerprint_batch in ``jobs`` worker processes, a few batches in
-    flight while the next ones are read."""
-    jobs = jobs or default_jobs()
-    if threaded() or jobs == 1:
-        for texts, extra in batches:
-            yield fingerprint_batch(texts, version=version, jobs=jobs), texts, extra
-        return
-    one = partial(fingerprint_batch, version=version, jobs=1)
-    with ProcessPoolExecutor(jobs) as pool:
-        pending: deque = deque()
-        try:
-            for texts, extra in batches:
-                pending.append((pool.submit(one, texts), texts, extra))
-                if len(pending) > 2 * jobs:
-                    future, done, kept = pending.popleft()
-                    yield future.result(), done, kept
-            while pending:
-                future, done, kept = pending.popleft()
-                yield future.result(), done, kept
-        finally:
-            for future, _, _ in pending:
-                future.cancel()
+    ``jobs`` cores (None: all) while the next batches are read
+    (hashing.fingerprint_batches: the compiled core's threads, else worker
+    processes)."""
+    pending: deque = deque()
+
+    def texts() -> Iterator[Sequence[str]]:
+        for batch_texts, extra in batches:
+            pending.append((batch_texts, extra))
+            yield batch_texts
+
+    for fps in hashing.fingerprint_batches(texts(), version=version, jobs=jobs or default_jobs()):
+        batch_texts, extra = pending.popleft()
+        yield np.asarray(fps, np.uint64), batch_texts, extra
 
 
 # -- what is collected per document --------------------------------------------------

@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
         "write a corpus without its near-duplicates, in its format (JSON Lines, compressed like it; Parquet with "
         "its schema; files and web pages as JSON Lines): one document of each cluster within --distance bits "
         "kept, by --keep (docs/cli.md, 'dedupe')",
-        options(documents_in))
+        options(documents_in, fingerprinting))
     dedupe.add_argument("-o", "--output", required=True,
                         help="the file to write (written under a temporary name beside it, renamed when complete); "
                              "JSON Lines are compressed as its suffix says (.gz, .bz2, .xz, .zst), else like the input")
@@ -250,8 +250,6 @@ def build_parser() -> argparse.ArgumentParser:
                              "kept of its cluster (duplicate_of) and their distance in bits")
     dedupe.add_argument("--strict", action="store_true",
                         help="refuse a malformed record (exit status 1, nothing written) instead of skipping it")
-    dedupe.add_argument("--jobs", type=int,
-                        help="processes (or threads) that fingerprint (default: one per CPU)")
     dedupe.add_argument("--dsn", help="find the clusters in this PostgreSQL database (simhash_clusters; a temporary "
                                       "table) instead of here; the same output")
     dedupe.add_argument("--backend", choices=("auto", "extension", "plain"), default="auto",

@@ -41,6 +41,7 @@ from .compression import compressing, compression_of_file, compression_of_name, 
 from .documents import JSONL_SUFFIXES, Reading, directory_files, has_pages, read_documents
 from . import CLUSTER_FIELD, KEPT_FIELD
 from .errors import UserError
+from .fingerprint import jobs_of
 from .output import progress, skipped
 
 PARQUET_SUFFIXES = (".parquet",)
@@ -451,8 +452,7 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
 def check(args) -> None:
     if not 0 <= args.distance < 64:
         raise UserError(f"--distance must be between 0 and 63, got {args.distance}")
-    if args.jobs is not None and args.jobs < 1:
-        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
+    jobs_of(args)
     if args.output == "-":
         raise UserError("dedupe writes a file (renamed into place when complete): give -o PATH, not '-'")
 

@@ -30,7 +30,7 @@ class Settings:
     verbose: bool = False
     encoding: str = "auto"
     format: str = "csv"
-    jobs: int | None = None  # fingerprint, ingest, refingerprint
+    jobs: int | None = None  # fingerprint, ingest, refingerprint, dedupe
     # the database
     dsn: str | None = None
     table: str = "documents"
@@ -54,7 +54,6 @@ class Settings:
     mark: bool = False
     removed: str | None = None
     strict: bool = False
-    jobs: int | None = None
     # nearest
     query_fingerprint: str | None = None
     query_file: str | None = None

@@ -55,8 +55,9 @@ def test_fingerprints_are_the_hashing_module_s(monkeypatch) -> None:
     expected = [hashing.fingerprint(t, version=2) for t in texts]
     assert fingerprint_batch(texts, version=2).tolist() == expected
     batches = [(texts[:7], "a"), (texts[7:], "b")]
-    for threads in (True, False):  # the compiled core's threads; the pure-Python core's worker processes
-        monkeypatch.setattr(corpus_dedupe, "threaded", lambda: threads)
+    # the compiled core's threads; the pure-Python core's worker processes
+    for implementation in filter(None, (hashing.COMPILED, hashing.PURE_PYTHON)):
+        monkeypatch.setattr(hashing, "_IMPLEMENTATION", implementation)
         out = list(fingerprint_stream(batches, version=1, jobs=2))
         assert [extra for _, _, extra in out] == ["a", "b"]
         assert np.concatenate([fps for fps, _, _ in out]).tolist() == [hashing.simhash(t) for t in texts]
