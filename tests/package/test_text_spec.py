@@ -52,6 +52,23 @@ def test_check_spec_refuses_the_other_version_only() -> None:
             SimHash64(text_spec=bad) if bad is not None else text_spec.check_version(bad, "text_spec")
 
 
+def test_version_3_is_the_python_packages_until_sql_has_it() -> None:
+    """Values and columns take version 3; the tools and SQL expressions offer the
+    versions the extension computes, and their default stays the latest of those."""
+    from pysimhash_sql.cli import build_parser
+
+    v3 = hashing.fingerprint(TEXT, version=3)
+    assert v3.text_spec == 3 and SimHash64(text_spec=3).text_spec == 3
+    with pytest.raises(ValueError, match="computed with version 3"):
+        text_spec.check_spec(v3, 2, "docs.fp")
+    assert text_spec.SQL_SPEC_VERSIONS == (1, 2) and TEXT_SPEC_VERSION_LATEST == 2
+    assert [text_spec.sql_function(v) for v in (1, 2)] == ["simhash", "simhash_v2"]
+    with pytest.raises(ValueError, match="text spec version 3 is computed by the Python package only"):
+        text_spec.sql_function(3)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["fingerprint", "--spec-version", "3", "x.txt"])
+
+
 def test_comments_record_the_version() -> None:
     assert text_spec.comment(2) == "simhash text spec 2"
     assert docs_table(2).c.fp.comment == "simhash text spec 2" and docs_table(None).c.fp.comment is None
