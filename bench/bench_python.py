@@ -1,4 +1,4 @@
-"""Throughput of the pure-Python hashing layer (pysimhash_sql.hashing).
+"""Throughput of the hashing layer (pysimhash_sql.hashing: the implementation in use, hashing.IMPLEMENTATION).
 
 Usage: python bench/bench_python.py [--quick] [--cpu-time]
 """

@@ -14,30 +14,12 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import psycopg
-from benchlib import CHINESE_MAN_PAGES, best_of, chinese_text, cpu_clock, quick_run
+from benchlib import CHINESE_MAN_PAGES, best_of, chinese_text, cpu_clock, documents, english_text, quick_run
 
 # simhash.debug_simd's levels: the best this CPU runs (AVX-512 where it has it), AVX2, plain x86-64.
 SIMD_LEVELS = ("auto", "avx2", "none")
-CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
-
-
-def documents(text: str, total_bytes: int, doc_chars: int) -> list[str]:
-    """Slices of text, doc_chars long, from spread-out offsets, total_bytes of UTF-8 in all."""
-    docs, offset, size = [], 0, 0
-    while size < total_bytes:
-        start = offset % (len(text) - doc_chars)
-        docs.append(text[start : start + doc_chars])
-        size += len(docs[-1].encode())
-        offset += 7919
-    return docs
-
-
-def english_text() -> str:
-    """The license texts in examples/corpus (real English prose)."""
-    return " ".join(p.read_text(errors="replace") for p in sorted(CORPUS.glob("*.license.txt")))
 
 
 def main() -> None:

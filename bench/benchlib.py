@@ -62,3 +62,23 @@ def chinese_text() -> str | None:
         text = ROFF_ESCAPE.sub("", ROFF_REQUEST.sub("", gzip.decompress(page.read_bytes()).decode(errors="replace")))
         lines.extend(line for line in text.splitlines() if HAS_CHINESE.search(line))
     return "\n".join(lines) if len(lines) > 1000 else None
+
+
+# The English of the fingerprint benchmarks: the license texts in examples/corpus.
+EXAMPLES_CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+
+
+def documents(text: str, total_bytes: int, doc_chars: int) -> list[str]:
+    """Slices of text, doc_chars long, from spread-out offsets, total_bytes of UTF-8 in all."""
+    docs, offset, size = [], 0, 0
+    while size < total_bytes:
+        start = offset % (len(text) - doc_chars)
+        docs.append(text[start : start + doc_chars])
+        size += len(docs[-1].encode())
+        offset += 7919
+    return docs
+
+
+def english_text() -> str:
+    """The license texts in examples/corpus (real English prose)."""
+    return " ".join(p.read_text(errors="replace") for p in sorted(EXAMPLES_CORPUS.glob("*.license.txt")))

@@ -1,8 +1,18 @@
-"""Simhash fingerprints in pure Python, exactly as docs/fingerprint-spec.md defines them.
+"""Simhash fingerprints, exactly as docs/fingerprint-spec.md defines them.
+
+Text fingerprints are computed by one of two implementations of the spec
+(IMPLEMENTATION says which is in use): the compiled fingerprint core,
+pysimhash_sql._simhash_core (pg_ext/src/core: the C the extension runs, built
+with the package where a C compiler and xxhash.h are at hand; GIL released),
+or the pure-Python code of this module (PURE_PYTHON: the executable reference
+of the spec, used where the module is missing or PYSIMHASH_SQL_PURE_PYTHON=1).
+Both give the same bits, and the same exceptions.  fingerprints() computes
+many at once, on every core.
 
 Text fingerprints come in spec versions (TEXT_SPEC_VERSIONS) that are never
-comparable: simhash() is version 1, simhash_v2() version 2, and
-fingerprint(text, version=...) either, by number.
+comparable: simhash() is version 1, simhash_v2() version 2, simhash_v3()
+version 3 (computed by the pure-Python code in both implementations until the
+core has it), and fingerprint(text, version=...) any of them, by number.
 
 Fingerprints and hashes are unsigned ints in 0 .. 2**64-1. Where a hash is an
 input, a negative int in the signed 64-bit range is read as its two's-complement
@@ -17,8 +27,10 @@ from __future__ import annotations
 import hashlib
 import numbers
 import operator
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from itertools import chain, islice
 
 import numpy as np
@@ -47,6 +59,10 @@ __all__ = [
     "features_v3",
     "simhash_v3",
     "fingerprint",
+    "fingerprints",
+    "fingerprint_batches",
+    "IMPLEMENTATION",
+    "PURE_PYTHON",
     "simhash_weighted",
     "vote",
     "hamming_distance",
@@ -147,7 +163,8 @@ def _hash_array(hashes) -> np.ndarray:
     """The hashes as a 1-D uint64 array (see the module docstring for signed values)."""
     if isinstance(hashes, np.ndarray) and hashes.ndim == 1 and hashes.dtype.kind in "iu":
         signed = hashes.dtype.kind == "i"
-        return hashes.astype(np.int64 if signed else np.uint64, copy=False).view(np.uint64)
+        # Contiguous: a strided slice (hashes[::2]) cannot be viewed as bytes.
+        return np.ascontiguousarray(hashes.astype(np.int64 if signed else np.uint64, copy=False)).view(np.uint64)
     seq = hashes if isinstance(hashes, list | tuple) else list(hashes)
     # Fast path for non-negative ints: fromiter alone would also take floats and
     # numeric strings, and numpy 1.x wraps negative ints with a warning.
@@ -222,7 +239,7 @@ def feature_hash(feature: Text) -> int:
 def simhash(text: Text, shingle_size: int = 3) -> TextFingerprint:
     """The fingerprint of text, spec version 1 (spec §3); bytes are used as they are.
     An int that carries its version (text_spec.TextFingerprint)."""
-    return TextFingerprint(_vote_features(_features(_as_bytes(text), _shingle_size(shingle_size))), 1)
+    return TextFingerprint(_IMPLEMENTATION.simhash(text, _shingle_size(shingle_size)), 1)
 
 
 def _vote_features(features: Iterable[bytes]) -> int:
@@ -326,13 +343,7 @@ def features_v2(text: Text) -> list:
 def simhash_v2(text: Text) -> TextFingerprint:
     """The fingerprint of text, spec version 2 (§6): SQL's simhash_v2(text).
     An int that carries its version (text_spec.TextFingerprint)."""
-    set_counts, votes = np.zeros(64, np.int64), 0
-    for spans, weight in _v2_parts(text):
-        hashes = _span_hashes(spans)
-        counts, n = _bit_counts(hashes[_voting(hashes)])
-        set_counts += weight * counts
-        votes += weight * n
-    return TextFingerprint(_bits_int(2 * set_counts > votes), 2)
+    return TextFingerprint(_IMPLEMENTATION.simhash_v2(text), 2)
 
 
 # -- the text fingerprint, version 3 (spec §8) -------------------------------------
@@ -406,15 +417,10 @@ def features_v3(text: Text) -> list[tuple]:
 
 
 def simhash_v3(text: Text) -> TextFingerprint:
-    """The fingerprint of text, spec version 3 (§8).  An int that carries its
-    version (text_spec.TextFingerprint)."""
-    set_votes, all_votes = np.zeros(64, np.int64), 0
-    for _, hashes, votes in _v3_parts(text):
-        for weight in np.unique(votes[votes > 0]).tolist():
-            counts, n = _bit_counts(hashes[votes == weight])
-            set_votes += weight * counts
-            all_votes += weight * n
-    return TextFingerprint(_bits_int(2 * set_votes > all_votes), 3)
+    """The fingerprint of text, spec version 3 (§8); computed in Python by
+    either implementation until the compiled core has it.  An int that
+    carries its version (text_spec.TextFingerprint)."""
+    return TextFingerprint(_IMPLEMENTATION.simhash_v3(text), 3)
 
 
 _FINGERPRINTS = {1: lambda text: simhash(text), 2: lambda text: simhash_v2(text), 3: lambda text: simhash_v3(text)}
@@ -425,6 +431,58 @@ def fingerprint(text: Text, *, version: int) -> TextFingerprint:
     never implicit): simhash(text) for 1, simhash_v2(text) for 2, simhash_v3(text)
     for 3."""
     return _FINGERPRINTS[check_version(version)](text)
+
+
+def _jobs(jobs: int | None) -> int:
+    """How many cores fingerprint: jobs, or None for every one (os.cpu_count())."""
+    jobs = os.cpu_count() or 1 if jobs is None else operator.index(jobs)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    return jobs
+
+
+def fingerprints(texts: Iterable[Text], *, version: int, jobs: int | None = None) -> list[TextFingerprint]:
+    """fingerprint(text, version=version) of every text, in order, computed in
+    `jobs` threads (None: one a core, os.cpu_count()); the compiled core
+    releases the GIL, so they run at once (the pure-Python code computes
+    them one by one whatever jobs says).  The first text that is not str or
+    bytes raises as fingerprint() does."""
+    version = check_version(version)
+    values = _IMPLEMENTATION.fingerprints(list(texts), version, _jobs(jobs))
+    return [TextFingerprint(value, version) for value in values]
+
+
+def _fingerprint_list(texts: list, version: int, shingle_size: int) -> list[TextFingerprint]:
+    """One batch of fingerprint_batches (a module-level function: a worker
+    process can run it)."""
+    return [TextFingerprint(value, version)
+            for value in _IMPLEMENTATION.fingerprints(texts, version, 1, shingle_size)]
+
+
+def fingerprint_batches(batches: Iterable[Iterable[Text]], *, version: int, shingle_size: int | None = None,
+                        jobs: int | None = None) -> Iterator[list[TextFingerprint]]:
+    """The fingerprints of each batch of texts, a list a batch, in order,
+    computed on `jobs` cores (None: every one) while the next batches are read:
+    for a stream of documents (the CLI's commands that fingerprint), whose
+    reading then overlaps the fingerprinting.  At most 2 × jobs batches are
+    in flight, so memory stays bounded however long the stream.  shingle_size
+    is version 1's (default 3, as simhash(text))."""
+    version = check_version(version)
+    if shingle_size is not None and version != 1:
+        raise ValueError(f"shingle_size is a parameter of text spec version 1, not of version {version}")
+    size, jobs = _shingle_size(3 if shingle_size is None else shingle_size), _jobs(jobs)
+    if jobs == 1:
+        for texts in batches:
+            yield _fingerprint_list(list(texts), version, size)
+        return
+    with _IMPLEMENTATION.executor(jobs) as pool:
+        pending: deque = deque()
+        for texts in batches:
+            pending.append(pool.submit(_fingerprint_list, list(texts), version, size))
+            if len(pending) >= 2 * jobs:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 # -- votes (spec §1, §2) ----------------------------------------------------------
@@ -456,7 +514,7 @@ def _vote_array(h: np.ndarray) -> int:
 
 def vote(hashes: Iterable[int]) -> int:
     """Bit i is set iff more hashes have it set than clear (spec §1); a tie gives 0."""
-    return _vote_array(_hash_array(hashes))
+    return _IMPLEMENTATION.vote(hashes)
 
 
 def simhash_weighted(features: Mapping | Iterable[tuple]) -> int:
@@ -522,3 +580,128 @@ def find_all(hashes: Iterable[int], number_of_blocks: int, different_bits: int) 
         )
     a, b = near_pairs(_hash_array(hashes), number_of_blocks, different_bits)
     return list(zip(a.tolist(), b.tolist()))
+
+
+# -- the implementations: the compiled core, or the pure-Python reference -----------------
+
+# Texts per call of the compiled core in fingerprints(): each thread takes this
+# many chunks of the list, so that one slow chunk does not hold the others up.
+_CHUNKS_PER_JOB = 4
+
+
+class PurePython:
+    """The spec in Python (numpy): the executable reference every other
+    implementation is tested against.  Texts as the public functions take them."""
+
+    name = "python"
+
+    def simhash(self, text: Text, shingle_size: int) -> int:
+        return _vote_features(_features(_as_bytes(text), shingle_size))
+
+    def simhash_v2(self, text: Text) -> int:
+        set_counts, votes = np.zeros(64, np.int64), 0
+        for spans, weight in _v2_parts(text):
+            hashes = _span_hashes(spans)
+            counts, n = _bit_counts(hashes[_voting(hashes)])
+            set_counts += weight * counts
+            votes += weight * n
+        return _bits_int(2 * set_counts > votes)
+
+    def simhash_v3(self, text: Text) -> int:
+        set_votes, all_votes = np.zeros(64, np.int64), 0
+        for _, hashes, votes in _v3_parts(text):
+            for weight in np.unique(votes[votes > 0]).tolist():
+                counts, n = _bit_counts(hashes[votes == weight])
+                set_votes += weight * counts
+                all_votes += weight * n
+        return _bits_int(2 * set_votes > all_votes)
+
+    def vote(self, hashes) -> int:
+        return _vote_array(np.ascontiguousarray(_hash_array(hashes), np.uint64))
+
+    def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
+        # Threads would only take turns holding the GIL.
+        one = {1: partial(self.simhash, shingle_size=shingle_size), 2: self.simhash_v2, 3: self.simhash_v3}[version]
+        return [one(text) for text in texts]
+
+    @staticmethod
+    def executor(jobs: int):
+        """Where fingerprint_batches computes: processes (threads would only
+        take turns holding the GIL)."""
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(jobs)
+
+
+class Compiled:
+    """The fingerprint core in C (pysimhash_sql/_core.c over pg_ext/src/core,
+    the extension's own), the GIL released while it computes."""
+
+    name = "c"
+    # Shingles of more tokens than a text has make one feature of them all:
+    # any size past the longest text's token count gives the same fingerprint.
+    MAX_SHINGLE_SIZE = 1 << 62
+
+    def __init__(self, core) -> None:
+        self.core = core
+
+    def simhash(self, text: Text, shingle_size: int) -> int:
+        return self.core.fingerprint(_str_or_bytes(text), 1, min(shingle_size, self.MAX_SHINGLE_SIZE))
+
+    def simhash_v2(self, text: Text) -> int:
+        return self.core.fingerprint(_str_or_bytes(text), 2)
+
+    def simhash_v3(self, text: Text) -> int:
+        """Version 3 is not in the core yet: the reference's."""
+        return PURE_PYTHON.simhash_v3(text)
+
+    def vote(self, hashes) -> int:
+        if type(hashes) in (list, tuple):  # read in C, unless an item is not an int hash
+            result = self.core.vote(hashes)
+            if result is not NotImplemented:
+                return result
+        return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
+
+    def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
+        if version == 3:  # not in the core yet
+            return PURE_PYTHON.fingerprints(texts, version, jobs)
+        texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
+        size = min(shingle_size, self.MAX_SHINGLE_SIZE)
+        chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)
+        if jobs == 1 or chunks < 2:
+            return self.core.fingerprints(texts, version, size)
+        bounds = [len(texts) * k // chunks for k in range(chunks + 1)]
+        with self.executor(jobs) as pool:
+            parts = pool.map(lambda start, end: self.core.fingerprints(texts[start:end], version, size),
+                             bounds[:-1], bounds[1:])
+            return list(chain.from_iterable(parts))
+
+    @staticmethod
+    def executor(jobs: int):
+        """Where fingerprint_batches computes: threads (the core releases the GIL)."""
+        from concurrent.futures import ThreadPoolExecutor  # here: import pysimhash_sql stays as quick
+
+        return ThreadPoolExecutor(jobs)
+
+
+def _str_or_bytes(text: Text) -> str | bytes:
+    """A text as the compiled core takes it: str or bytes (TypeError as _as_bytes)."""
+    return text if isinstance(text, str | bytes) else _as_bytes(text)
+
+
+def _compiled() -> Compiled | None:
+    """The compiled core, unless PYSIMHASH_SQL_PURE_PYTHON=1 or it was not built."""
+    if os.environ.get("PYSIMHASH_SQL_PURE_PYTHON") == "1":
+        return None
+    try:
+        from . import _simhash_core
+    except ImportError:
+        return None
+    return Compiled(_simhash_core)
+
+
+PURE_PYTHON = PurePython()
+COMPILED = _compiled()
+_IMPLEMENTATION: Compiled | PurePython = COMPILED or PURE_PYTHON
+# Which implementation computes the fingerprints: "c" (the compiled core) or "python".
+IMPLEMENTATION = _IMPLEMENTATION.name

@@ -1,5 +1,5 @@
 """The tokens of the text fingerprint version 2 (docs/fingerprint-spec.md §6),
-bit for bit as the C extension makes them (pg_ext/src/fingerprint/text_v2.c).
+bit for bit as the C core makes them (pg_ext/src/core/text_v2.c).
 
 Every code point goes through the generated tables of unicode_tables.py (one
 Unicode version, whatever Python's own is), vectorised with numpy: the code

@@ -2,7 +2,7 @@
 Database (UnicodeData.txt, CaseFolding.txt, Scripts.txt); do not edit.
 
 The normalisation of the text fingerprint version 2, one entry per code point
-(docs/fingerprint-spec.md §6.2), as numpy arrays; pg_ext/src/fingerprint/
+(docs/fingerprint-spec.md §6.2), as numpy arrays; pg_ext/src/core/
 unicode_tables.h holds the same tables (its comment explains them).
 """
 

@@ -2,7 +2,7 @@
 """Generates the Unicode tables of the text fingerprint version 2
 (docs/fingerprint-spec.md §6) from raw Unicode Character Database files:
 
-    pg_ext/src/fingerprint/unicode_tables.h   the C extension's copy
+    pg_ext/src/core/unicode_tables.h          the C copy (the extension's and the module's)
     pysimhash_sql/unicode_tables.py           the Python package's copy
 
 Both come from one run, so C and Python normalise every code point alike.
@@ -34,7 +34,7 @@ from array import array
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-C_HEADER = ROOT / "pg_ext/src/fingerprint/unicode_tables.h"
+C_HEADER = ROOT / "pg_ext/src/core/unicode_tables.h"
 PY_MODULE = ROOT / "pysimhash_sql/unicode_tables.py"
 COMMAND = "python3 scripts/generate-unicode-tables.py"
 
@@ -212,10 +212,10 @@ def c_header(version: str, stage1, stage2, offsets, pool, max_mapping) -> str:
 /* The most characters one code point becomes. */
 #define UNICODE_MAX_MAPPING {max_mapping}
 
-{c_array("uint8", "unicode_stage1", stage1)}
-{c_array("uint16", "unicode_stage2", stage2)}
-{c_array("uint16", "unicode_mapping_offsets", offsets)}
-{c_array("uint32", "unicode_pool", pool)}
+{c_array("uint8_t", "unicode_stage1", stage1)}
+{c_array("uint16_t", "unicode_stage2", stage2)}
+{c_array("uint16_t", "unicode_mapping_offsets", offsets)}
+{c_array("uint32_t", "unicode_pool", pool)}
 #endif							/* SIMHASH_UNICODE_TABLES_H */
 """
 
@@ -235,7 +235,7 @@ def py_module(version: str, stage1, stage2, offsets, pool, max_mapping) -> str:
 Database (UnicodeData.txt, CaseFolding.txt, Scripts.txt); do not edit.
 
 The normalisation of the text fingerprint version 2, one entry per code point
-(docs/fingerprint-spec.md §6.2), as numpy arrays; pg_ext/src/fingerprint/
+(docs/fingerprint-spec.md §6.2), as numpy arrays; pg_ext/src/core/
 unicode_tables.h holds the same tables (its comment explains them).
 """
 

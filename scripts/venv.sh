@@ -4,7 +4,9 @@
 # changes.  `scripts/venv.sh bench` adds what bench/ compares the package with;
 # `scripts/venv.sh django42` makes the second, small environment .venv-django42
 # (the test-django42 extra: the Django tests on Django 4.2 LTS, beside the main
-# environment's 5.2; one Django per environment).
+# environment's 5.2; one Django per environment).  The package is installed
+# editable, its compiled fingerprint core (pysimhash_sql/_core.c over
+# pg_ext/src/core, setup.py) built in place, and built again when those change.
 . "$(dirname "$0")/lib.sh"
 
 case ${1:-} in
@@ -12,6 +14,8 @@ case ${1:-} in
     *) extras=test${1:+,$1} ;;
 esac
 stamp=$VENV/.installed-$extras
+# The compiled fingerprint core (setup.py): rebuilt when its C or its build changed.
+core_stamp=$VENV/.built-core
 # Quiet unless something fails: pip's warnings are not news to the user.
 quietly() {
     local log
@@ -20,7 +24,7 @@ quietly() {
     rm -f "$log"
 }
 
-if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/setup.py" -nt "$stamp" ]; then
     echo "Setting up $VENV (the package and its test dependencies)"
     [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
     # pip's cache is this environment's own: pgxnclient (an sdist) writes the
@@ -30,5 +34,11 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     export PIP_CACHE_DIR=$VENV/.pip-cache
     quietly "$VENV/bin/python" -m pip install --upgrade pip
     quietly "$VENV/bin/python" -m pip install -e "$ROOT[$extras]"
-    touch "$stamp"
+    touch "$stamp" "$core_stamp"
+fi
+if [ -n "$(find "$ROOT/setup.py" "$ROOT/pysimhash_sql/_core.c" "$ROOT/pg_ext/src/core" -newer "$core_stamp" 2>/dev/null | head -1)" ] ||
+    [ ! -f "$core_stamp" ]; then
+    export PIP_CACHE_DIR=$VENV/.pip-cache
+    quietly "$VENV/bin/python" -m pip install --no-deps -e "$ROOT"
+    touch "$core_stamp"
 fi

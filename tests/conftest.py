@@ -36,6 +36,7 @@ MAJOR_INDEPENDENT = (
     "bench/test_fingerprint_corpus.py",
     "bench/test_fingerprint_quality.py",
     "packaging/test_docker.py",
+    "packaging/test_core_portable.py",
     "packaging/test_layers.py",
     "packaging/test_packaging.py",
     "packaging/test_private_paths.py",

@@ -23,3 +23,15 @@ ALTER OPERATOR FAMILY simhash64_mih_ops USING simhash_mih
 COMMENT ON FUNCTION hamming_nearest(anyelement, name, simhash64, integer, integer) IS
     'the n rows nearest to q (exact): ORDER BY column <~> q LIMIT n, within max_radius first; '
     'a simhash_mih index orders both steps, GIN looks up the first';
+
+---------------------------------------------------------------------------
+-- Estimates from the data (issue 50; src/index/pair_distances.c): ANALYZE of
+-- a simhash64 column keeps, beside the standard statistics, the share of its
+-- sample's pairs within each distance, which the estimates of
+-- hamming_within(fp, q, k) and fp <@ hamming_ball(q, k) read: on clustered
+-- data the near copies, on random data the ball's volume.
+---------------------------------------------------------------------------
+
+CREATE FUNCTION simhash64_analyze(internal) RETURNS boolean
+    AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
+ALTER TYPE simhash64 SET (ANALYZE = simhash64_analyze);

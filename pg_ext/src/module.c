@@ -11,6 +11,7 @@
 #include "find_all/progress.h"
 #include "fingerprint/fingerprint.h"
 #include "index/mih/mih.h"
+#include "index/planner_support.h"
 #include "index/probe_plan.h"
 #include "simd.h"
 #include "type/hamming.h"
@@ -25,10 +26,10 @@ _PG_init(void)
 	simhash_popcount_init();
 	simhash_simd_init();
 	simhash_fingerprint_init();
-	simhash_text_v2_init();
 	simhash_probe_plan_define_setting();
 	simhash_mih_init();
 	simhash_mih_planner_init();
+	simhash_planner_support_init();
 	simhash_find_all_parallel_init();
 	simhash_progress_init();
 	simhash_spill_init();

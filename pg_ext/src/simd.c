@@ -1,6 +1,7 @@
 /*
  * simd.c — which copy of the vector code a call takes: the best this CPU
- * runs, or less where simhash.debug_simd says (tests run every copy).
+ * runs, or less where simhash.debug_simd says (tests run every copy).  The
+ * setting's assign hook sets the core's level (core/simd.h).
  */
 #include "simd.h"
 
@@ -17,26 +18,20 @@ static const struct config_enum_entry debug_simd_options[] = {
 	{NULL, 0, false},
 };
 
-SimdLevel
-simd_level(void)
+static void
+assign_debug_simd(int newval, void *extra)
 {
-	return Min(cpu_simd, (SimdLevel) debug_simd);
+	simhash_simd_level = Min(cpu_simd, (SimdLevel) newval);
 }
 
 void
 simhash_simd_init(void)
 {
-#ifdef HAVE_SIMD_COPIES
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("x86-64-v4"))
-		cpu_simd = SIMD_AVX512;
-	else if (__builtin_cpu_supports("x86-64-v3"))
-		cpu_simd = SIMD_AVX2;
-#endif
+	cpu_simd = simhash_simd_cpu_level();
 	DefineCustomEnumVariable("simhash.debug_simd",
 							 "Uses at most this instruction set in the vector code, for tests.",
 							 "auto (the default): the best this CPU runs; avx2; none. Every one gives the same "
 							 "results: the fingerprints' votes and the index's comparisons of pending rows.",
 							 &debug_simd, SIMD_AVX512, debug_simd_options,
-							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+							 PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, assign_debug_simd, NULL);
 }

@@ -36,6 +36,20 @@ EXIT_SKIPPED = 3
 EXIT_INTERRUPTED = 130
 
 
+class ShowVersion(argparse.Action):
+    """--version: the package's version and hashing.IMPLEMENTATION (imported
+    only then: the other commands import what they use when they run)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, help=None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from ..hashing import IMPLEMENTATION
+
+        print(f"{parser.prog} {version('pysimhash-sql')} (fingerprint implementation: {IMPLEMENTATION})")
+        parser.exit()
+
+
 def options(*adders) -> argparse.ArgumentParser:
     """A parent parser holding a group of options shared by several commands."""
     parser = argparse.ArgumentParser(add_help=False)
@@ -92,6 +106,11 @@ def parallel(p: argparse.ArgumentParser) -> None:
                         "the threads of the search here (default: one per CPU)")
 
 
+def fingerprinting(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int,
+                   help="threads that compute fingerprints here, on as many cores (default: one per CPU)")
+
+
 def database_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dsn", help="libpq connection string or URI (default: the PG* environment variables)")
     p.add_argument("--table", default="documents", help="table name, optionally schema-qualified (default documents)")
@@ -115,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
         "2 bad usage, 3 done but some inputs were skipped (a summary line on stderr; --verbose: one line each), 130 interrupted. "
         "'pysimhash-sql COMMAND --help' describes a command.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version('pysimhash-sql')}")
+    parser.add_argument("--version", action=ShowVersion, help="the version, and which implementation computes "
+                        "fingerprints (hashing.IMPLEMENTATION: c, the compiled core, or python)")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     def command(name: str, run: str, help: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -134,11 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     command("fingerprint", "fingerprint:fingerprint_command",
             "fingerprint documents as SQL's simhash_v2(text) does (--spec-version 1: simhash(text)): id, "
             "fingerprint (unsigned decimal)",
-            options(documents_in, records_out))
+            options(documents_in, records_out, fingerprinting))
     ingest = command("ingest", "database:ingest_command",
                      "load documents into a table (id, name, body, fingerprint, url, fetched_at), created if missing; "
                      "documents whose name is already there are skipped",
-                     options(documents_in, database_options))
+                     options(documents_in, database_options, fingerprinting))
     ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",
                         help="compute fingerprints in the server (simhash_v2(text) or simhash(text)) or here "
                              "(default server; here when the server lacks the function)")
@@ -151,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         "move a table's fingerprint column to another text spec version online: a shadow column filled in "
         "primary-key batches while a trigger keeps new and updated rows in step, its indexes made concurrently, "
         "then one short swap; run it again to resume after an interruption (docs/cli.md)",
-        options(database_options))
+        options(database_options, fingerprinting))
     refingerprint.add_argument("--column", default="fingerprint", help="the fingerprint column (default fingerprint)")
     refingerprint.add_argument("--text-column", default="body", help="the column of each row's text (default body)")
     refingerprint.add_argument("--to", type=int, choices=SQL_SPEC_VERSIONS, default=TEXT_SPEC_VERSION_LATEST,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from itertools import islice
+from typing import TypeVar
 
 from .. import plain, text_spec
 from .._find_all import id_clusters, id_pairs
@@ -21,7 +21,7 @@ from ..index_kinds import GIN, MIH
 from ..progress import track_progress
 from .documents import Document, Reading, has_pages, read_documents
 from .errors import UserError
-from .fingerprint import DEFAULT_SHINGLE_SIZE, fingerprinter
+from .fingerprint import DEFAULT_SHINGLE_SIZE, fingerprinted
 from .output import open_output, progress, skipped, started, write_records
 
 try:
@@ -169,7 +169,10 @@ WHERE NOT EXISTS (SELECT FROM {table} d WHERE d.name = s.name)
 """
 
 
-def batches(documents: Iterator[Document], size: int) -> Iterator[list[Document]]:
+T = TypeVar("T")
+
+
+def batches(documents: Iterator[T], size: int) -> Iterator[list[T]]:
     while batch := list(islice(documents, size)):
         yield batch
 
@@ -177,39 +180,42 @@ def batches(documents: Iterator[Document], size: int) -> Iterator[list[Document]
 @dataclass(frozen=True)
 class Load:
     """How ingest loads a table's batches: the statement that moves a staged
-    batch in, and the fingerprints computed here (None: by the server) as the
-    back end's column holds them."""
+    batch in, and the back end whose column holds the fingerprints computed
+    here."""
 
     move: sql.Composable
     backend: Backend
-    fingerprint: Callable[[str], int] | None
 
-    def staged(self, text: str) -> int | None:
-        return None if self.fingerprint is None else self.backend.to_column(self.fingerprint(text))
+    def staged(self, fingerprint: int | None) -> int | None:
+        return None if fingerprint is None else self.backend.to_column(fingerprint)
 
 
-def copy_batch(conn: psycopg.Connection, batch: list[Document], load: Load) -> int:
+# A batch of documents, each with its fingerprint computed here (None: by the server).
+Batch = list[tuple[Document, int | None]]
+
+
+def copy_batch(conn: psycopg.Connection, batch: Batch, load: Load) -> int:
     """Stages a batch with COPY and moves its new documents into the table, in
     one transaction; returns how many were new."""
     with conn.transaction():
         with conn.cursor().copy("COPY simhash_ingest FROM STDIN") as copy:
-            for doc in batch:
-                copy.write_row((doc.name, doc.text, load.staged(doc.text), doc.url, doc.fetched_at))
+            for doc, fingerprint in batch:
+                copy.write_row((doc.name, doc.text, load.staged(fingerprint), doc.url, doc.fetched_at))
         return conn.execute(load.move).rowcount
 
 
 # A batch the server refuses for its data (SQLSTATE classes 22 and 23: text the
 # database encoding cannot hold, a NUL, a name twice in one batch) is loaded
 # again one document at a time: only the documents it refuses are left out.
-def load_batch(conn: psycopg.Connection, batch: list[Document], load: Load) -> int:
+def load_batch(conn: psycopg.Connection, batch: Batch, load: Load) -> int:
     """copy_batch, or the documents one by one if the server refuses the
     batch; a document it refuses is reported and skipped."""
     try:
         return copy_batch(conn, batch, load)
     except (psycopg.errors.DataError, psycopg.errors.IntegrityError) as e:
         if len(batch) > 1:
-            return sum(load_batch(conn, [doc], load) for doc in batch)
-        skipped(f"{batch[0].name}: {one_line(e.diag.message_primary or str(e))}; skipped", "refused by the server")
+            return sum(load_batch(conn, [pair], load) for pair in batch)
+        skipped(f"{batch[0][0].name}: {one_line(e.diag.message_primary or str(e))}; skipped", "refused by the server")
         return 0
 
 
@@ -223,7 +229,6 @@ def ingest_command(args) -> None:
     with connect(args.dsn) as conn:
         backend = database_backend(conn, args, "fingerprint", creating=True)
         version, new_column = choose_spec_version(conn, args, "fingerprint")
-        local = fingerprinter(args, version)
         function = text_spec.SQL_FUNCTIONS.get(version)  # None: a version the extension does not compute yet
         for statement in backend.prepare_sql():
             conn.execute(statement)
@@ -238,7 +243,7 @@ def ingest_command(args) -> None:
         move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=server_side if in_server else sql.SQL("s.fingerprint"),
                                           page_columns=sql.SQL(", url, fetched_at" if web else ""),
                                           page_values=sql.SQL(", s.url, s.fetched_at" if web else ""))
-        load = Load(move, backend, None if in_server else local)
+        load = Load(move, backend)
         fingerprint_type = sql.SQL(backend.column_type)
         conn.execute(sql.SQL(CREATE_TABLE).format(table=table, fingerprint_type=fingerprint_type))
         if new_column:
@@ -247,7 +252,9 @@ def ingest_command(args) -> None:
             conn.execute(sql.SQL(ADD_PAGE_COLUMNS).format(table=table))
         conn.execute(sql.SQL(STAGING).format(fingerprint_type=fingerprint_type))
         try:
-            for batch in batches(iter(progress(documents, "doc", total)), args.batch_size):
+            read_in = progress(documents, "doc", total)
+            pairs = ((doc, None) for doc in read_in) if in_server else fingerprinted(args, read_in, version)
+            for batch in batches(pairs, args.batch_size):
                 added += load_batch(conn, batch, load)
                 read += len(batch)
         except KeyboardInterrupt:

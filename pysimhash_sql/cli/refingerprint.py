@@ -46,6 +46,7 @@ from .. import hashing, text_spec
 from ..backends import Backend, MissingFunction, holding
 from .database import column_spec, connect, database_backend, require_table, table_identifier
 from .errors import UserError
+from .fingerprint import jobs_of
 
 try:
     import psycopg
@@ -134,6 +135,7 @@ class Move:
     not_null: bool
     old_version: int  # the column's before the move
     keep_old: bool  # --keep-old: the old column kept as shadow_name(column, old_version)
+    jobs: int | None  # --jobs: the cores fingerprints computed here take (None: every one)
 
 
 def say(message: str) -> None:
@@ -180,7 +182,7 @@ def plan(conn, args) -> Move | None:
     return Move(table=table_identifier(args.table), regclass=regclass, key=sql.Identifier(keys[0]),
                 text=sql.Identifier(args.text_column), column=args.column, shadow=shadow, schema=schema,
                 function_name=function_name, server=server, column_type=column_type, backend=backend, version=args.to,
-                not_null=not_null, old_version=current, keep_old=args.keep_old)
+                not_null=not_null, old_version=current, keep_old=args.keep_old, jobs=jobs_of(args))
 
 
 def trigger_function(conn, regclass: str) -> tuple[sql.Identifier, sql.Composable]:
@@ -268,13 +270,15 @@ def store_computed(conn, move: Move, rows: list[tuple]) -> None:
         conn.execute(sql.SQL("UPDATE {table} t SET {shadow} = d.fp::{type} FROM unnest(%s, %s::text[], %s::text[]) "
                              "AS d(key, fp, x) WHERE t.{key} = d.key AND t.xmin = d.x::xid").format(
             table=move.table, shadow=sql.Identifier(move.shadow), key=move.key, type=sql.SQL(move.column_type)),
-            ([key for key, _, _ in rows], [fingerprint_of(move, text) for _, text, _ in rows],
+            ([key for key, _, _ in rows], fingerprints_of(move, [text for _, text, _ in rows]),
              [xmin for _, _, xmin in rows]))
 
 
-def fingerprint_of(move: Move, text: str) -> str:
-    """A text's fingerprint in the column's text form (bigint's: signed)."""
-    return str(holding(move.column_type).to_column(int(hashing.fingerprint(text, version=move.version))))
+def fingerprints_of(move: Move, texts: list[str]) -> list[str]:
+    """The texts' fingerprints in the column's text form (bigint's: signed),
+    computed on move.jobs cores."""
+    column = holding(move.column_type)
+    return [str(column.to_column(int(fp))) for fp in hashing.fingerprints(texts, version=move.version, jobs=move.jobs)]
 
 
 def fill(conn, move: Move, batch_size: int) -> None:

@@ -30,6 +30,7 @@ class Settings:
     verbose: bool = False
     encoding: str = "auto"
     format: str = "csv"
+    jobs: int | None = None  # fingerprint, ingest, refingerprint
     # the database
     dsn: str | None = None
     table: str = "documents"

@@ -423,6 +423,13 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
     "function simhash64_ball_restrict(internal,oid,internal,integer)": estimates,
     "function simhash64_ball_joinsel(internal,oid,internal,smallint,internal)": estimates,
     "function hamming_within_support(internal)": st.one_of(index_scans, estimates),
+    # ANALYZE of a fingerprint column (pair distances), then an estimate from it
+    "function simhash64_analyze(internal)": st.one_of(
+        st.sampled_from([Sql(f"ANALYZE {DOCS}"), Sql("ANALYZE pg_temp.hostile_scratch"),
+                         Sql("ANALYZE pg_temp.hostile_mih_scoped (fp)"), Sql("ANALYZE pg_temp.hostile_mih")]),
+        st.tuples(fingerprints, int4s).map(
+            lambda qk: Sql(f"EXPLAIN SELECT * FROM {DOCS} WHERE fp <~> ") + qk[0] + Sql(" <= ") + qk[1]),
+    ),
     "function simhash64_gin_extract_value(simhash64,internal,internal)":
         table_fingerprints.map(lambda fp: Sql(f"INSERT INTO {DOCS} (id, fp) VALUES (nextval('pg_temp.hostile_ids'), ")
                                + fp + Sql(")")),

@@ -134,6 +134,21 @@ def test_fingerprint_of_a_directory_equals_sql_simhash(shared_db: psycopg.Connec
         assert shared_db.execute(f"SELECT {sql}::text", (body,)).fetchone() == (fingerprint,)
 
 
+@pytest.mark.parametrize("options", [(), ("--spec-version", "1", "--shingle-size", "2")])
+def test_fingerprint_on_many_cores_gives_the_same_lines(tmp_path: Path, options) -> None:
+    """--jobs: the documents fingerprinted a batch at a time on that many
+    threads, in input order, whichever implementation computes (the pure-Python
+    one in processes): the same output as one core's."""
+    docs = [{"id": i, "text": f"page {i % 41} of a crawl, about the fox number {i}" * (1 + i % 5)} for i in range(500)]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    args = ("fingerprint", *options, "--format", "jsonl", str(tmp_path / "docs.jsonl"))
+    one = run(*args, "--jobs", "1").stdout
+    assert len(one.splitlines()) == len(docs)
+    assert run(*args, "--jobs", "3").stdout == one
+    assert run(*args, env={**os.environ, "PYSIMHASH_SQL_PURE_PYTHON": "1"}).stdout == one
+    assert_user_error(run(*args, "--jobs", "0", ok=False), "--jobs must be at least 1")
+
+
 def test_shingle_size_is_version_one_s() -> None:
     assert_user_error(run("fingerprint", "--shingle-size", "2", str(CORPUS), ok=False),
                       "--shingle-size is a parameter of text spec version 1", "--spec-version 1")
@@ -257,7 +272,8 @@ def documents(conn: psycopg.Connection, table: str = "documents") -> list[tuple]
 def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycopg.Connection) -> None:
     dsn = db.info.dsn
     run("ingest", "--dsn", dsn, "--batch-size", "7", str(CORPUS))
-    run("ingest", "--dsn", dsn, "--table", "local_docs", "--fingerprints", "local", str(CORPUS))
+    run("ingest", "--dsn", dsn, "--table", "local_docs", "--fingerprints", "local", "--jobs", "2",
+        "--batch-size", "5", str(CORPUS))
     server = documents(db)
     assert len(server) == len(list(CORPUS.iterdir()))
     assert server == documents(db, "local_docs")

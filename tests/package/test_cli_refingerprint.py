@@ -156,7 +156,8 @@ def test_fingerprints_computed_here_into_a_simhash64_column(db: psycopg.Connecti
     """--backend plain on a database with the extension: the command computes
     the fingerprints (as where simhash_v2 is missing) into the simhash64 column."""
     make_v1_table(db)
-    assert "holds text spec version 2 fingerprints now" in refingerprint(db.info.dsn, "--backend", "plain").stderr
+    assert "holds text spec version 2 fingerprints now" in refingerprint(db.info.dsn, "--backend", "plain",
+                                                                         "--jobs", "2").stderr
     assert_moved_to_v2(db)
 
 

@@ -244,24 +244,25 @@ def test_simhash_matches_reference_on_text(text, s):
     data = text.encode()
     assert tokenize(text) == [t.decode() for t in ref_tokens(data)]
     assert shingles(text, s) == [f.decode() for f in ref_features(ref_tokens(data), s)]
-    assert simhash(text, s) == simhash(data, s) == ref_simhash(data, s)
+    assert simhash(text, s) == simhash(data, s) == hashing.PURE_PYTHON.simhash(text, s) == ref_simhash(data, s)
 
 
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=100), s=st.integers(1, 4))
 def test_simhash_matches_reference_on_bytes(data, s):
     assert tokenize(data) == ref_tokens(data)
-    assert simhash(data, s) == ref_simhash(data, s)
+    assert simhash(data, s) == hashing.PURE_PYTHON.simhash(data, s) == ref_simhash(data, s)
 
 
 @settings(max_examples=200, deadline=None)
 @given(text=any_text, s=st.integers(1, 4), batch=st.integers(1, 8))
 def test_batch_boundaries_do_not_change_anything(text, s, batch):
+    """The pure-Python implementation's batches (the compiled core has its own: tests/package/test_core_module.py)."""
     data = text.encode()
     with mock.patch.object(hashing, "_BATCH_BYTES", batch):
         assert tokenize(data) == ref_tokens(data)
         assert shingles(data, s) == ref_features(ref_tokens(data), s)
-        assert simhash(data, s) == ref_simhash(data, s)
+        assert hashing.PURE_PYTHON.simhash(data, s) == ref_simhash(data, s)
 
 
 def test_long_input_matches_reference():
@@ -272,7 +273,7 @@ def test_long_input_matches_reference():
     data = text.encode()
     assert len(data) > 2 * hashing._BATCH_BYTES
     for s in (1, 3):
-        assert simhash(text, s) == ref_simhash(data, s)
+        assert simhash(text, s) == hashing.PURE_PYTHON.simhash(text, s) == ref_simhash(data, s)
     # A single token far longer than a batch.
     long_token = b"Ab\xc3\xa9" * 1_000_000
     assert tokenize(long_token) == [long_token.lower()]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from pysimhash_sql import _xxh3, hashing, text_spec, text_v2
 from pysimhash_sql import unicode_tables as ut
-from pysimhash_sql.hashing import features_v2, fingerprint, simhash, simhash_v2, tokenize_v2
+from pysimhash_sql.hashing import PURE_PYTHON, features_v2, fingerprint, simhash, simhash_v2, tokenize_v2
 from toolbox import distance
 from toolbox.text_reference import ref_chars, ref_features, ref_simhash_v2, ref_tokens, script_text
 from toolbox.text_vectors import load_vectors
@@ -67,7 +67,7 @@ def test_vectors_cover_every_kind_and_script():
 @given(script_text)
 def test_matches_reference(text):
     assert tokenize_v2(text) == ref_tokens(text)
-    assert simhash_v2(text) == ref_simhash_v2(text)
+    assert simhash_v2(text) == PURE_PYTHON.simhash_v2(text) == ref_simhash_v2(text)
     assert features_v2(text) == ref_features(text)
     assert features_v2(text) == [f.decode() for f in features_v2(text.encode())]
 
@@ -75,10 +75,11 @@ def test_matches_reference(text):
 @settings(max_examples=200, deadline=None)
 @given(script_text, st.integers(1, 8))
 def test_batch_boundaries_do_not_change_anything(text, batch):
+    """The pure-Python implementation's batches (the compiled core has its own: tests/package/test_core_module.py)."""
     with mock.patch.object(text_v2, "_BATCH_CHARS", batch):
         assert tokenize_v2(text) == ref_tokens(text)
         assert features_v2(text) == ref_features(text)
-        assert simhash_v2(text) == ref_simhash_v2(text)
+        assert PURE_PYTHON.simhash_v2(text) == ref_simhash_v2(text)
 
 
 def test_long_texts_match_reference():
@@ -87,7 +88,7 @@ def test_long_texts_match_reference():
     with mock.patch.object(text_v2, "_BATCH_CHARS", 1 << 16):
         assert len(text) > 3 * text_v2._BATCH_CHARS
         assert tokenize_v2(text) == ref_tokens(text)
-        assert simhash_v2(text) == ref_simhash_v2(text)
+        assert simhash_v2(text) == PURE_PYTHON.simhash_v2(text) == ref_simhash_v2(text)
     # No separator for longer than a batch: one batch.
     assert tokenize_v2("ab\u0301" * 1_000_000) == ["ab" * 1_000_000]
 
@@ -155,15 +156,16 @@ def test_fingerprint_dispatches_by_version():
 )
 def test_every_design_of_the_parts_matches_reference(token_shingle, char_gram, weights, runs_once):
     """The feature step is constants (hashing.V2_*): each combination of parts,
-    weights and the runs rule follows the reference, across batch boundaries too."""
+    weights and the runs rule follows the reference, across batch boundaries too
+    (the pure-Python implementation's: the compiled core's are C constants)."""
     texts = [v["text"] for v in load_vectors()] + ["a", "ab", "近", "a b", "x\u00a0y", "aaaaaaaa", "0.0000000001"]
     with mock.patch.multiple(hashing, V2_TOKEN_SHINGLE=token_shingle, V2_CHAR_GRAM=char_gram,
                              V2_TOKEN_WEIGHT=weights[0], V2_CHAR_WEIGHT=weights[1], V2_RUNS_ONCE=runs_once):
         for text in texts:
             assert features_v2(text) == ref_features(text), text
-            assert simhash_v2(text) == ref_simhash_v2(text), text
+            assert PURE_PYTHON.simhash_v2(text) == ref_simhash_v2(text), text
             with mock.patch.object(text_v2, "_BATCH_CHARS", 3):
-                assert simhash_v2(text) == ref_simhash_v2(text), text
+                assert PURE_PYTHON.simhash_v2(text) == ref_simhash_v2(text), text
 
 
 def test_runs_vote_once():

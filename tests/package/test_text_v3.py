@@ -127,3 +127,9 @@ def test_fingerprint_dispatches_by_version():
     text = "Version 2.39.5, released 2024-05-01: 17 bugs fixed."
     assert fingerprint(text, version=3) == simhash_v3(text) != simhash_v2(text)
     assert fingerprint(text, version=3).text_spec == 3
+    texts = [text, "近似重复 12", b"Model X200"]
+    expected = [simhash_v3(t) for t in texts]
+    assert hashing.fingerprints(texts, version=3, jobs=2) == expected
+    assert [fp for batch in hashing.fingerprint_batches([texts[:1], texts[1:]], version=3, jobs=2) for fp in batch] == expected
+    assert all(impl.simhash_v3(t) == e for impl in (hashing.PURE_PYTHON, hashing.COMPILED) if impl
+               for t, e in zip(texts, expected))

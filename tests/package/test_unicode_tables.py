@@ -1,5 +1,5 @@
 """The generated Unicode tables of the text fingerprint version 2
-(pysimhash_sql/unicode_tables.py, pg_ext/src/fingerprint/unicode_tables.h):
+(pysimhash_sql/unicode_tables.py, pg_ext/src/core/unicode_tables.h):
 one run of scripts/generate-unicode-tables.py made both, it reproduces them
 from the UCD files, and they say what the spec (§6.2) says."""
 
@@ -18,7 +18,7 @@ from pysimhash_sql import unicode_tables as ut
 from toolbox import ROOT
 
 UCD = Path("/usr/share/unicode")  # Debian's unicode-data (scripts/install-deps.sh)
-C_HEADER = ROOT / "pg_ext/src/fingerprint/unicode_tables.h"
+C_HEADER = ROOT / "pg_ext/src/core/unicode_tables.h"
 
 
 def c_arrays() -> dict[str, list[int]]:

@@ -1,7 +1,7 @@
 """The extension reads bottom-up: no two C files of simhash_mih or of
 find_all call each other, directly or around a loop, and no two subsystems
-(the folders of pg_ext/src/: type, fingerprint, blocks, index, find_all,
-locks) do.  A call is a use of a function another file
+(the folders of pg_ext/src/: core, type, fingerprint, blocks, index,
+find_all, locks) do; the fingerprint core (core/) calls nothing outside it.  A call is a use of a function another file
 defines (extern, at the start of a line, as PostgreSQL's style writes a
 definition); the module's entry point (_PG_init) calls every subsystem and is
 left out of the subsystems' graph."""
@@ -107,3 +107,13 @@ def test_no_call_loop_between_subsystems() -> None:
             if subsystem(callee) != subsystem(path):
                 folders[subsystem(path)].add(subsystem(callee))
     assert not loops(folders), (loops(folders), dict(folders))
+
+
+def test_the_core_calls_nothing_above_it() -> None:
+    """pg_ext/src/core is the bottom: portable C that the Python module
+    compiles too, so it uses no function of another folder."""
+    core = SRC / "core"
+    outside = {str(path.relative_to(SRC)): {str(callee.relative_to(SRC)): sorted(names)
+                                             for callee, names in callees.items() if core not in callee.parents}
+               for path, callees in call_graph(sources()).items() if core in path.parents}
+    assert not {path: callees for path, callees in outside.items() if callees}

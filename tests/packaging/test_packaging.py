@@ -3,11 +3,16 @@ checkout, installed into a fresh virtual environment with only the base
 dependencies and pytest, then each extra in turn.  The pytest plugin comes
 with every install (entry point pytest11), so an unrelated test must pass at
 every step, and the fixtures must say which extra they need until it is there
-(simhash_db needs psycopg, which every extra brings).
+(simhash_db needs psycopg, which every extra brings).  The sdist builds the
+compiled fingerprint core (setup.py), and so does `pip install .` from a
+clean copy of the checkout; with PYSIMHASH_SQL_PURE_PYTHON=1 it installs
+without it, and the fingerprints are the same bits.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 import sys
@@ -25,8 +30,15 @@ def test_fixture(simhash_db):
 EXTRAS = ["psycopg", "psycopg2", "asyncpg", "sqlalchemy", "alembic", "html", "pytest"]
 
 
-def run(*argv: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=900)
+# Which implementation the installed package uses, and a fingerprint of it.
+IMPLEMENTATION = ("from pysimhash_sql import hashing; "
+                  "print(hashing.IMPLEMENTATION, hashing.simhash_v2('Près d’ici, 近似重复 text') ^ hashing.simhash('a b c d'))")
+EXPECTED = "1485970788898885340"
+
+
+def run(*argv: str | Path, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=900,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def checked(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -53,8 +65,9 @@ def test_every_install_leaves_pytest_working(tmp_path, distributions) -> None:
     def pytest_run(name: str) -> subprocess.CompletedProcess:
         return run(python, "-m", "pytest", "-p", "no:cacheprovider", f"tests/{name}", cwd=tmp_path)
 
-    # the base install, from the sdist (so the sdist is complete), and pytest
+    # the base install, from the sdist (so the sdist is complete: it builds the compiled core), and pytest
     checked(run(python, "-m", "pip", "install", "--quiet", distributions["sdist"], "pytest"))
+    assert checked(run(python, "-c", IMPLEMENTATION, cwd=tmp_path)).stdout.split() == ["c", EXPECTED]
     for extra in [None, *EXTRAS]:
         if extra is not None:
             checked(run(python, "-m", "pip", "install", "--quiet", f"{distributions['wheel']}[{extra}]"))
@@ -66,3 +79,25 @@ def test_every_install_leaves_pytest_working(tmp_path, distributions) -> None:
             checked(pytest_run("test_fixture.py"))
     installed = checked(run(python, "-c", "import pysimhash_sql; print(pysimhash_sql.__file__)", cwd=tmp_path))
     assert installed.stdout.startswith(str(env)), installed.stdout  # the installed package, not this checkout
+
+
+def test_pip_install_from_a_clean_copy_builds_the_compiled_core(tmp_path) -> None:
+    """`pip install .` from a fresh clone builds and uses the module with the
+    system's C compiler; PYSIMHASH_SQL_PURE_PYTHON=1 at build time installs
+    the package without it, which then computes the same bits in Python."""
+    copy = tmp_path / "clone"
+    tracked = checked(run("git", "ls-files", cwd=ROOT)).stdout.splitlines()
+    for name in tracked:
+        if (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    env = tmp_path / "venv"
+    venv.create(env, with_pip=True)
+    python = env / "bin" / "python"
+    checked(run(python, "-m", "pip", "install", "--quiet", ".", cwd=copy, env={"PYSIMHASH_SQL_PURE_PYTHON": "1"}))
+    assert checked(run(python, "-c", IMPLEMENTATION, cwd=tmp_path)).stdout.split() == ["python", EXPECTED]
+    assert not list((env / "lib").glob("python*/site-packages/pysimhash_sql/_simhash_core*"))
+    checked(run(python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", ".", cwd=copy))
+    assert checked(run(python, "-c", IMPLEMENTATION, cwd=tmp_path)).stdout.split() == ["c", EXPECTED]
+    version = checked(run(env / "bin" / "pysimhash-sql", "--version", cwd=tmp_path)).stdout
+    assert version.endswith("(fingerprint implementation: c)\n"), version

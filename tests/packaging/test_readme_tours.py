@@ -77,3 +77,10 @@ def test_python_drivers_example_runs(db: psycopg.Connection) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"2 {max(fp, fp ^ 0b111, fp ^ 0b1111)}", "2", "2", "uint64"]
+
+
+def test_python_fingerprints_example_runs() -> None:
+    block = readme_blocks("Fingerprints in Python: the compiled core", "python", "docs/python.md")[0]
+    result = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [hashing.IMPLEMENTATION, "True"]

@@ -4,7 +4,7 @@
  * simhash_agg(bigint) and simhash_agg(bigint, float8), which support parallel
  * aggregation through combine / serialize / deserialize functions.
  */
-#include "fingerprint/vote.h"
+#include "fingerprint/fingerprint.h"
 
 #include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
@@ -25,6 +25,15 @@ array_elements(ArrayType *array, Oid elemtype, const char *argname, int *count)
 	return ARR_DATA_PTR(array);
 }
 
+static void
+check_weight(double weight)
+{
+	if (!weight_is_valid(weight))
+		ereport(ERROR,
+				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				errmsg("simhash weight must be finite, got %g", weight));
+}
+
 PG_FUNCTION_INFO_V1(simhash_from_hashes);
 Datum
 simhash_from_hashes(PG_FUNCTION_ARGS)
@@ -32,11 +41,8 @@ simhash_from_hashes(PG_FUNCTION_ARGS)
 	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(0);
 	int			n;
 	const uint64 *hashes = array_elements(array, INT8OID, "feature hashes", &n);
-	SimhashVote vote;
 
-	vote_init(&vote);
-	vote_add_hashes(&vote, hashes, n);
-	PG_RETURN_SIMHASH64(vote_result(&vote));
+	PG_RETURN_SIMHASH64(hashes_fingerprint(hashes, n));
 }
 
 PG_FUNCTION_INFO_V1(simhash_from_weighted_hashes);
@@ -49,25 +55,21 @@ simhash_from_weighted_hashes(PG_FUNCTION_ARGS)
 				nweights;
 	const uint64 *hashes = array_elements(hash_array, INT8OID, "feature hashes", &nhashes);
 	const float8 *weights = array_elements(weight_array, FLOAT8OID, "weights", &nweights);
-	SimhashWeightedVote vote;
+	simhash64	result;
 
 	if (nhashes != nweights)
 		ereport(ERROR,
 				errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				errmsg("got %d feature hashes but %d weights", nhashes, nweights),
 				errdetail("Every feature hash needs exactly one weight."));
-	weighted_vote_init(&vote);
-	for (int i = 0; i < nhashes; i++)
-	{
-		/* 64 additions per hash: a 1 GB array takes seconds, so stay cancellable. */
-		SIMHASH_CHECK_FOR_INTERRUPTS_EVERY(i);
+	for (int i = 0; i < nweights; i++)
 		check_weight(weights[i]);
-		weighted_vote_add(&vote, hashes[i], weights[i]);
-	}
-	PG_RETURN_SIMHASH64(weighted_vote_result(&vote));
+	report_core_status(weighted_hashes_fingerprint(hashes, weights, nhashes, &result));
+	PG_RETURN_SIMHASH64(result);
 }
 
 /* ---------- aggregates ---------- */
+
 
 static MemoryContext
 aggregate_context(FunctionCallInfo fcinfo, const char *fname)

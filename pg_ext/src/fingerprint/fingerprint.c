@@ -1,11 +1,8 @@
 /*
- * fingerprint.c — the text fingerprint of docs/fingerprint-spec.md §3:
- * tokenize, shingle, hash each shingle with XXH3-64, vote.
- *
- * One pass over the UTF-8 bytes writes the normalized text: the lowercased
- * tokens joined by single spaces.  A shingle of s tokens is then a contiguous
- * slice of that buffer, from the start of its first token to the end of its
- * last, so shingles are hashed in place and never copied.
+ * fingerprint.c — the text fingerprint of docs/fingerprint-spec.md §3 in SQL
+ * (simhash(text), its tokens, shingles and feature hash) over the core's
+ * (core/text_v1.c), and what the SQL functions of both text versions share:
+ * the core's host, its errors, the text argument, the arrays of features.
  */
 #include "fingerprint/fingerprint.h"
 
@@ -16,20 +13,57 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-/* token_byte[c]: c belongs to a token; lowered[c]: c with ASCII A-Z lowercased. */
-static bool token_byte[256];
-static unsigned char lowered[256];
+/* The core's memory: palloc's in the current memory context (huge: a text's buffers may pass 1 GB). */
+static void *
+core_alloc(size_t size)
+{
+	return MemoryContextAllocHuge(CurrentMemoryContext, size);
+}
 
-/* Fills the byte tables above; module.c's _PG_init calls it. */
+static void *
+core_realloc(void *pointer, size_t size)
+{
+	return repalloc_huge(pointer, size);
+}
+
+static void
+core_check_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
 void
 simhash_fingerprint_init(void)
 {
-	for (int c = 0; c < 256; c++)
+	const SimhashCoreHost host = {core_alloc, core_realloc, pfree, core_check_interrupts};
+
+	simhash_core_init(&host);
+}
+
+void
+report_core_status(SimhashStatus status)
+{
+	switch (status)
 	{
-		token_byte[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-			(c >= 'A' && c <= 'Z') || c >= 0x80;
-		lowered[c] = (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
+		case SIMHASH_OK:
+			return;
+		case SIMHASH_NO_MEMORY:
+			ereport(ERROR,
+					errcode(ERRCODE_OUT_OF_MEMORY),
+					errmsg("out of memory"));
+			break;
+		case SIMHASH_BAD_SHINGLE_SIZE:
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("shingle_size must be at least 1"));
+			break;
+		case SIMHASH_BAD_WEIGHT:
+			ereport(ERROR,
+					errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("simhash weight must be finite"));
+			break;
 	}
+	elog(ERROR, "unexpected status %d of the fingerprint core", (int) status);
 }
 
 static void
@@ -60,64 +94,6 @@ text_arg_utf8(FunctionCallInfo fcinfo, int argno, int *len)
 	}
 }
 
-/*
- * The start offsets in norm of the last RECENT_TOKENS tokens.  A shingle of
- * up to that many tokens looks its first token up here; a longer one (rare,
- * and hashing it costs far more) walks its start past one token per step.
- */
-#define RECENT_TOKENS 256		/* a power of two */
-
-/*
- * Calls emit for every feature of the text, in order.  Inlined into each
- * caller, so the hot path pays no indirect call.
- */
-static inline void
-for_each_feature(const char *text, int len, int32 shingle_size,
-				 FeatureCallback emit, void *arg)
-{
-	const unsigned char *in = (const unsigned char *) text;
-	char	   *norm = palloc(len + 1);
-	int			recent[RECENT_TOKENS];
-	int64		ntokens = 0;
-	int			first = 0;		/* where the current shingle starts in norm */
-	int			pos = 0;
-	int			i = 0;
-
-	for (;;)
-	{
-		while (i < len && !token_byte[in[i]])
-			i++;
-		if (i == len)
-			break;
-		if (ntokens > 0)
-			norm[pos++] = ' ';
-		recent[ntokens % RECENT_TOKENS] = pos;
-		while (i < len && token_byte[in[i]])
-			norm[pos++] = lowered[in[i++]];
-
-		ntokens++;
-		if (ntokens >= shingle_size)
-		{
-			if (shingle_size <= RECENT_TOKENS)
-				first = recent[(ntokens - shingle_size) % RECENT_TOKENS];
-			else if (ntokens > shingle_size)
-			{
-				/* Drop the shingle's first token. */
-				while (norm[first] != ' ')
-					first++;
-				first++;
-			}
-			emit(norm + first, pos - first, arg);
-		}
-		/* A big shingle_size makes the features quadratic in len: stay cancellable. */
-		CHECK_FOR_INTERRUPTS();
-	}
-	if (ntokens > 0 && ntokens < shingle_size)
-		emit(norm, pos, arg);
-
-	pfree(norm);
-}
-
 /* ---------- simhash(text, shingle_size) ---------- */
 
 PG_FUNCTION_INFO_V1(simhash_text);
@@ -127,19 +103,18 @@ simhash_text(PG_FUNCTION_ARGS)
 	int32		shingle_size = PG_GETARG_INT32(1);
 	int			len;
 	const char *data;
-	HashBatch	batch;
+	simhash64	result;
 
 	check_shingle_size(shingle_size);
 	data = text_arg_utf8(fcinfo, 0, &len);
-	hash_batch_init(&batch);
-	for_each_feature(data, len, shingle_size, batch_feature, &batch);
-	PG_RETURN_SIMHASH64(hash_batch_result(&batch));
+	report_core_status(text_v1_fingerprint(data, len, shingle_size, &result));
+	PG_RETURN_SIMHASH64(result);
 }
 
 /* ---------- the steps, exposed: tokens, shingles, feature hash ---------- */
 
 static void
-collect_feature(const char *data, Size len, void *arg)
+collect_feature(const char *data, size_t len, void *arg)
 {
 	ArrayBuildState **result = (ArrayBuildState **) arg;
 	/* check_features_fit keeps every feature below MaxAllocSize: an int. */
@@ -155,7 +130,7 @@ collect_feature(const char *data, Size len, void *arg)
 
 /* What a feature costs the result: its text in the array, and a Datum while it is built. */
 static void
-count_feature_bytes(const char *data, Size len, void *arg)
+count_feature_bytes(const char *data, size_t len, void *arg)
 {
 	*(Size *) arg += sizeof(Datum) + INTALIGN(VARHDRSZ + len);
 }
@@ -173,7 +148,7 @@ check_features_fit(const char *data, int len, FeatureWalk walk, int32 shingle_si
 {
 	Size		bytes = 0;
 
-	walk(data, len, shingle_size, count_feature_bytes, &bytes);
+	report_core_status(walk(data, len, shingle_size, count_feature_bytes, &bytes));
 	if (bytes > MaxAllocSize)
 		ereport(ERROR,
 				errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -194,15 +169,8 @@ features_array(FunctionCallInfo fcinfo, FeatureWalk walk, int32 shingle_size)
 	check_shingle_size(shingle_size);
 	data = text_arg_utf8(fcinfo, 0, &len);
 	check_features_fit(data, len, walk, shingle_size);
-	walk(data, len, shingle_size, collect_feature, &result);
+	report_core_status(walk(data, len, shingle_size, collect_feature, &result));
 	PG_RETURN_DATUM(makeArrayResult(result, CurrentMemoryContext));
-}
-
-/* for_each_feature as a FeatureWalk, for the arrays of version 1. */
-static void
-walk_features(const char *text, int len, int32 shingle_size, FeatureCallback emit, void *arg)
-{
-	for_each_feature(text, len, shingle_size, emit, arg);
 }
 
 /* Tokens are exactly the features of shingle size 1. */
@@ -210,14 +178,14 @@ PG_FUNCTION_INFO_V1(simhash_tokens);
 Datum
 simhash_tokens(PG_FUNCTION_ARGS)
 {
-	return features_array(fcinfo, walk_features, 1);
+	return features_array(fcinfo, text_v1_walk, 1);
 }
 
 PG_FUNCTION_INFO_V1(simhash_shingles);
 Datum
 simhash_shingles(PG_FUNCTION_ARGS)
 {
-	return features_array(fcinfo, walk_features, PG_GETARG_INT32(1));
+	return features_array(fcinfo, text_v1_walk, PG_GETARG_INT32(1));
 }
 
 PG_FUNCTION_INFO_V1(simhash_feature_hash);
@@ -227,5 +195,5 @@ simhash_feature_hash(PG_FUNCTION_ARGS)
 	int			len;
 	const char *data = text_arg_utf8(fcinfo, 0, &len);
 
-	PG_RETURN_INT64((int64) XXH3_64bits(data, len));
+	PG_RETURN_INT64((int64) feature_hash(data, len));
 }

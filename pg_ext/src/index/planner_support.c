@@ -1,6 +1,6 @@
 /*
  * planner_support.c — what the planner needs to use the GIN operator class
- * on its own:
+ * on its own, and its estimates of how many rows lie within k bits:
  *
  *  - hamming_within_support, the support function of hamming_within(a, b, k):
  *    turns hamming_within(indexed_fp, q, k) into the indexable clause
@@ -8,25 +8,43 @@
  *    unless k is known to be a radius the index would answer by scanning
  *    itself whole (a sequential scan is cheaper), and estimates
  *    its selectivity (SupportRequestSelectivity);
- *  - the restriction and join estimators of the <@ operator.
+ *  - the restriction and join estimators of the <@ operator;
+ *  - the rewriting of `fp <~> q <= k` (and `< k`, `k >= fp <~> q`, ...)
+ *    with k known at plan time into hamming_within(fp, q, k), the same
+ *    condition, so that it gets the same estimate and the same indexes
+ *    (planner_hook: no estimator of the core's integer comparisons can see
+ *    the distance inside).
  *
- * The estimate is the fraction of uniformly random fingerprints within k bits
- * of a point, sum(C(64, i), i <= k) / 2^64: tiny for small k, so the planner
- * prefers the index for near-duplicate queries, and 1 at k = 64.
+ * The estimate of `within k bits` is the share of the column's rows within k
+ * bits of a row of it, as ANALYZE measured it (pair_distances.c): the near
+ * copies of clustered data, the ball's volume of random data.  It is never
+ * below the share of uniformly random fingerprints within k bits of a point,
+ * sum(C(64, i), i <= k) / 2^64 (tiny for small k, 1 at k = 64), which is the
+ * estimate where the column has no such statistics.  A radius unknown at
+ * plan time (a generic plan's parameter) is taken to be
+ * SIMHASH_GENERIC_PLAN_RADIUS.
  */
+#include "index/planner_support.h"
+
 #include "index/gin/gin_ops.h"
 #include "index/hamming_ball.h"
+#include "index/pair_distances.h"
+#include "type/hamming.h"
 #include "type/simhash64.h"
 
 #include <math.h>
 
+#include "access/stratnum.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/supportnodes.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
+#include "parser/parse_func.h"
 #include "utils/lsyscache.h"
 #include "utils/selfuncs.h"
 
@@ -35,8 +53,11 @@
 
 #define SIMHASH_BALL_TYPE_NAME "simhash64_ball"
 
-/* Radius unknown at plan time: the usual guess for a range-like condition. */
-#define SIMHASH_UNKNOWN_RADIUS_SEL DEFAULT_RANGE_INEQ_SEL
+/*
+ * The radius estimated for when it is unknown at plan time: the
+ * near-duplicate radius the documentation starts from.
+ */
+#define SIMHASH_GENERIC_PLAN_RADIUS 3
 
 static Selectivity
 ball_fraction(int radius)
@@ -55,26 +76,53 @@ ball_fraction(int radius)
 	return Min(count / ldexp(1.0, SIMHASH64_BITS), 1.0);
 }
 
+/*
+ * The share of the rows within `radius` bits: from the statistics of the
+ * first of the fingerprints that has them (the indexed column, or either
+ * side of a join), else the ball's volume.
+ */
 static Selectivity
-radius_selectivity(PlannerInfo *root, Node *radius)
+within_selectivity(PlannerInfo *root, List *fingerprints, int varRelid, int radius)
+{
+	Selectivity volume = ball_fraction(radius);
+	ListCell   *lc;
+
+	foreach(lc, fingerprints)
+	{
+		VariableStatData vardata;
+		double		share;
+
+		examine_variable(root, (Node *) lfirst(lc), varRelid, &vardata);
+		share = simhash_pair_share(&vardata, radius);
+		ReleaseVariableStats(vardata);
+		if (share >= 0)
+			return Max(share, volume);
+	}
+	return volume;
+}
+
+/* The same, for a radius given as an expression. */
+static Selectivity
+radius_selectivity(PlannerInfo *root, List *fingerprints, int varRelid, Node *radius)
 {
 	Node	   *value = estimate_expression_value(root, radius);
 
 	if (!IsA(value, Const))
-		return SIMHASH_UNKNOWN_RADIUS_SEL;
+		return within_selectivity(root, fingerprints, varRelid, SIMHASH_GENERIC_PLAN_RADIUS);
 	if (((Const *) value)->constisnull)
 		return 0;
-	return ball_fraction(DatumGetInt32(((Const *) value)->constvalue));
+	return within_selectivity(root, fingerprints, varRelid, DatumGetInt32(((Const *) value)->constvalue));
 }
 
 /* The selectivity of fp <@ ball, for a ball given as a constant or ROW(q, k). */
 static Selectivity
-ball_selectivity(PlannerInfo *root, List *args)
+ball_selectivity(PlannerInfo *root, List *args, int varRelid)
 {
 	Node	   *ball = estimate_expression_value(root, lsecond(args));
 
-	if (IsA(ball, RowExpr))
-		return radius_selectivity(root, lsecond(((RowExpr *) ball)->args));
+	if (IsA(ball, RowExpr) && list_length(((RowExpr *) ball)->args) == 2)
+		return radius_selectivity(root, list_make2(linitial(args), linitial(((RowExpr *) ball)->args)),
+								  varRelid, lsecond(((RowExpr *) ball)->args));
 	if (IsA(ball, Const))
 	{
 		bool		isnull;
@@ -84,9 +132,10 @@ ball_selectivity(PlannerInfo *root, List *args)
 			return 0;
 		radius = GetAttributeByNum(DatumGetHeapTupleHeader(((Const *) ball)->constvalue),
 								   SIMHASH_BALL_RADIUS_ATTNUM, &isnull);
-		return isnull ? 0 : ball_fraction(DatumGetInt32(radius));
+		return isnull ? 0 : within_selectivity(root, list_make1(linitial(args)), varRelid,
+											   DatumGetInt32(radius));
 	}
-	return SIMHASH_UNKNOWN_RADIUS_SEL;
+	return within_selectivity(root, list_make1(linitial(args)), varRelid, SIMHASH_GENERIC_PLAN_RADIUS);
 }
 
 PG_FUNCTION_INFO_V1(simhash64_ball_restrict);
@@ -94,7 +143,7 @@ Datum
 simhash64_ball_restrict(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_FLOAT8(ball_selectivity((PlannerInfo *) PG_GETARG_POINTER(0),
-									  (List *) PG_GETARG_POINTER(2)));
+									  (List *) PG_GETARG_POINTER(2), PG_GETARG_INT32(3)));
 }
 
 PG_FUNCTION_INFO_V1(simhash64_ball_joinsel);
@@ -102,7 +151,7 @@ Datum
 simhash64_ball_joinsel(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_FLOAT8(ball_selectivity((PlannerInfo *) PG_GETARG_POINTER(0),
-									  (List *) PG_GETARG_POINTER(2)));
+									  (List *) PG_GETARG_POINTER(2), 0));
 }
 
 /*
@@ -179,8 +228,188 @@ hamming_within_support(PG_FUNCTION_ARGS)
 
 		if (list_length(req->args) != 3)
 			PG_RETURN_POINTER(NULL);
-		req->selectivity = radius_selectivity(req->root, lthird(req->args));
+		req->selectivity = radius_selectivity(req->root, list_make2(linitial(req->args), lsecond(req->args)),
+											  req->is_join ? 0 : req->varRelid, lthird(req->args));
 		PG_RETURN_POINTER(req);
 	}
 	PG_RETURN_POINTER(NULL);
+}
+
+/*
+ * The arguments of node when it calls the extension's hamming_distance (as
+ * the operator <~> or the function), with the function; NIL otherwise.
+ */
+static List *
+distance_arguments(Node *node, Oid *function)
+{
+	List	   *args;
+	char	   *name;
+	FmgrInfo	info;
+
+	if (IsA(node, OpExpr))
+	{
+		set_opfuncid((OpExpr *) node);
+		*function = ((OpExpr *) node)->opfuncid;
+		args = ((OpExpr *) node)->args;
+	}
+	else if (IsA(node, FuncExpr))
+	{
+		*function = ((FuncExpr *) node)->funcid;
+		args = ((FuncExpr *) node)->args;
+	}
+	else
+		return NIL;
+	if (list_length(args) != 2 || exprType(node) != INT4OID)
+		return NIL;
+	name = get_func_name(*function);
+	if (name == NULL || strcmp(name, "hamming_distance") != 0)
+		return NIL;
+	fmgr_info(*function, &info);
+	return info.fn_addr == simhash64_hamming_distance ? args : NIL;
+}
+
+/* The value of an integer known at plan time: a constant, or a custom plan's parameter. */
+static bool
+known_integer(Node *node, ParamListInfo bound, int64 *value)
+{
+	Oid			type;
+	Datum		datum;
+
+	if (IsA(node, Const) && !((Const *) node)->constisnull)
+	{
+		type = ((Const *) node)->consttype;
+		datum = ((Const *) node)->constvalue;
+	}
+	else if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN && bound != NULL &&
+			 ((Param *) node)->paramid > 0 && ((Param *) node)->paramid <= bound->numParams)
+	{
+		Param	   *param = (Param *) node;
+		ParamExternData workspace;
+		ParamExternData *known = bound->paramFetch ?
+			bound->paramFetch(bound, param->paramid, false, &workspace) : &bound->params[param->paramid - 1];
+
+		if (known == NULL || !(known->pflags & PARAM_FLAG_CONST) || known->isnull ||
+			known->ptype != param->paramtype)
+			return false;
+		type = param->paramtype;
+		datum = known->value;
+	}
+	else
+		return false;
+	switch (type)
+	{
+		case INT2OID:
+			*value = DatumGetInt16(datum);
+			return true;
+		case INT4OID:
+			*value = DatumGetInt32(datum);
+			return true;
+		case INT8OID:
+			*value = DatumGetInt64(datum);
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * hamming_within(a, b, k) for `a <~> b <= k` and the like (an OpExpr of the
+ * integer comparisons with the distance on either side), where k is known
+ * and the radius lies in 0..64; NULL otherwise.  Both are strict, so they
+ * are NULL together.
+ */
+static Node *
+within_for_bound(OpExpr *op, ParamListInfo bound)
+{
+	int			strategy;
+	bool		distance_left;
+	Node	   *distance;
+	List	   *args;
+	Oid			function;
+	int64		k;
+	Oid			within;
+	Oid			argtypes[3];
+	FmgrInfo	info;
+
+	if (list_length(op->args) != 2)
+		return NULL;
+	distance_left = !IsA(linitial(op->args), Const) && !IsA(linitial(op->args), Param);
+	distance = distance_left ? linitial(op->args) : lsecond(op->args);
+	if (!IsA(distance, OpExpr) && !IsA(distance, FuncExpr))
+		return NULL;
+	strategy = get_op_opfamily_strategy(op->opno, INTEGER_BTREE_FAM_OID);
+	if (strategy == 0 || strategy == BTEqualStrategyNumber ||
+		(strategy == BTLessStrategyNumber || strategy == BTLessEqualStrategyNumber) != distance_left)
+		return NULL;
+	if (!known_integer(distance_left ? lsecond(op->args) : linitial(op->args), bound, &k))
+		return NULL;
+	if (strategy == BTLessStrategyNumber || strategy == BTGreaterStrategyNumber)
+		k--;
+	if (k < 0 || k > SIMHASH64_BITS)
+		return NULL;
+	args = distance_arguments(distance, &function);
+	if (args == NIL)
+		return NULL;
+
+	argtypes[0] = exprType(linitial(args));
+	argtypes[1] = exprType(lsecond(args));
+	argtypes[2] = INT4OID;
+	within = LookupFuncName(list_make2(makeString(get_namespace_name(get_func_namespace(function))),
+									   makeString("hamming_within")),
+							3, argtypes, true);
+	if (!OidIsValid(within))
+		return NULL;
+	fmgr_info(within, &info);
+	if (info.fn_addr != simhash64_hamming_within)
+		return NULL;
+	return (Node *) makeFuncExpr(within, BOOLOID,
+								 list_make3(linitial(args), lsecond(args),
+											makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+													  Int32GetDatum((int32) k), false, true)),
+								 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+static bool
+has_distance_bound(Node *node, ParamListInfo bound)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, has_distance_bound, bound, 0);
+	if (IsA(node, OpExpr) && within_for_bound((OpExpr *) node, bound) != NULL)
+		return true;
+	return expression_tree_walker(node, has_distance_bound, bound);
+}
+
+static Node *
+rewrite_distance_bounds(Node *node, ParamListInfo bound)
+{
+	Node	   *within;
+
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Query))
+		return (Node *) query_tree_mutator((Query *) node, rewrite_distance_bounds, bound, 0);
+	if (IsA(node, OpExpr) && (within = within_for_bound((OpExpr *) node, bound)) != NULL)
+		return expression_tree_mutator(within, rewrite_distance_bounds, bound);
+	return expression_tree_mutator(node, rewrite_distance_bounds, bound);
+}
+
+static planner_hook_type next_planner = NULL;
+
+static PlannedStmt *
+rewriting_planner(Query *parse, const char *query_string, int cursorOptions, ParamListInfo bound)
+{
+	if (parse->commandType != CMD_UTILITY && has_distance_bound((Node *) parse, bound))
+		parse = (Query *) rewrite_distance_bounds((Node *) parse, bound);
+	if (next_planner)
+		return next_planner(parse, query_string, cursorOptions, bound);
+	return standard_planner(parse, query_string, cursorOptions, bound);
+}
+
+void
+simhash_planner_support_init(void)
+{
+	next_planner = planner_hook;
+	planner_hook = rewriting_planner;
 }

@@ -22,6 +22,13 @@ extern void simhash_check_radius(int32 k);
  */
 extern int	simhash_within_many(const uint64 *fps, int stride, int n, uint64 centre, int k, int *hits);
 
+/*
+ * The C functions behind hamming_distance and hamming_within, by which the
+ * planner knows them (index/planner_support.c).
+ */
+extern PGDLLEXPORT Datum simhash64_hamming_distance(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum simhash64_hamming_within(PG_FUNCTION_ARGS);
+
 /* Whether the CPU has POPCNT, for simhash_popcount64 (from _PG_init). */
 extern void simhash_popcount_init(void);
 

@@ -152,21 +152,69 @@ def test_every_row_in_order_nulls_last(large_db, large) -> None:
         large_db.execute("RESET enable_sort")
 
 
+RADIUS_MEMORY = """SELECT coalesce(sum(total_bytes), 0) FROM pg_backend_memory_contexts
+                   WHERE name = 'simhash_mih ordering radius'"""
+
+
+def test_within_a_small_work_mem(large_db, large) -> None:
+    """The rows a radius keeps stay within work_mem (64kB: about 4,700 rows
+    at 7 bytes, the sorted copy beside them): past it the scan returns the
+    nearest band and reads the index again for the rows beyond, still
+    exactly in order, every row without a LIMIT, a NULL q too."""
+    large_db.execute("SET work_mem = '64kB'")
+    large_db.execute("SET enable_seqscan = off")
+    large_db.execute("SET enable_sort = off")
+    rng = random.Random(4)
+    try:
+        for q in queries(rng, large, 3):
+            for n in (10, 3000, None):
+                assert_nearest(large_db, large, q, n)
+        assert_nearest(large_db, large, None, None)
+        with large_db.transaction():
+            large_db.execute("DECLARE far CURSOR FOR " + NEAREST.format(where="", limit=""), ("7", "7"))
+            assert len(large_db.execute("FETCH 20000 FROM far").fetchall()) == 20000
+            assert 0 < large_db.execute(RADIUS_MEMORY).fetchone()[0] <= 160 * 1024
+            large_db.execute("CLOSE far")
+    finally:
+        for setting in ("work_mem", "enable_seqscan", "enable_sort"):
+            large_db.execute(f"RESET {setting}")
+
+
+def test_one_distance_beyond_work_mem(db) -> None:
+    """20,000 copies of one fingerprint (one distance from any q) cannot be
+    split into bands: they are kept together, past work_mem, and come first."""
+    rows = {i: (5 if i < 20_000 else random.Random(i).getrandbits(64)) for i in range(22_000)}
+    load(db, rows)
+    db.execute("SET work_mem = '64kB'")
+    db.execute("SET enable_seqscan = off")
+    db.execute("SET enable_sort = off")
+    for q in (5, 4, 2**64 - 1):
+        for n in (10, 20_001, None):
+            assert_nearest(db, rows, q, n)
+
+
 def test_a_ball_bounds_the_growth(large_db, large) -> None:
     """`AND hamming_within(fp, c, k)`: the rows in the ball, nearest q first,
-    the ball's centre q itself or another."""
+    the ball's centre q itself or another.  The bitmap scan is off: for a
+    ball estimated to hold a few rows (the pairs' statistics), the planner
+    may as well take the keys' radius query and sort its rows, which is no
+    slower (the ordering scan reads the radii up to the ball's anyway)."""
     rng = random.Random(3)
     stored = [fp for fp in large.values() if fp is not None]
-    for _ in range(6):
-        q = rng.choice(stored)
-        centre = rng.choice([q, flip_random(q, rng.randint(1, 8), rng)])
-        k = rng.choice([3, 12, 20])
-        inside = {i: fp for i, fp in large.items() if fp is not None and (fp ^ centre).bit_count() <= k}
-        where = "WHERE hamming_within(fp, %s::simhash64, %s)"
-        plan = explain(large_db, NEAREST.format(where=where, limit="LIMIT 5"), (str(q), str(centre), k, str(q)))
-        assert "Index Scan using docs_fp" in plan and "Order By" in plan, plan
-        for n in (1, 5, None):
-            assert_nearest(large_db, inside, q, n, where, (str(centre), k))
+    large_db.execute("SET enable_bitmapscan = off")
+    try:
+        for _ in range(6):
+            q = rng.choice(stored)
+            centre = rng.choice([q, flip_random(q, rng.randint(1, 8), rng)])
+            k = rng.choice([3, 12, 20])
+            inside = {i: fp for i, fp in large.items() if fp is not None and (fp ^ centre).bit_count() <= k}
+            where = "WHERE hamming_within(fp, %s::simhash64, %s)"
+            plan = explain(large_db, NEAREST.format(where=where, limit="LIMIT 5"), (str(q), str(centre), k, str(q)))
+            assert "Index Scan using docs_fp" in plan and "Order By" in plan, plan
+            for n in (1, 5, None):
+                assert_nearest(large_db, inside, q, n, where, (str(centre), k))
+    finally:
+        large_db.execute("RESET enable_bitmapscan")
 
 
 def test_hamming_nearest_is_the_ordering_scan(large_db, large) -> None:

@@ -650,6 +650,47 @@ mih_read_keys(IndexScanDesc scan, MihQuery *q)
 	return true;
 }
 
+/*
+ * Keeps an ordering scan's hits within their limit (mih_found): lowers
+ * `high` to the farthest distance whose matches, with the nearer ones, fill
+ * at most half the limit, and drops the matches beyond it.  Where the
+ * nearest distance alone has more, all of them stay and the limit doubles:
+ * the band cannot be narrower than one distance.
+ */
+void
+mih_hits_shrink(MihHits *hits)
+{
+	int64		count[SIMHASH64_BITS + 1] = {0};
+	int64		kept = 0;
+	int64		n = 0;
+	int			high = hits->low;
+
+	for (int64 i = 0; i < hits->n; i++)
+		count[hits->distances[i]]++;
+	for (int d = hits->low + 1; d <= hits->high; d++)
+	{
+		if (kept + count[d] > hits->limit / 2)
+			break;
+		kept += count[d];
+		high = d;
+	}
+	if (high == hits->low)
+	{
+		while (high < hits->high && count[high + 1] == 0)
+			high++;
+		high = Min(high + 1, hits->high);
+		hits->limit *= 2;
+	}
+	for (int64 i = 0; i < hits->n; i++)
+		if (hits->distances[i] <= high)
+		{
+			hits->tids[n] = hits->tids[i];
+			hits->distances[n++] = hits->distances[i];
+		}
+	hits->n = n;
+	hits->high = high;
+}
+
 /* Passes of a scan whose pages were recycled under it before it gives up (a hot standby's). */
 #define MIH_SCAN_PASSES 3
 

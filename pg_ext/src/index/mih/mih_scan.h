@@ -29,7 +29,11 @@ typedef struct MihQuery
 
 /*
  * Where an ordering scan's probes put their matches (mih_scan_order.c):
- * each TID with its distance from the centre, in the order found.
+ * each TID with its distance from the centre, in the order found, of the
+ * matches in the band of distances (low, high].  Past `limit` kept (the
+ * scan's share of work_mem), mih_hits_shrink lowers `high`, dropping the
+ * farthest: what is kept is then every match in the narrower band, and the
+ * scan reads the index again for the band beyond it.
  */
 typedef struct MihHits
 {
@@ -37,7 +41,16 @@ typedef struct MihHits
 	uint8	   *distances;
 	int64		n;
 	int64		room;
+	int			low;			/* matches within low bits are not kept (returned already) */
+	int			high;			/* nor those beyond high bits */
+	int64		limit;			/* the most kept before high is lowered; 0: no limit */
 } MihHits;
+
+/* Bytes a hit takes, in the hits and in the sorted copy the scan returns from. */
+#define MIH_HIT_BYTES (sizeof(ItemPointerData) + sizeof(uint8))
+
+/* mih_scan.c */
+extern void mih_hits_shrink(MihHits *hits);
 
 /*
  * The run page a walk has locked, kept while the next probes (in key order)
@@ -94,22 +107,35 @@ mih_found(MihProbe *s, ItemPointer tid, uint64 fp)
 {
 	MihHits    *hits = s->hits;
 
+	int			distance;
+
 	s->found++;
 	if (s->tbm)
 	{
 		tbm_add_tuples(s->tbm, tid, 1, true);
 		return;
 	}
+	distance = simhash_popcount64(fp ^ s->center);
+	if (distance <= hits->low || distance > hits->high)
+		return;
+	if (hits->limit > 0 && hits->n >= hits->limit)
+	{
+		mih_hits_shrink(hits);
+		if (distance > hits->high)
+			return;
+	}
 	if (hits->n == hits->room)
 	{
 		hits->room = Max(1024, hits->room * 2);
+		if (hits->limit > 0)
+			hits->room = Max(Min(hits->room, hits->limit), hits->n + 1);
 		hits->tids = hits->tids ? repalloc_huge(hits->tids, hits->room * sizeof(ItemPointerData)) :
 			palloc_extended(hits->room * sizeof(ItemPointerData), MCXT_ALLOC_HUGE);
 		hits->distances = hits->distances ? repalloc_huge(hits->distances, hits->room) :
 			palloc_extended(hits->room, MCXT_ALLOC_HUGE);
 	}
 	hits->tids[hits->n] = *tid;
-	hits->distances[hits->n++] = (uint8) simhash_popcount64(fp ^ s->center);
+	hits->distances[hits->n++] = (uint8) distance;
 }
 
 /* mih_scan_pending.c */

@@ -5,7 +5,7 @@
 #ifndef SIMHASH_VOTE_H
 #define SIMHASH_VOTE_H
 
-#include "simd.h"
+#include "core/simd.h"
 
 /*
  * Unweighted vote.  count[i] is how many hashes had bit i set, out of
@@ -13,8 +13,8 @@
  */
 typedef struct SimhashVote
 {
-	int64		nvotes;
-	int64		count[SIMHASH64_BITS];
+	int64_t		nvotes;
+	int64_t		count[SIMHASH64_BITS];
 } SimhashVote;
 
 /*
@@ -28,15 +28,16 @@ typedef struct SimhashWeightedVote
 } SimhashWeightedVote;
 
 extern void vote_init(SimhashVote *vote);
-extern void vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n);
+extern void vote_add_hashes(SimhashVote *vote, const uint64_t *hashes, size_t n);
 extern void vote_merge(SimhashVote *into, const SimhashVote *from);
-extern void vote_merge_times(SimhashVote *into, const SimhashVote *from, int64 times);
-extern simhash64 vote_result(const SimhashVote *vote);
+extern void vote_merge_times(SimhashVote *into, const SimhashVote *from, int64_t times);
+extern uint64_t vote_result(const SimhashVote *vote);
 
 extern void weighted_vote_init(SimhashWeightedVote *vote);
-extern void weighted_vote_add(SimhashWeightedVote *vote, uint64 hash, double weight);
+extern void weighted_vote_add(SimhashWeightedVote *vote, uint64_t hash, double weight);
 extern void weighted_vote_merge(SimhashWeightedVote *into, const SimhashWeightedVote *from);
-extern simhash64 weighted_vote_result(const SimhashWeightedVote *vote);
-extern void check_weight(double weight);
+extern uint64_t weighted_vote_result(const SimhashWeightedVote *vote);
+/* A weight the vote takes: a finite one (else the host reports SIMHASH_BAD_WEIGHT). */
+extern bool weight_is_valid(double weight);
 
 #endif							/* SIMHASH_VOTE_H */

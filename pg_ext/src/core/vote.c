@@ -4,7 +4,7 @@
  * This is the hot loop of every fingerprint.  The naive form touches 64
  * counters per hash with a shift, mask and add each.  Instead, each byte of a
  * hash is looked up in a table that spreads its 8 bits into the 8 bytes of a
- * uint64, and those are added into 8 accumulators of 8 byte-wide lanes: 8
+ * uint64_t, and those are added into 8 accumulators of 8 byte-wide lanes: 8
  * loads and 8 adds per hash, no branches.  A byte lane holds at most 255, so
  * the lanes are flushed into the 64-bit counters every 255 hashes.
  *
@@ -14,13 +14,13 @@
  * counted in the lanes, and words of ones, twos, fours and eights that are
  * counted when the call ends.  About 5 word operations a hash instead of 16.
  */
-#include "fingerprint/vote.h"
+#include "core/vote.h"
 
 #include <math.h>
 
 
 /* SPREAD(b): bit j of byte b moved to bit 8*j, i.e. into byte lane j. */
-#define SPREAD_BIT(b, j)	((uint64) (((b) >> (j)) & 1) << (8 * (j)))
+#define SPREAD_BIT(b, j)	((uint64_t) (((b) >> (j)) & 1) << (8 * (j)))
 #define SPREAD(b) \
 	(SPREAD_BIT(b, 0) | SPREAD_BIT(b, 1) | SPREAD_BIT(b, 2) | SPREAD_BIT(b, 3) | \
 	 SPREAD_BIT(b, 4) | SPREAD_BIT(b, 5) | SPREAD_BIT(b, 6) | SPREAD_BIT(b, 7))
@@ -28,7 +28,7 @@
 #define SPREAD16(b) SPREAD4(b), SPREAD4((b) + 4), SPREAD4((b) + 8), SPREAD4((b) + 12)
 #define SPREAD64(b) SPREAD16(b), SPREAD16((b) + 16), SPREAD16((b) + 32), SPREAD16((b) + 48)
 
-static const uint64 byte_spread[256] = {
+static const uint64_t byte_spread[256] = {
 	SPREAD64(0), SPREAD64(64), SPREAD64(128), SPREAD64(192)
 };
 
@@ -42,26 +42,26 @@ vote_init(SimhashVote *vote)
 
 /* Adds the byte lanes, each lane's count weighing `weight`, and clears them. */
 static inline void
-vote_add_lanes(SimhashVote *vote, uint64 *lanes, int64 weight)
+vote_add_lanes(SimhashVote *vote, uint64_t *lanes, int64_t weight)
 {
 	for (int b = 0; b < 8; b++)
 	{
 		for (int j = 0; j < 8; j++)
-			vote->count[8 * b + j] += weight * (int64) ((lanes[b] >> (8 * j)) & 0xff);
+			vote->count[8 * b + j] += weight * (int64_t) ((lanes[b] >> (8 * j)) & 0xff);
 		lanes[b] = 0;
 	}
 }
 
 /* Counts up to LANE_CAPACITY hashes in byte lanes, then adds them to vote. */
 static void
-vote_add_block(SimhashVote *vote, const uint64 *hashes, size_t n)
+vote_add_block(SimhashVote *vote, const uint64_t *hashes, size_t n)
 {
-	uint64		lanes[8] = {0};
+	uint64_t		lanes[8] = {0};
 
-	Assert(n <= LANE_CAPACITY);
+	SH_ASSERT(n <= LANE_CAPACITY);
 	for (size_t i = 0; i < n; i++)
 	{
-		uint64		h = hashes[i];
+		uint64_t		h = hashes[i];
 
 		for (int b = 0; b < 8; b++)
 			lanes[b] += byte_spread[(h >> (8 * b)) & 0xff];
@@ -105,7 +105,7 @@ vote_add_block(SimhashVote *vote, const uint64 *hashes, size_t n)
 
 /* Adds each bit of word, counted once, to the byte lanes. */
 static inline void
-lanes_add_word(uint64 *lanes, uint64 word)
+lanes_add_word(uint64_t *lanes, uint64_t word)
 {
 	for (int b = 0; b < 8; b++)
 		lanes[b] += byte_spread[(word >> (8 * b)) & 0xff];
@@ -117,7 +117,7 @@ lanes_add_word(uint64 *lanes, uint64 word)
  * each.
  */
 static inline void
-lanes_add_counts(uint64 *lanes, uint64 ones, uint64 twos, uint64 fours, uint64 eights)
+lanes_add_counts(uint64_t *lanes, uint64_t ones, uint64_t twos, uint64_t fours, uint64_t eights)
 {
 	for (int b = 0; b < 8; b++)
 		lanes[b] += byte_spread[(ones >> (8 * b)) & 0xff] +
@@ -138,15 +138,15 @@ lanes_add_counts(uint64 *lanes, uint64 ones, uint64 twos, uint64 fours, uint64 e
  * votes the rest.
  */
 #define VOTE_VECTORS(name, nlanes) \
-typedef uint64 name##_lanes __attribute__((vector_size((nlanes) * sizeof(uint64)), aligned(sizeof(uint64)))); \
-static pg_attribute_always_inline size_t \
-name(SimhashVote *vote, const uint64 *hashes, size_t n) \
+typedef uint64_t name##_lanes __attribute__((vector_size((nlanes) * sizeof(uint64_t)), aligned(sizeof(uint64_t)))); \
+static SH_ALWAYS_INLINE size_t \
+name(SimhashVote *vote, const uint64_t *hashes, size_t n) \
 { \
 	name##_lanes ones = {0}, \
 				twos = {0}, \
 				fours = {0}, \
 				eights = {0}; \
-	uint64		lanes[8] = {0}; \
+	uint64_t		lanes[8] = {0}; \
 	int			in_lanes = 0; \
 	size_t		i = 0; \
 \
@@ -184,21 +184,21 @@ VOTE_VECTORS(vote_add_hash_vectors8, 8)
 #ifdef HAVE_SIMD_COPIES
 TARGET_AVX512
 static size_t
-vote_add_hash_vectors_avx512(SimhashVote *vote, const uint64 *hashes, size_t n)
+vote_add_hash_vectors_avx512(SimhashVote *vote, const uint64_t *hashes, size_t n)
 {
 	return vote_add_hash_vectors8(vote, hashes, n);
 }
 
 TARGET_AVX2
 static size_t
-vote_add_hash_vectors_avx2(SimhashVote *vote, const uint64 *hashes, size_t n)
+vote_add_hash_vectors_avx2(SimhashVote *vote, const uint64_t *hashes, size_t n)
 {
 	return vote_add_hash_vectors4(vote, hashes, n);
 }
 #endif
 
 static size_t
-vote_add_hash_vectors(SimhashVote *vote, const uint64 *hashes, size_t n)
+vote_add_hash_vectors(SimhashVote *vote, const uint64_t *hashes, size_t n)
 {
 #ifdef HAVE_SIMD_COPIES
 	switch (simd_level())
@@ -215,13 +215,13 @@ vote_add_hash_vectors(SimhashVote *vote, const uint64 *hashes, size_t n)
 }
 
 void
-vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
+vote_add_hashes(SimhashVote *vote, const uint64_t *hashes, size_t n)
 {
-	uint64		ones = 0,
+	uint64_t		ones = 0,
 				twos = 0,
 				fours = 0,
 				eights = 0;
-	uint64		lanes[8] = {0};
+	uint64_t		lanes[8] = {0};
 	int			in_lanes = 0;
 	size_t		i = 0;
 
@@ -241,8 +241,8 @@ vote_add_hashes(SimhashVote *vote, const uint64 *hashes, size_t n)
 	}
 	for (; i + 16 <= n; i += 16)
 	{
-		const uint64 *d = hashes + i;
-		CSA_TEMPORARIES(uint64);
+		const uint64_t *d = hashes + i;
+		CSA_TEMPORARIES(uint64_t);
 
 		CSA_TREE16(d);
 		lanes_add_word(lanes, sixteens);
@@ -269,20 +269,20 @@ vote_merge(SimhashVote *into, const SimhashVote *from)
 
 /* Adds the votes of from, each counted `times` times (an integer weight). */
 void
-vote_merge_times(SimhashVote *into, const SimhashVote *from, int64 times)
+vote_merge_times(SimhashVote *into, const SimhashVote *from, int64_t times)
 {
 	into->nvotes += times * from->nvotes;
 	for (int i = 0; i < SIMHASH64_BITS; i++)
 		into->count[i] += times * from->count[i];
 }
 
-simhash64
+uint64_t
 vote_result(const SimhashVote *vote)
 {
-	simhash64	result = 0;
+	uint64_t	result = 0;
 
 	for (int i = 0; i < SIMHASH64_BITS; i++)
-		result |= (simhash64) (2 * vote->count[i] > vote->nvotes) << i;
+		result |= (uint64_t) (2 * vote->count[i] > vote->nvotes) << i;
 	return result;
 }
 
@@ -292,13 +292,10 @@ weighted_vote_init(SimhashWeightedVote *vote)
 	memset(vote, 0, sizeof(*vote));
 }
 
-void
-check_weight(double weight)
+bool
+weight_is_valid(double weight)
 {
-	if (!isfinite(weight))
-		ereport(ERROR,
-				errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				errmsg("simhash weight must be finite, got %g", weight));
+	return isfinite(weight);
 }
 
 /*
@@ -306,7 +303,7 @@ check_weight(double weight)
  * to the spec's "add w where the bit is set" (x + 0.0 == x), without a branch.
  */
 void
-weighted_vote_add(SimhashWeightedVote *vote, uint64 hash, double weight)
+weighted_vote_add(SimhashWeightedVote *vote, uint64_t hash, double weight)
 {
 	for (int i = 0; i < SIMHASH64_BITS; i++)
 	{
@@ -327,12 +324,12 @@ weighted_vote_merge(SimhashWeightedVote *into, const SimhashWeightedVote *from)
 	}
 }
 
-simhash64
+uint64_t
 weighted_vote_result(const SimhashWeightedVote *vote)
 {
-	simhash64	result = 0;
+	uint64_t	result = 0;
 
 	for (int i = 0; i < SIMHASH64_BITS; i++)
-		result |= (simhash64) (vote->sum_set[i] > vote->sum_clear[i]) << i;
+		result |= (uint64_t) (vote->sum_set[i] > vote->sum_clear[i]) << i;
 	return result;
 }
