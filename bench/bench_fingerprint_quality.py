@@ -3,8 +3,9 @@
 On real text nobody here wrote (bench/fingerprint_corpus.py: Debian's translated
 manual pages and documentation, Arabic and Thai message catalogs, and families of
 pages sharing a template: changelogs, release notes, API references, character-set
-tables, generated catalogue pages), version 1 of the text fingerprint, the baseline
-(1e0ng/simhash's character 4-grams) and version 2 designs side by side:
+tables, generated catalogue pages), versions 1, 2 and 3 of the text fingerprint (the
+package's, XXH3), the baseline (1e0ng/simhash's character 4-grams) and feature designs
+through a stand-in hash side by side:
 
 - recall@3: the share of copies (bench/fingerprint_quality.py: line added, span
   replaced, typography, case, marks, one timestamp changed) within 3 bits of their
@@ -27,9 +28,12 @@ equal to the one before it does not vote, /set: each distinct feature votes once
 /sN: 1 in N features votes, /num: numbers are word characters (not separators),
 /nonum: so, but tokens of digits only left out, /capN: a distinct feature votes at
 most N times, /powA: a distinct feature votes its weight x count**A, /numsW: a number
-is a token of its own and a feature with one votes W x; e.g. tok3+chr4/run,
-2*tok3+chr5/run/s2, tok3+2*chr5/run/nums0.5/pow0.5), --kinds (copies measured),
---skip-shipped (no row of the package's own simhash_v2, the slow one),
+is a token of its own and a feature with one votes W x, /nshW: so, W x a ramp of the
+numbers' share of the tokens (10 % to 20 %, /rampLO-HI: LO % to HI %; /wshare: of the
+words, a run of Chinese characters one word), /lnumW: a line's numbers one more
+feature; e.g. tok3+chr4/run, 2*tok3+chr5/run/s2, tok3+2*chr5/run/nums0.5/pow0.5, and
+version 3: tok3+2*chr5/run/cap32/nsh2/wshare/ramp15-25), --kinds (copies measured),
+--skip-shipped (no rows of the package's own simhash_v2 and simhash_v3, the slow ones),
 --skip-recall, --skip-false-pairs. docs/fingerprint-quality.md has the tables.
 """
 
@@ -46,6 +50,7 @@ import numpy as np
 
 import fingerprint_corpus as corpus
 import fingerprint_quality as fq
+from pysimhash_sql import hashing
 
 K = 3
 # Pages whose numbers are at least this share of their tokens: their copy with every
@@ -67,9 +72,11 @@ JACCARD_DIFFERENT = 0.3
 # Different pairs are counted within these radii too: a design's precision at 3 bits
 # rests on few pairs, and families of related pages enter together.
 FALSE_PAIR_RADII = (3, 4, 5, 6)
-# Version 2's design (token 3 + 2x char 5, runs once, numbers separate), the runners-up and
-# the first draft of version 2 (numbers as tokens) (docs/fingerprint-quality.md).
-DESIGNS = ("tok3+2*chr5/run", "tok3+chr5/run", "tok3+3*chr5/run", "chr5/run", "tok3+chr4/run", "tok3+chr5/run/num", "tok3")
+# Version 2's design (token 3 + 2x char 5, runs once, numbers separate), version 3's
+# (docs/fingerprint-spec.md §8) and the runners-up of each (docs/design/fingerprint.md).
+V3_DESIGN = "tok3+2*chr5/run/cap32/nsh2/wshare/ramp15-25"
+DESIGNS = ("tok3+2*chr5/run", V3_DESIGN, "tok3+2*chr5/run/cap8/nsh2", "tok3+2*chr5/run/cap16/nsh2/wshare/ramp15-25",
+           "tok3+chr5/run", "tok3+chr4/run")
 
 
 def in_script(text: str, lang: str) -> bool:
@@ -103,6 +110,8 @@ def row_functions(shipped_row: bool = True) -> dict:
     shipped = fq.shipped_v2() if shipped_row else None
     if shipped is not None:
         rows["version 2 (shipped)"] = (shipped, fq.shipped_v2_feature_count())
+    if shipped_row:
+        rows["version 3 (shipped)"] = (hashing.simhash_v3, fq.shipped_v3_feature_count)
     return rows
 
 
@@ -129,10 +138,14 @@ def fingerprint_all(texts: list[str], designs: list[fq.Design]) -> tuple[dict[st
     return out, per_char
 
 
+# The designs that are a spec version, through the stand-in hash.
+SPEC_DESIGNS = {"tok3+2*chr5/run": "version 2", V3_DESIGN: "version 3"}
+
+
 def label(name: str, designs: list[fq.Design]) -> str:
     for d in designs:
         if d.name == name:
-            return f"v2 {d}"
+            return f"stand-in {d}" + (f" (= {SPEC_DESIGNS[name]})" if name in SPEC_DESIGNS else "")
     return name
 
 
@@ -294,7 +307,8 @@ def main() -> None:
     parser.add_argument("--kinds", help="copies measured, comma-separated (" + ",".join(fq.COPIES) + ")")
     parser.add_argument("--skip-false-pairs", action="store_true")
     parser.add_argument("--skip-recall", action="store_true")
-    parser.add_argument("--skip-shipped", action="store_true", help="no row of the package's own simhash_v2 (slow)")
+    parser.add_argument("--skip-shipped", action="store_true",
+                        help="no rows of the package's own simhash_v2 and simhash_v3 (slow)")
     args, _ = parser.parse_known_args()  # other flags are other benchmarks'
     pages = args.pages or (40 if args.quick else 120)
     limit = args.docs or (5000 if args.quick else None)

@@ -234,14 +234,28 @@ def normalized_char(c: str, numbers: bool = False) -> str:
 
 
 _NUMBER_MARK = "\x00"
+# number_char(c, spaced=False): what an isolated-script letter becomes (word_count counts a run once).
+_ISOLATED_MARK = "\x01"
+_WORD_PIECES = re.compile("\x01+|[^\x01]+")
 
 
-def number_char(c: str) -> str:
-    """normalized_char, but a number character (general category N*) is marked as one:
-    Normalizer joins consecutive marked ones into a number token of its own."""
-    if unicodedata.category(c)[0] == "N":
-        return _NUMBER_MARK + unicodedata.normalize("NFKC", c) + _NUMBER_MARK
-    return normalized_char(c)
+def word_count(tokens: Iterable[str]) -> int:
+    """The words of tokens of Normalizer(number_char(c, spaced=False)): a run of
+    isolated-script letters one word, apart from the letters and digits beside it."""
+    return sum(len(_WORD_PIECES.findall(t)) for t in tokens)
+
+
+def number_char(c: str, spaced: bool = True) -> str:
+    """normalized_char, but a digit 0-9 the normalization makes (from `1`, `１`, `①`, `²`, ...)
+    is marked as one: Normalizer joins consecutive marked ones into a number token of its
+    own (text spec version 3; digits of other scripts separate, as in version 2)."""
+    out = []
+    if not spaced and isolated(c) and normalized_char(c).strip():  # a letter of a run that is one word
+        return _ISOLATED_MARK
+    for d in normalized_char(c, numbers=True):
+        out.append(f"{_NUMBER_MARK}{d}{_NUMBER_MARK}" if "0" <= d <= "9" else d if d.isalpha() or d == " "
+                   or unicodedata.category(d) == "Mc" else " ")
+    return "".join(out)
 
 
 class Normalizer:
@@ -353,13 +367,19 @@ class Design:
     # "own" numbers whose weight follows their share of the page's tokens: number_weight x
     # a ramp from 0 at NUMBER_RAMP[0] to 1 at NUMBER_RAMP[1] and above.
     number_ramp: bool = False
+    ramp: tuple[float, float] | None = None  # /rampLO-HI: the ramp's ends (shares), None: NUMBER_RAMP
+    # /wshare: the share of numbers among words, a run of isolated-script letters one word
+    # (as number_share counts), not among tokens (one a Chinese character)
+    word_share: bool = False
 
     def __str__(self):
         return " + ".join(map(str, self.parts)) + (", distinct" if self.unique else "") + (
             ", runs once" if self.runs else "") + (f", 1 in {self.sample}" if self.sample > 1 else "") + (
             {"separate": "", "tokens": ", numbers as tokens", "nonum": ", numbers as tokens but no number tokens",
              "own": f", numbers tokens of their own at {self.number_weight:g}x"
-             + (" their share's ramp" if self.number_ramp else "")}[
+             + (" their share's ramp" if self.number_ramp else "")
+             + (f" {self.ramp[0]:.0%}-{self.ramp[1]:.0%}" if self.ramp else "")
+             + (" of words" if self.word_share else "")}[
                 self.numbers]) + (f", at most {self.cap} votes" if self.cap else "") + (
             f", count^{self.power:g} votes" if self.power != 1 else "") + (
             f", a line's numbers one feature x{self.line_numbers:g}" if self.line_numbers else "")
@@ -373,13 +393,19 @@ def parse_design(spec: str) -> Design:
     (a distinct feature votes its weight x count**A), '/numsW' (a number is a token of
     its own, letters and digits apart, and a feature with a number votes W x), '/lnumW'
     (the numbers of a line, all of them, are one more feature voting W times), '/nshW'
-    (as numsW, but W x a ramp of the numbers' share of the tokens, NUMBER_RAMP) -> Design."""
+    (as numsW, but W x a ramp of the numbers' share of the tokens, NUMBER_RAMP), '/rampLO-HI'
+    (with nshW: the ramp from LO % to HI %) -> Design."""
     body, *flags = spec.split("/")
     sample = cap = 0
     power = number_weight = 1.0
     line_numbers = 0.0
+    ramp = None
     for flag in flags:
-        if re.fullmatch(r"lnum\d+(\.\d+)?", flag):
+        if m := re.fullmatch(r"ramp(\d+)-(\d+)", flag):
+            ramp = (int(m.group(1)) / 100, int(m.group(2)) / 100)
+            if not ramp[0] < ramp[1]:
+                raise ValueError(f"design {spec!r}: /rampLO-HI needs LO < HI")
+        elif re.fullmatch(r"lnum\d+(\.\d+)?", flag):
             line_numbers = float(flag[4:])
         elif re.fullmatch(r"pow\d+(\.\d+)?", flag):
             power = float(flag[3:])
@@ -391,8 +417,8 @@ def parse_design(spec: str) -> Design:
             sample = int(flag[1:])
         elif re.fullmatch(r"cap[1-9]\d*", flag):
             cap = int(flag[3:])
-        elif flag not in ("set", "run", "num", "nonum"):
-            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN, capN, powA, numsW, nshW or lnumW")
+        elif flag not in ("set", "run", "num", "nonum", "wshare"):
+            raise ValueError(f"design {spec!r}: a flag after / is set, run, num, nonum, sN, capN, powA, numsW, nshW, lnumW or rampLO-HI")
     parts = []
     for part in body.split("+"):
         weight, _, rest = part.rpartition("*")
@@ -400,11 +426,13 @@ def parse_design(spec: str) -> Design:
         if not m:
             raise ValueError(f"design part {part!r}: expected tokN or chrN, optionally W*")
         parts.append(Part(m.group(1), int(m.group(2)), int(weight or 1)))
-    ramp = any(f.startswith("nsh") for f in flags)
-    own = ramp or any(f.startswith("nums") for f in flags)
+    by_share = any(f.startswith("nsh") for f in flags)
+    if ramp and not by_share:
+        raise ValueError(f"design {spec!r}: /rampLO-HI goes with /nshW")
+    own = by_share or any(f.startswith("nums") for f in flags)
     numbers = "own" if own else "nonum" if "nonum" in flags else "tokens" if "num" in flags else "separate"
     return Design(spec, tuple(parts), "set" in flags, "run" in flags, sample or 1, numbers, cap, power, number_weight,
-                  line_numbers, ramp)
+                  line_numbers, by_share, ramp, "wshare" in flags)
 
 
 def _counts(h: np.ndarray) -> np.ndarray:
@@ -436,17 +464,8 @@ def vote_parts(parts: Iterable[tuple[np.ndarray, int | np.ndarray]]) -> int:
 _DIGITS = re.compile(r"[0-9]+")
 
 
-def _capped_mask(h: np.ndarray, cap: int) -> np.ndarray:
-    """Which of h are among the first `cap` occurrences of their value."""
-    if h.size == 0:
-        return np.ones(0, bool)
-    order = np.argsort(h, kind="stable")
-    sorted_h = h[order]
-    first = np.concatenate(([True], sorted_h[1:] != sorted_h[:-1]))
-    group_start = np.maximum.accumulate(np.where(first, np.arange(h.size), 0))
-    keep = np.empty(h.size, bool)
-    keep[order] = np.arange(h.size) - group_start < cap
-    return keep
+# Which of h are among the first `cap` occurrences of their value: version 3's cap.
+_capped_mask = hashing.first_occurrences
 
 
 def _capped(h: np.ndarray, cap: int) -> np.ndarray:
@@ -472,6 +491,7 @@ class Fingerprinter:
         self.normalizer = Normalizer()
         self.with_numbers = Normalizer(lambda c: normalized_char(c, numbers=True))
         self.own_numbers = Normalizer(number_char)
+        self.number_words = Normalizer(lambda c: number_char(c, spaced=False))
         self.token_hashes = TokenHashes()
         self.features = {d.name: 0 for d in self.designs}
         self.chars = 0
@@ -512,8 +532,12 @@ class Fingerprinter:
                     flags = number_tokens if p.kind == "tok" else _is_number_char(s[2])
                     weight = d.number_weight
                     if d.number_ramp:
-                        lo, hi = NUMBER_RAMP
-                        share = number_tokens.mean() if number_tokens.size else 0.0
+                        lo, hi = d.ramp or NUMBER_RAMP
+                        if d.word_share:
+                            words = word_count(self.number_words.tokens(text))
+                            share = number_tokens.sum() / words if words else 0.0
+                        else:
+                            share = number_tokens.mean() if number_tokens.size else 0.0
                         weight *= min(1.0, max(0.0, (share - lo) / (hi - lo)))
                     w = np.where(_windows_any(flags, p.size), weight, 1.0)
                 keep = None
@@ -568,17 +592,12 @@ def line_number_hashes(text: str) -> np.ndarray:
 
 
 def _is_number_token(token: str) -> bool:
-    c = token[0]
-    return "0" <= c <= "9" or (c > "\x7f" and unicodedata.category(c)[0] == "N")
+    return "0" <= token[0] <= "9"
 
 
 def _is_number_char(cps: np.ndarray) -> np.ndarray:
-    """Which code points are numbers (ASCII digits, and any other of category N*)."""
-    flags = (cps >= 0x30) & (cps <= 0x39)
-    high = np.flatnonzero(cps > 0x7F)
-    if high.size:
-        flags[high] = [unicodedata.category(chr(c))[0] == "N" for c in cps[high].tolist()]
-    return flags
+    """Which code points are numbers (the digits 0-9: number_char leaves no other)."""
+    return (cps >= 0x30) & (cps <= 0x39)
 
 
 def baseline_simhash(text: str) -> int:
@@ -609,6 +628,12 @@ def shipped_v2_feature_count() -> Callable[[str], int] | None:
     """The number of features of the package's version 2, once it shows them."""
     features = getattr(hashing, "features_v2", None)
     return None if features is None else (lambda text: len(features(text)))
+
+
+def shipped_v3_feature_count(text: str) -> float:
+    """The votes of the package's version 3 in units of a feature without a digit
+    voting once (as version 2's count: a character 5-gram counts twice)."""
+    return sum(votes for _, votes in hashing.features_v3(text)) / hashing.V3_RAMP_STEPS
 
 
 # -- measures -----------------------------------------------------------------------------

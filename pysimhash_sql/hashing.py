@@ -10,8 +10,9 @@ Both give the same bits, and the same exceptions.  fingerprints() computes
 many at once, on every core.
 
 Text fingerprints come in spec versions (TEXT_SPEC_VERSIONS) that are never
-comparable: simhash() is version 1, simhash_v2() version 2, and
-fingerprint(text, version=...) either, by number.
+comparable: simhash() is version 1, simhash_v2() version 2, simhash_v3()
+version 3 (computed by the pure-Python code in both implementations until the
+core has it), and fingerprint(text, version=...) any of them, by number.
 
 Fingerprints and hashes are unsigned ints in 0 .. 2**64-1. Where a hash is an
 input, a negative int in the signed 64-bit range is read as its two's-complement
@@ -35,7 +36,7 @@ from itertools import chain, islice
 import numpy as np
 import xxhash
 
-from . import text_v2
+from . import text_v2, text_v3
 from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs
 from ._xxh3 import xxh3_spans
 from .fingerprint import MAX_FINGERPRINT, check_fingerprint
@@ -54,6 +55,9 @@ __all__ = [
     "tokenize_v2",
     "features_v2",
     "simhash_v2",
+    "tokenize_v3",
+    "features_v3",
+    "simhash_v3",
     "fingerprint",
     "fingerprints",
     "fingerprint_batches",
@@ -85,6 +89,19 @@ V2_TOKEN_WEIGHT = 1
 V2_CHAR_GRAM = 5
 V2_CHAR_WEIGHT = 2
 V2_RUNS_ONCE = True
+
+# Version 3's features (spec §8): version 2's kinds, sizes, weights and runs rule
+# (the V2_* constants above, read by both), then each distinct feature of a kind
+# (by hash) votes at most V3_MAX_VOTES times (its first occurrences), and a
+# feature with a digit in it votes V3_NUMBER_WEIGHT x a ramp of the text's
+# share of numbers among its words (a run of SOLO characters one word) instead of once: 0 up to V3_NUMBER_SHARE[0] %, 1 from
+# V3_NUMBER_SHARE[1] % on, in V3_RAMP_STEPS steps (integers: a feature without
+# a digit votes its weight x V3_RAMP_STEPS).  C's home of the same constants:
+# the portable core's text_v3.
+V3_MAX_VOTES = 32
+V3_NUMBER_WEIGHT = 2
+V3_NUMBER_SHARE = (15, 25)
+V3_RAMP_STEPS = 16
 
 # Normalised bytes split into tokens at a time: bounds the memory a huge text takes.
 _BATCH_BYTES = 1 << 20
@@ -329,10 +346,91 @@ def simhash_v2(text: Text) -> TextFingerprint:
     return TextFingerprint(_IMPLEMENTATION.simhash_v2(text), 2)
 
 
+# -- the text fingerprint, version 3 (spec §8) -------------------------------------
+
+
+def number_ramp(words: int, numbers: int) -> int:
+    """The ramp of version 3 (spec §8.3), 0 .. V3_RAMP_STEPS, for a text of
+    `words` words of which `numbers` are numbers."""
+    low, high = V3_NUMBER_SHARE
+    above = 100 * numbers - low * words
+    if words == 0 or above <= 0:
+        return 0
+    return min(V3_RAMP_STEPS, V3_RAMP_STEPS * above // ((high - low) * words))
+
+
+def _digit_flags(spans: list[Spans]) -> np.ndarray:
+    """Which features of a part have a digit 0-9 in them."""
+    out = [np.empty(0, bool)]
+    for data, starts, ends in spans:
+        digits = np.frombuffer(data, np.uint8)
+        seen = np.concatenate(([0], np.cumsum((digits >= 0x30) & (digits <= 0x39), dtype=np.int64)))
+        out.append(seen[ends] > seen[starts])
+    return np.concatenate(out)
+
+
+def first_occurrences(hashes: np.ndarray, most: int) -> np.ndarray:
+    """Which of the hashes are among the first `most` occurrences of their value."""
+    if hashes.size <= most or np.unique(hashes, return_counts=True)[1].max() <= most:
+        return np.ones(hashes.size, bool)
+    order = np.argsort(hashes, kind="stable")
+    ordered = hashes[order]
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    group_start = np.maximum.accumulate(np.where(first, np.arange(hashes.size), 0))
+    keep = np.empty(hashes.size, bool)
+    keep[order] = np.arange(hashes.size) - group_start < most
+    return keep
+
+
+def _v3_parts(text: Text) -> list[tuple[list[Spans], np.ndarray, np.ndarray]]:
+    """Each part of version 3: its features (spans), their hashes and their votes
+    (0: the feature does not vote)."""
+    batches, words, numbers = text_v3.tokenized(_v2_text(text))
+    ramp = number_ramp(words, numbers)
+    parts = []
+    for spans, weight in ((list(_token_shingle_spans(batches, V2_TOKEN_SHINGLE)), V2_TOKEN_WEIGHT),
+                          (list(_char_gram_spans(batches, V2_CHAR_GRAM)), V2_CHAR_WEIGHT)):
+        hashes = _span_hashes(spans)
+        votes = weight * np.where(_digit_flags(spans), V3_NUMBER_WEIGHT * ramp, V3_RAMP_STEPS)
+        voting = _voting(hashes)
+        voting[voting] = first_occurrences(hashes[voting], V3_MAX_VOTES)
+        parts.append((spans, hashes, np.where(voting, votes, 0)))
+    return parts
+
+
+def tokenize_v3(text: Text) -> list:
+    """The tokens of text, spec version 3 (§8.1): str for str input, UTF-8
+    bytes for bytes input (read as UTF-8, ill-formed sequences separating tokens)."""
+    return _decoded(list(chain.from_iterable(text_v3.tokenized(_v2_text(text))[0])), text)
+
+
+def features_v3(text: Text) -> list[tuple]:
+    """The features of text that vote, spec version 3 (§8.4), with their votes:
+    (feature, votes) pairs, the token shingles first, then the character n-grams,
+    so that simhash_weighted() of them is the fingerprint; features str for str
+    input, bytes for bytes."""
+    out = []
+    for spans, _, votes in _v3_parts(text):
+        features = [data[a:b] for data, starts, ends in spans for a, b in zip(starts.tolist(), ends.tolist())]
+        out += [(f, v) for f, v in zip(features, votes.tolist()) if v]
+    return list(zip(_decoded([f for f, _ in out], text), [v for _, v in out]))
+
+
+def simhash_v3(text: Text) -> TextFingerprint:
+    """The fingerprint of text, spec version 3 (§8); computed in Python by
+    either implementation until the compiled core has it.  An int that
+    carries its version (text_spec.TextFingerprint)."""
+    return TextFingerprint(_IMPLEMENTATION.simhash_v3(text), 3)
+
+
+_FINGERPRINTS = {1: lambda text: simhash(text), 2: lambda text: simhash_v2(text), 3: lambda text: simhash_v3(text)}
+
+
 def fingerprint(text: Text, *, version: int) -> TextFingerprint:
     """The fingerprint of text under the given spec version (TEXT_SPEC_VERSIONS;
-    never implicit): simhash(text) for 1, simhash_v2(text) for 2."""
-    return simhash(text) if check_version(version) == 1 else simhash_v2(text)
+    never implicit): simhash(text) for 1, simhash_v2(text) for 2, simhash_v3(text)
+    for 3."""
+    return _FINGERPRINTS[check_version(version)](text)
 
 
 def _jobs(jobs: int | None) -> int:
@@ -509,12 +607,21 @@ class PurePython:
             votes += weight * n
         return _bits_int(2 * set_counts > votes)
 
+    def simhash_v3(self, text: Text) -> int:
+        set_votes, all_votes = np.zeros(64, np.int64), 0
+        for _, hashes, votes in _v3_parts(text):
+            for weight in np.unique(votes[votes > 0]).tolist():
+                counts, n = _bit_counts(hashes[votes == weight])
+                set_votes += weight * counts
+                all_votes += weight * n
+        return _bits_int(2 * set_votes > all_votes)
+
     def vote(self, hashes) -> int:
         return _vote_array(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
         # Threads would only take turns holding the GIL.
-        one = self.simhash_v2 if version == 2 else partial(self.simhash, shingle_size=shingle_size)
+        one = {1: partial(self.simhash, shingle_size=shingle_size), 2: self.simhash_v2, 3: self.simhash_v3}[version]
         return [one(text) for text in texts]
 
     @staticmethod
@@ -544,6 +651,10 @@ class Compiled:
     def simhash_v2(self, text: Text) -> int:
         return self.core.fingerprint(_str_or_bytes(text), 2)
 
+    def simhash_v3(self, text: Text) -> int:
+        """Version 3 is not in the core yet: the reference's."""
+        return PURE_PYTHON.simhash_v3(text)
+
     def vote(self, hashes) -> int:
         if type(hashes) in (list, tuple):  # read in C, unless an item is not an int hash
             result = self.core.vote(hashes)
@@ -552,6 +663,8 @@ class Compiled:
         return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
+        if version == 3:  # not in the core yet
+            return PURE_PYTHON.fingerprints(texts, version, jobs)
         texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
         size = min(shingle_size, self.MAX_SHINGLE_SIZE)
         chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)

@@ -32,20 +32,26 @@ from __future__ import annotations
 import operator
 import re
 
-__all__ = ["COLUMN_COMMENT_SQL", "MAX_IDENTIFIER", "REFINGERPRINT_TRIGGER", "SQL_FUNCTIONS", "TEXT_SPEC_VERSIONS",
+__all__ = ["COLUMN_COMMENT_SQL", "MAX_IDENTIFIER", "REFINGERPRINT_TRIGGER", "SQL_FUNCTIONS", "SQL_SPEC_VERSIONS",
+           "TEXT_SPEC_VERSIONS",
            "TEXT_SPEC_VERSION_LATEST", "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns",
            "check_shingle_size", "check_spec", "check_version", "comment", "comment_on_column_sql",
-           "refingerprint_columns", "spec_of", "spec_of_comment", "tagged", "version_column_name"]
+           "refingerprint_columns", "spec_of", "spec_of_comment", "sql_function", "tagged", "version_column_name"]
 
 # The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
 # SQL functions simhash(text) and simhash_v2(text).  New columns and the
 # tools' defaults take the latest.
-TEXT_SPEC_VERSIONS = (1, 2)
+# Version 3 (§8) is computed by the Python package alone until the extension
+# has it: the tools (their --spec-version choices, refingerprint's --to, SQL
+# expressions) offer the versions of SQL_FUNCTIONS, and their default, the
+# latest of those, stays 2 until then.
+TEXT_SPEC_VERSIONS = (1, 2, 3)
 TEXT_SPEC_VERSION_LATEST = 2
 # The version of a fingerprint column with no marker: every table made before
 # the marker existed holds version 1.
 UNDECLARED_COLUMN_SPEC = 1
 SQL_FUNCTIONS = {1: "simhash", 2: "simhash_v2"}
+SQL_SPEC_VERSIONS = tuple(SQL_FUNCTIONS)
 
 _COMMENT = "simhash text spec {}"
 _COMMENT_PATTERN = re.compile(r"\bsimhash text spec (\d+)\b")
@@ -57,6 +63,17 @@ def check_version(version: int, what: str = "version") -> int:
         raise ValueError(f"{what}: no text fingerprint spec version {version!r} (known: "
                          f"{', '.join(map(str, TEXT_SPEC_VERSIONS))})")
     return version
+
+
+def sql_function(version: int) -> str:
+    """The SQL function of text spec ``version`` (SQL_FUNCTIONS); ValueError for a
+    version the extension does not compute yet (3: the Python package only)."""
+    check_version(version)
+    if version not in SQL_FUNCTIONS:
+        raise ValueError(f"text spec version {version} is computed by the Python package only "
+                         f"(hashing.fingerprint(text, version={version})); the extension's versions: "
+                         f"{', '.join(map(str, SQL_SPEC_VERSIONS))}")
+    return SQL_FUNCTIONS[version]
 
 
 class TextFingerprint(int):
@@ -93,7 +110,8 @@ def check_spec(value, column_spec: int | None, where: str = "this column"):
         raise ValueError(
             f"{where} holds text spec version {column_spec} fingerprints, but this value was computed with "
             f"version {spec}: they are never comparable. Compute it with version {column_spec} "
-            f"(hashing.fingerprint(text, version={column_spec}), SQL {SQL_FUNCTIONS[column_spec]}(text)), "
+            f"(hashing.fingerprint(text, version={column_spec})"
+            + (f", SQL {SQL_FUNCTIONS[column_spec]}(text)" if column_spec in SQL_FUNCTIONS else "") + "), "
             "or move the column with pysimhash-sql refingerprint (docs/fingerprint-spec.md §7)")
     return value
 

@@ -71,17 +71,22 @@ _EXPAND = 255
 _BMP_CHAR, _BMP_KIND = _bmp_tables()
 
 
-def _normalised(codes: np.ndarray) -> str:
-    """The normalised characters of code points (spec §6.2), each separator a
-    space and each SOLO character between spaces (§6.3)."""
+def characters(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The normalised characters of code points (spec §6.2) and their kinds
+    (WORD, SOLO, SEPARATOR; dropped characters are gone); text_v3 shares it."""
     if codes.size and codes.max() < 0x10000:  # one character each, looked up at once
         out, kind = _BMP_CHAR[codes], _BMP_KIND[codes]
         if not (kind == _EXPAND).any():
-            return _written(out, kind)
+            return out, kind
     hangul = codes - np.uint32(_HANGUL_FIRST)  # wraps around below the first syllable
     is_hangul = hangul < _HANGUL_COUNT
-    out, kind = _expanded(codes, _values(codes).astype(np.int64), hangul.astype(np.int64), is_hangul)
-    return _written(out, kind)
+    return _expanded(codes, _values(codes).astype(np.int64), hangul.astype(np.int64), is_hangul)
+
+
+def _normalised(codes: np.ndarray) -> str:
+    """The normalised characters of code points (spec §6.2), each separator a
+    space and each SOLO character between spaces (§6.3)."""
+    return _written(*characters(codes))
 
 
 def _written(out: np.ndarray, kind: np.ndarray) -> str:
@@ -126,14 +131,18 @@ def _expanded(codes, values, hangul, is_hangul) -> tuple[np.ndarray, np.ndarray]
     return out, kind
 
 
-def _cut(codes: np.ndarray, start: int) -> int:
+def cut(codes: np.ndarray, start: int, digits: bool = False) -> int:
     """Where the batch from start ends: before a separator or SOLO character
-    (a token never spans it) at or after start + _BATCH_CHARS, else the end."""
+    (a token never spans it) at or after start + _BATCH_CHARS, else the end;
+    with `digits` (text_v3, where 0-9 are token characters) not before 0-9."""
     at = start + _BATCH_CHARS
     while at < codes.size:
         window = codes[at : at + _BATCH_CHARS]
         values = _values(window)
-        safe = np.flatnonzero((values == ut.SEPARATOR) | (values == ut.SOLO))
+        boundary = values == ut.SEPARATOR
+        if digits:
+            boundary &= (window < 0x30) | (window > 0x39)
+        safe = np.flatnonzero(boundary | (values == ut.SOLO))
         if safe.size:
             return at + int(safe[0])
         at += _BATCH_CHARS
@@ -162,7 +171,7 @@ def token_batches(text: str) -> Iterator[list[bytes]]:
     codes = np.frombuffer(text.encode("utf-32-le"), "<u4")
     start = 0
     while start < codes.size:
-        end = _cut(codes, start)
+        end = cut(codes, start)
         # bytes.split() splits at ASCII white space, which _normalised leaves
         # only as the spaces it wrote.
         yield _normalised(codes[start:end]).encode("utf-8").split()

@@ -28,7 +28,7 @@ from importlib import import_module
 from importlib.metadata import version
 
 from ..index_kinds import DEFAULT_METHOD, INDEX_METHODS
-from ..text_spec import TEXT_SPEC_VERSION_LATEST, TEXT_SPEC_VERSIONS
+from ..text_spec import SQL_SPEC_VERSIONS, TEXT_SPEC_VERSION_LATEST
 from .errors import UserError
 from .output import FORMATS, skipped
 
@@ -80,7 +80,7 @@ def documents_in(p: argparse.ArgumentParser, nargs: str = "+") -> None:
                         "with URL and fetch date (needs the [html] extra)")
     p.add_argument("--id-field", default="id", help="JSON Lines: the field naming a document (default id)")
     p.add_argument("--text-field", default="text", help="JSON Lines: the field holding its text (default text)")
-    p.add_argument("--spec-version", type=int, choices=TEXT_SPEC_VERSIONS,
+    p.add_argument("--spec-version", type=int, choices=SQL_SPEC_VERSIONS,
                    help="the text fingerprint spec version (docs/fingerprint-spec.md): 2 as SQL's simhash_v2(text), "
                         "1 as simhash(text); default: a table's own (ingest), else "
                         f"{TEXT_SPEC_VERSION_LATEST}")
@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         options(database_options, fingerprinting))
     refingerprint.add_argument("--column", default="fingerprint", help="the fingerprint column (default fingerprint)")
     refingerprint.add_argument("--text-column", default="body", help="the column of each row's text (default body)")
-    refingerprint.add_argument("--to", type=int, choices=TEXT_SPEC_VERSIONS, default=TEXT_SPEC_VERSION_LATEST,
+    refingerprint.add_argument("--to", type=int, choices=SQL_SPEC_VERSIONS, default=TEXT_SPEC_VERSION_LATEST,
                                help=f"the text spec version to move to (default {TEXT_SPEC_VERSION_LATEST})")
     refingerprint.add_argument("--batch-size", type=int, default=1000, help="rows per batch and commit (default 1000)")
     kept = refingerprint.add_mutually_exclusive_group()

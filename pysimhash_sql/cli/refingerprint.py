@@ -199,7 +199,7 @@ def server_function(conn, version: int, backend: Backend) -> sql.Composable | No
     try:
         # of a text first (simhash(text) has a second parameter, with a default)
         found = backend.fingerprint_function(lambda query, params: conn.execute(query, params).fetchone(),
-                                             text_spec.SQL_FUNCTIONS[version])
+                                             text_spec.sql_function(version))
     except MissingFunction as e:
         raise UserError(f"{e} (ALTER EXTENSION simhash UPDATE), or move with --backend plain") from None
     return None if found is None else sql.Identifier(*found)

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Func, IntegerField
 
-from ..text_spec import SQL_FUNCTIONS, check_shingle_size, check_version
+from ..text_spec import check_shingle_size, check_version, sql_function
 from .fields import FingerprintValue, SimhashField, check_comparable
 
 __all__ = ["HammingDistance", "Simhash"]
@@ -56,5 +56,5 @@ class Simhash(Func):
                  **extra: Any) -> None:
         check_shingle_size(shingle_size, check_version(version))
         arguments = [expression] if shingle_size is None else [expression, int(shingle_size)]
-        super().__init__(*arguments, function=SQL_FUNCTIONS[version],
+        super().__init__(*arguments, function=sql_function(version),
                          output_field=SimhashField(text_spec=version), **extra)

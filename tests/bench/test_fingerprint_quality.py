@@ -299,3 +299,31 @@ def test_the_bench_counts_pairs_by_family_and_keeps_generated_pages_out_of_recal
     bench.summary(designs, {}, apart, different)
     out = capsys.readouterr().out
     assert "by family" in out and "numbers changed" in out and "summary" in out
+
+
+def test_stand_in_numbers_and_words_are_version_3s() -> None:
+    """The stand-in of version 3 (numbers tokens of their own, their share among words)
+    gives the package's version 3 tokens, words and numbers on every script the corpus has."""
+    from pysimhash_sql import text_v3
+
+    numbers, words = fq.Normalizer(fq.number_char), fq.Normalizer(lambda c: fq.number_char(c, spaced=False))
+    for kind in (None, *fq.COPIES):
+        text = PAGE if kind is None else fq.make_copy(kind, PAGE, "page")
+        tokens = numbers.tokens(text)
+        assert tokens == hashing.tokenize_v3(text)
+        _, word_count, number_count = text_v3.tokenized(text)
+        assert (fq.word_count(words.tokens(text)), sum(t[0].isdigit() for t in tokens)) == (word_count, number_count)
+
+
+def test_the_ramp_of_the_number_share_by_design() -> None:
+    """/rampLO-HI moves the ramp of /nshW; /wshare takes the share among words."""
+    design = fq.parse_design("tok1/nsh2/wshare/ramp15-25")
+    assert (design.ramp, design.word_share, design.number_ramp) == ((0.15, 0.25), True, True)
+    assert str(design) == "token 1, numbers tokens of their own at 2x their share's ramp 15%-25% of words"
+    for bad in ("tok1/ramp15-25", "tok1/nsh2/ramp25-15", "tok1/nsh2/ramp15"):
+        with pytest.raises(ValueError, match="design"):
+            fq.parse_design(bad)
+    fp = fq.Fingerprinter([fq.parse_design(n) for n in ("tok1/nsh2", "tok1/nsh2/wshare", "tok1/nums0", "tok1/nums2")])
+    text = "中文字的句子 7 more"  # numbers: 1 of 9 tokens (11 %), 1 of 4 words (25 %)
+    got = fp(text)
+    assert got["tok1/nsh2"] == got["tok1/nums0"] != got["tok1/nsh2/wshare"] == got["tok1/nums2"]

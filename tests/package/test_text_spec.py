@@ -47,9 +47,26 @@ def test_check_spec_refuses_the_other_version_only() -> None:
         text_spec.check_spec(v1, 2, "docs.fp")
     assert text_spec.check_spec(v1, 1) == v1 and text_spec.check_spec(v1, None) == v1
     assert text_spec.check_spec(int(v1), 2) == v1  # a plain int: no known version
-    for bad in (0, 3, True, "2", None):
+    for bad in (0, 4, True, "2", None):
         with pytest.raises(ValueError, match="text_spec: no text fingerprint spec version"):
             SimHash64(text_spec=bad) if bad is not None else text_spec.check_version(bad, "text_spec")
+
+
+def test_version_3_is_the_python_packages_until_sql_has_it() -> None:
+    """Values and columns take version 3; the tools and SQL expressions offer the
+    versions the extension computes, and their default stays the latest of those."""
+    from pysimhash_sql.cli import build_parser
+
+    v3 = hashing.fingerprint(TEXT, version=3)
+    assert v3.text_spec == 3 and SimHash64(text_spec=3).text_spec == 3
+    with pytest.raises(ValueError, match="computed with version 3"):
+        text_spec.check_spec(v3, 2, "docs.fp")
+    assert text_spec.SQL_SPEC_VERSIONS == (1, 2) and TEXT_SPEC_VERSION_LATEST == 2
+    assert [text_spec.sql_function(v) for v in (1, 2)] == ["simhash", "simhash_v2"]
+    with pytest.raises(ValueError, match="text spec version 3 is computed by the Python package only"):
+        text_spec.sql_function(3)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["fingerprint", "--spec-version", "3", "x.txt"])
 
 
 def test_comments_record_the_version() -> None:
@@ -71,7 +88,7 @@ def test_refingerprint_columns_are_named_after_another_column() -> None:
     long = "f" * text_spec.MAX_IDENTIFIER
     cut = text_spec.version_column_name(long, 1)
     assert cut == "f" * 60 + "_v1" and len(cut) == text_spec.MAX_IDENTIFIER
-    columns = ["id", "body", "fp", "fp_v1", "fp_v2", "body_v3", "other_v1", long, cut]
+    columns = ["id", "body", "fp", "fp_v1", "fp_v2", "body_v9", "other_v1", long, cut]
     assert text_spec.refingerprint_columns(columns, True) == {"fp_v1", "fp_v2", cut}
     assert text_spec.refingerprint_columns(columns, False) == set()
     assert text_spec.refingerprint_columns(["fp", "fingerprint_v1"], True) == set()

@@ -14,85 +14,12 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pysimhash_sql import _xxh3, hashing, text_v2
+from pysimhash_sql import _xxh3, hashing, text_spec, text_v2
 from pysimhash_sql import unicode_tables as ut
 from pysimhash_sql.hashing import PURE_PYTHON, features_v2, fingerprint, simhash, simhash_v2, tokenize_v2
 from toolbox import distance
+from toolbox.text_reference import ref_chars, ref_features, ref_simhash_v2, ref_tokens, script_text
 from toolbox.text_vectors import load_vectors
-
-# -- reference: the spec, one character at a time ---------------------------------
-
-
-def ref_chars(c: int) -> list[tuple[int, int]]:
-    """What code point c becomes (spec §6.2): (code point, kind) pairs."""
-    if 0xAC00 <= c < 0xAC00 + 11172:
-        s = c - 0xAC00
-        jamo = [0x1100 + s // 588, 0x1161 + s % 588 // 28] + ([0x11A7 + s % 28] if s % 28 else [])
-        return [(j, ut.WORD) for j in jamo]
-    value = int(ut.STAGE2[(int(ut.STAGE1[c >> ut.BLOCK_SHIFT]) << ut.BLOCK_SHIFT) | (c & ut.BLOCK_MASK)])
-    if value < ut.MAPPED:
-        return [(c, value)]
-    m = value - ut.MAPPED
-    return [(int(e) & 0xFFFFFF, int(e) >> 24) for e in ut.POOL[ut.MAPPING_OFFSETS[m] : ut.MAPPING_OFFSETS[m + 1]]]
-
-
-def ref_tokens(text: str) -> list[str]:
-    tokens, current = [], ""
-    for char in text:
-        for c, kind in ref_chars(ord(char)):
-            if kind == ut.WORD:
-                current += chr(c)
-            elif kind in (ut.SOLO, ut.SEPARATOR):
-                if current:
-                    tokens.append(current)
-                current = ""
-                if kind == ut.SOLO:
-                    tokens.append(chr(c))
-    return tokens + [current] if current else tokens
-
-
-def ref_grams(items: list[str], n: int, joiner: str) -> list[str]:
-    """Every n consecutive items joined; all of them when there are fewer; none of none."""
-    if not items or n == 0:
-        return []
-    return [joiner.join(items[j : j + n]) for j in range(len(items) - n + 1)] or [joiner.join(items)]
-
-
-def ref_runs_once(features: list[str]) -> list[str]:
-    """Under V2_RUNS_ONCE, without the features equal to the one just before
-    (equal hashes: for these short strings, equal features)."""
-    if not hashing.V2_RUNS_ONCE:
-        return features
-    return [f for i, f in enumerate(features) if i == 0 or f != features[i - 1]]
-
-
-def ref_features(text: str) -> list[str]:
-    """The token shingles, then the character n-grams (spec §6.4), each part
-    without its runs, repeated as many times as its weight."""
-    tokens = ref_tokens(text)
-    shingles = ref_runs_once(ref_grams(tokens, hashing.V2_TOKEN_SHINGLE, " "))
-    grams = ref_runs_once(ref_grams(list(" ".join(tokens)), hashing.V2_CHAR_GRAM, ""))
-    return shingles * hashing.V2_TOKEN_WEIGHT + grams * hashing.V2_CHAR_WEIGHT
-
-
-def ref_simhash_v2(text: str) -> int:
-    """Each feature votes once per time it is listed: its weight."""
-    hashes = [xxhash.xxh3_64_intdigest(f.encode()) for f in ref_features(text)]
-    return sum(1 << bit for bit in range(64) if 2 * sum(h >> bit & 1 for h in hashes) > len(hashes))
-
-
-script_text = st.text(
-    st.one_of(
-        st.sampled_from(list("aZ09 .,-'\t\u00a0\u00ad\u200b\u3000“”，。ـ\u064e")),
-        st.characters(min_codepoint=0x80, max_codepoint=0x24F),
-        st.characters(min_codepoint=0x3000, max_codepoint=0x30FF),
-        st.characters(min_codepoint=0xAC00, max_codepoint=0xAD00),
-        st.characters(min_codepoint=0xE00, max_codepoint=0xEFF),
-        st.characters(min_codepoint=0xFB00, max_codepoint=0xFFFF, exclude_categories=("Cs",)),
-        st.characters(exclude_categories=("Cs",)),
-    ),
-    max_size=80,
-)
 
 # -- XXH3 of many spans at once (pysimhash_sql/_xxh3.py) ------------------------------
 
@@ -213,8 +140,10 @@ def test_version_one_is_unchanged():
 def test_fingerprint_dispatches_by_version():
     text = "近似重复检测，在每一种语言中。"
     assert fingerprint(text, version=2) == simhash_v2(text) != simhash(text)
-    assert hashing.TEXT_SPEC_VERSION_LATEST == max(hashing.TEXT_SPEC_VERSIONS) == 2
-    for bad in (0, 3, True, "2", None):
+    # The tools' default: the latest version SQL computes (3 is the Python package's until then).
+    assert hashing.TEXT_SPEC_VERSION_LATEST == max(text_spec.SQL_SPEC_VERSIONS) == 2
+    assert hashing.TEXT_SPEC_VERSIONS == (1, 2, 3)
+    for bad in (0, 4, True, "2", None):
         with pytest.raises(ValueError, match="version"):
             fingerprint(text, version=bad)
     with pytest.raises(TypeError):
