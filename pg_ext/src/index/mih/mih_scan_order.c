@@ -78,11 +78,15 @@
 /*
  * Entries a probe costs about as much as, read in order (mih_scan_radius's
  * entries_per_probe): past a plan of rows / this many probes the scan reads
- * every entry instead.  At 1M random rows, warm: a radius query of 24,000
- * probes (k = 14) took 6.5 ms, about 0.27 us a probe, and reading the
- * index whole about 20 ns an entry.
+ * every entry instead.  It also prices the radii that find too few rows and
+ * are followed by the whole read anyway.  Retuned after the band (a whole
+ * read that keeps few rows) at 1M rows, interleaved (docs/design/mih.md):
+ * top-10 of random rows 36.1 ms at 16, 27.4 at 64, 22.3 at 256 (the index
+ * read whole after k = 8 rather than k = 14); lone rows of clustered data
+ * 34.1, 25.7, 20.5 ms; members unchanged.  At 256 the plans of k = 11
+ * (4,918 probes) and 14 (24,203) are probed from 1.3M and 6.2M rows on.
  */
-#define MIH_ORDER_ENTRIES_PER_PROBE 16.0
+#define MIH_ORDER_ENTRIES_PER_PROBE 256.0
 
 /*
  * The hits the first band of a scan keeps before narrowing (28 kB), each
