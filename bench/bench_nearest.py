@@ -55,16 +55,18 @@ HNSW = f"SELECT fp::bigint FROM docs ORDER BY v <~> %s::bigint::simhash64::bit(6
 
 
 def flips(rng: np.random.Generator, count: int, bits: np.ndarray) -> np.ndarray:
-    """count masks, mask i with bits[i] distinct bits set; a million at a time
-    (a random 64-bit order per mask: 512 bytes each while they are drawn)."""
-    masks = np.empty(count, dtype=np.uint64)
-    for start in range(0, count, 1_000_000):
-        part = bits[start:start + 1_000_000]
-        order = np.argsort(rng.random((len(part), 64)), axis=1).astype(np.uint64)
-        chosen = np.arange(64)[None, :] < part[:, None]
-        masks[start:start + len(part)] = np.bitwise_or.reduce(
-            np.where(chosen, np.uint64(1) << order, np.uint64(0)), axis=1)
-    return masks
+    """count masks, mask i with bits[i] <= MAX_FLIP distinct bits set: MAX_FLIP
+    positions drawn per mask, redrawn where two coincide (uniform over the sets
+    of positions), the first bits[i] of them set."""
+    positions = rng.integers(0, 64, size=(count, MAX_FLIP), dtype=np.uint64)
+    while True:
+        ordered = np.sort(positions, axis=1)
+        repeated = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+        if len(repeated) == 0:
+            break
+        positions[repeated] = rng.integers(0, 64, size=(len(repeated), MAX_FLIP), dtype=np.uint64)
+    chosen = np.arange(MAX_FLIP)[None, :] < bits[:, None]
+    return np.bitwise_or.reduce(np.where(chosen, np.uint64(1) << positions, np.uint64(0)), axis=1)
 
 
 def clustered(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
