@@ -38,8 +38,10 @@
  * SIMHASH_COUNT_ROWS rows (past it, the larger of that and the statistic's
  * estimate).  Where the index is not usable (a generic plan's centre, a
  * radius past the probes' budget, a scoped or partial index, a hot standby,
- * whose pages the primary recycles under a scan), the statistic.  The count
- * holds dead rows the index still has, as the index scan reads them.
+ * whose pages the primary recycles under a scan, a user who may not read
+ * every row of the column: row security, vardata's acl_ok), the statistic.
+ * The count holds dead rows the index still has, as the index scan reads
+ * them.
  * Layer: above simhash_mih (mih.h), which never calls this file.
  */
 #include "index/planner_support.h"
@@ -134,7 +136,7 @@ counted_share(PlannerInfo *root, VariableStatData *vardata, Node *center, int ra
 	ListCell   *lc;
 
 	*at_least = false;
-	if (center == NULL || column == NULL || vardata->rel == NULL ||
+	if (center == NULL || column == NULL || vardata->rel == NULL || !vardata->acl_ok ||
 		vardata->rel->reloptkind != RELOPT_BASEREL || vardata->rel->tuples < 1 ||
 		radius < 0 || radius > SIMHASH64_BITS || RecoveryInProgress() || !ActiveSnapshotSet())
 		return -1;

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import uuid
 
 import psycopg
 import pytest
@@ -145,8 +146,8 @@ def test_a_ball_past_the_counts_limit(db: psycopg.Connection) -> None:
 def test_the_count_falls_back_to_the_statistic(db: psycopg.Connection) -> None:
     """No count where the index cannot give one: invalid, partial, scoped, GIN,
     dropped, a radius past the probes' budget, q unknown at plan time (a
-    subquery's, a volatile expression's): the statistic's estimate, the same
-    as with no index at all."""
+    subquery's, a volatile expression's), a reader under row security: the
+    statistic's estimate, the same as with no index at all."""
     rows, _, lone = clustered(60, clusters=200, copies_each=25, lone_rows=5000)
     load(db, rows)
     sql = "SELECT * FROM docs WHERE hamming_within(fp, %s::simhash64, {k})"
@@ -156,12 +157,27 @@ def test_the_count_falls_back_to_the_statistic(db: psycopg.Connection) -> None:
                               (str(lone[0]),))
     volatile = estimated_rows(db, "SELECT * FROM docs WHERE hamming_within(fp, (%s::bigint"
                               " + (random() * 0)::bigint)::simhash64, 8)", (str(lone[0] - 2**63),))
+    reader = f"count_reader_{uuid.uuid4().hex[:12]}"  # roles are the server's: a name of this test's own
+    db.execute(f"CREATE ROLE {reader}")
+    db.execute(f"GRANT SELECT ON docs TO {reader}")
+    db.execute("ALTER TABLE docs ENABLE ROW LEVEL SECURITY")
+    db.execute(f"CREATE POLICY everyone ON docs TO {reader} USING (true)")
+    db.execute(f"SET ROLE {reader}")
+    try:  # row security: no count of rows the reader may not see
+        secured = estimated_rows(db, sql.format(k=8), (str(lone[0]),))
+    finally:
+        db.execute("RESET ROLE")
+        db.execute("DROP POLICY everyone ON docs")
+        db.execute("ALTER TABLE docs DISABLE ROW LEVEL SECURITY")
+        db.execute(f"DROP OWNED BY {reader}")
+        db.execute(f"DROP ROLE {reader}")
     db.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'docs_fp_idx'::regclass")
     invalid = estimated_rows(db, sql.format(k=8), (str(lone[0]),))
     db.execute("DROP INDEX docs_fp_idx")
     statistic = estimated_rows(db, sql.format(k=8), (str(lone[0]),))
     assert counted == 1 and statistic > 10, (counted, statistic)
     assert invalid == subquery == volatile == statistic
+    assert secured == statistic  # the policy's condition (true) keeps every row
     assert at_12 == estimated_rows(db, sql.format(k=12), (str(lone[0]),))
     for index in ["simhash_mih (fp) WHERE id > 0", "simhash_mih (id, fp)", "gin (fp)"]:
         db.execute(f"CREATE INDEX other ON docs USING {index}")
