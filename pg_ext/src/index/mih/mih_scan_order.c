@@ -20,9 +20,10 @@
  * it); the rows of one distance come in one radius, sorted by TID, so a
  * repeat among them is the row before.  But a TID may stand in the index
  * for two fingerprints: an entry a flush copied while VACUUM removed its
- * row (mih.h), whose TID a new row took since, stays until a REINDEX; the
- * executor, rechecking the distance, would return the new row twice, or
- * stop at "index returned tuples in wrong order".  So the TIDs of the
+ * row (mih.h), whose TID a new row took since, stays while that row lives
+ * (VACUUM removes dead TIDs only) or until a REINDEX; the executor,
+ * rechecking the distance, would return the new row twice, or stop at
+ * "index returned tuples in wrong order".  So the TIDs of the
  * distances done are kept too, packed (8 bytes a row returned), sorted, and
  * each row looked up there (a binary search); the rows of a distance join
  * them when the next distance starts.  Only where no index can hold a TID
