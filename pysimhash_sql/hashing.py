@@ -11,8 +11,7 @@ many at once, on every core.
 
 Text fingerprints come in spec versions (TEXT_SPEC_VERSIONS) that are never
 comparable: simhash() is version 1, simhash_v2() version 2, simhash_v3()
-version 3 (computed by the pure-Python code in both implementations until the
-core has it), and fingerprint(text, version=...) any of them, by number.
+version 3, and fingerprint(text, version=...) any of them, by number.
 
 Fingerprints and hashes are unsigned ints in 0 .. 2**64-1. Where a hash is an
 input, a negative int in the signed 64-bit range is read as its two's-complement
@@ -83,7 +82,7 @@ Text = str | bytes | bytearray | memoryview
 # tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size of 0
 # leaves that part out); with V2_RUNS_ONCE, a feature whose hash is the hash of
 # the feature of its part just before it does not vote.  C's home of the same
-# constants: text_v2.c.
+# constants: core/text_walk.h.
 V2_TOKEN_SHINGLE = 3
 V2_TOKEN_WEIGHT = 1
 V2_CHAR_GRAM = 5
@@ -97,7 +96,7 @@ V2_RUNS_ONCE = True
 # share of numbers among its words (a run of SOLO characters one word) instead of once: 0 up to V3_NUMBER_SHARE[0] %, 1 from
 # V3_NUMBER_SHARE[1] % on, in V3_RAMP_STEPS steps (integers: a feature without
 # a digit votes its weight x V3_RAMP_STEPS).  C's home of the same constants:
-# the portable core's text_v3.
+# pg_ext/src/core/text_v3.c.
 V3_MAX_VOTES = 32
 V3_NUMBER_WEIGHT = 2
 V3_NUMBER_SHARE = (15, 25)
@@ -417,9 +416,8 @@ def features_v3(text: Text) -> list[tuple]:
 
 
 def simhash_v3(text: Text) -> TextFingerprint:
-    """The fingerprint of text, spec version 3 (§8); computed in Python by
-    either implementation until the compiled core has it.  An int that
-    carries its version (text_spec.TextFingerprint)."""
+    """The fingerprint of text, spec version 3 (§8): SQL's simhash_v3(text).
+    An int that carries its version (text_spec.TextFingerprint)."""
     return TextFingerprint(_IMPLEMENTATION.simhash_v3(text), 3)
 
 
@@ -652,8 +650,7 @@ class Compiled:
         return self.core.fingerprint(_str_or_bytes(text), 2)
 
     def simhash_v3(self, text: Text) -> int:
-        """Version 3 is not in the core yet: the reference's."""
-        return PURE_PYTHON.simhash_v3(text)
+        return self.core.fingerprint(_str_or_bytes(text), 3)
 
     def vote(self, hashes) -> int:
         if type(hashes) in (list, tuple):  # read in C, unless an item is not an int hash
@@ -663,8 +660,6 @@ class Compiled:
         return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
-        if version == 3:  # not in the core yet
-            return PURE_PYTHON.fingerprints(texts, version, jobs)
         texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
         size = min(shingle_size, self.MAX_SHINGLE_SIZE)
         chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)

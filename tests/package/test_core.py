@@ -62,9 +62,10 @@ def test_the_compiled_core_is_in_use() -> None:
     assert COMPILED.core.SIMD_LEVEL == COMPILED.core.CPU_SIMD_LEVEL
 
 
-def test_the_shared_vectors() -> None:
-    for vector in load_vectors():
-        assert_every_implementation_gives(int(vector["simhash_v2"], 16), vector["text"], 2)
+@pytest.mark.parametrize("version", [2, 3])
+def test_the_shared_vectors(version: int) -> None:
+    for vector in load_vectors(version):
+        assert_every_implementation_gives(int(vector[f"simhash_v{version}"], 16), vector["text"], version)
 
 
 @settings(max_examples=500, deadline=None)
@@ -80,26 +81,44 @@ def test_version_2_matches_the_reference(text: str) -> None:
 
 
 @settings(max_examples=500, deadline=None)
+@given(texts)
+def test_version_3_matches_the_reference(text: str) -> None:
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["12", "3.5", "x200", "the", "link", "中", "文", "٣", "①", " ", "\n", ", "]),
+                max_size=300))
+def test_version_3_numbers_and_repeats_match_the_reference(pieces: list[str]) -> None:
+    """Texts around the ramp's shares of numbers, with features past the cap."""
+    text = "".join(pieces)
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+
+
+@settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=200), st.integers(1, 4))
 def test_bytes_match_the_reference(data: bytes, size: int) -> None:
     """Bytes as they are: ill-formed UTF-8 included (version 2 reads each such sequence as a separator)."""
     assert COMPILED.simhash(data, size) == PURE.simhash(data, size)
     assert COMPILED.simhash_v2(data) == PURE.simhash_v2(data)
+    assert COMPILED.simhash_v3(data) == PURE.simhash_v3(data)
 
 
 def test_mixed_runs_match_the_reference() -> None:
     for text in mixed_texts(49, 20):
         assert COMPILED.simhash_v2(text) == PURE.simhash_v2(text), text[:200]
+        assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text), text[:200]
         assert COMPILED.simhash(text, 3) == PURE.simhash(text, 3), text[:200]
 
 
 @pytest.mark.parametrize("level", SIMD_LEVELS)
 def test_every_simd_level_gives_the_same_bits(level: str) -> None:
-    texts = mixed_texts(4949, 12) + [v["text"] for v in load_vectors()]
-    for version in (1, 2):
+    texts = mixed_texts(4949, 12) + [v["text"] for v in load_vectors(2) + load_vectors(3)]
+    reference = {1: lambda t: PURE.simhash(t, 3), 2: PURE.simhash_v2, 3: PURE.simhash_v3}
+    for version in (1, 2, 3):
         got = fingerprints_in_fresh_interpreter(texts, version, {"PYSIMHASH_SQL_SIMD": level})
         assert got["implementation"] == "c"
-        assert got["values"] == [PURE.simhash(t, 3) if version == 1 else PURE.simhash_v2(t) for t in texts]
+        assert got["values"] == [reference[version](t) for t in texts]
     cpu = COMPILED.core.CPU_SIMD_LEVEL
     assert got["simd"] == min(level, cpu, key=SIMD_LEVELS[::-1].index)
 
@@ -112,7 +131,7 @@ def test_a_wrong_simd_level_is_refused() -> None:
 
 def test_without_the_module_the_same_bits() -> None:
     texts = mixed_texts(7, 6) + ["", "a", "近似重复"]
-    for version in (1, 2):
+    for version in (1, 2, 3):
         got = fingerprints_in_fresh_interpreter(texts, version, {"PYSIMHASH_SQL_PURE_PYTHON": "1"})
         assert got["implementation"] == "python" and got["simd"] is None
         assert got["values"] == [int(v) for v in hashing.fingerprints(texts, version=version)]
@@ -121,7 +140,7 @@ def test_without_the_module_the_same_bits() -> None:
 # -- fingerprints(): many at once, in threads ----------------------------------------
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])  # 3: the reference's in both implementations, for now
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_fingerprints_in_threads_equal_one_by_one(version: int) -> None:
     texts = mixed_texts(11, 40) + [b"bytes \xff too", bytearray(b"a bytearray"), memoryview(b"a memoryview")]
     one_by_one = [hashing.fingerprint(text, version=version) for text in texts]

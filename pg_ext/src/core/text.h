@@ -1,6 +1,6 @@
 /*
  * text.h — the text fingerprints of every spec version (docs/fingerprint-spec.md
- * §3 and §6): their entry points, and what they share: features handed to a
+ * §3, §6 and §8): their entry points, and what they share: features handed to a
  * callback, XXH3-64 (xxhash.h, inlined), their hashes voted in batches.
  */
 #ifndef SIMHASH_CORE_TEXT_H
@@ -41,6 +41,19 @@ extern SimhashStatus text_v2_walk_tokens(const char *text, size_t len, int64_t u
 										 FeatureCallback emit, void *arg);
 extern SimhashStatus text_v2_walk_features(const char *text, size_t len, int64_t unused,
 										   FeatureCallback emit, void *arg);
+
+/* Receives one feature that votes, with its votes (version 3's walk of features). */
+typedef void (*WeightedFeatureCallback) (const char *data, size_t len, int64_t votes, void *arg);
+
+/*
+ * Version 3 (text_v3.c): the fingerprint; the tokens (size unused); the
+ * features that vote with their votes, the token shingles first.
+ */
+extern SimhashStatus text_v3_fingerprint(const char *text, size_t len, uint64_t *result);
+extern SimhashStatus text_v3_walk_tokens(const char *text, size_t len, int64_t unused,
+										 FeatureCallback emit, void *arg);
+extern SimhashStatus text_v3_walk_features(const char *text, size_t len,
+										   WeightedFeatureCallback emit, void *arg);
 
 /* The fingerprint of feature hashes (spec §1, simhash-py's compute), and weighted (§2). */
 extern uint64_t hashes_fingerprint(const uint64_t *hashes, size_t n);

@@ -17,23 +17,9 @@
  * without reading memory back (8 at a time with AVX-512, 4 with AVX2) and
  * voted in vectors.
  */
-#include "core/text.h"
+#include "core/text_walk.h"
 
 #include "core/unicode_tables.h"
-
-/*
- * The features of version 2 (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens,
- * each voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of
- * the tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size
- * of 0 leaves that part out); with V2_RUNS_ONCE, a feature whose hash is the
- * hash of the feature of its part just before it does not vote.  Python's home
- * of the same constants: pysimhash_sql/hashing.py.
- */
-#define V2_TOKEN_SHINGLE 3
-#define V2_TOKEN_WEIGHT 1
-#define V2_CHAR_GRAM 5
-#define V2_CHAR_WEIGHT 2
-#define V2_RUNS_ONCE true
 
 /* XXH3 hashes an input of 4 to 8 bytes by one formula: ASCII n-grams are hashed in registers. */
 #define V2_CHAR_GRAM_IN_REGISTER (V2_CHAR_GRAM >= 4 && V2_CHAR_GRAM <= 8)
@@ -71,28 +57,6 @@ static char ascii_token_byte[128];
 /* Whether those are the ASCII letters, lowered (digits separate: write_ascii_word8 assumes it). */
 static bool ascii_word8_ok = false;
 
-/*
- * What a walk over a text emits: the features of each part (size 0: none).
- * Every function of the walk takes it as an argument of its own, never inside
- * the TokenWriter (whose address escapes): so, inlined into a caller whose
- * parts are a const local, the sizes and callbacks are constants.
- */
-typedef struct FeatureParts
-{
-	int32_t		token_size;		/* shingles of this many tokens */
-	int32_t		char_size;		/* n-grams of this many characters */
-	FeatureCallback emit_token;
-	FeatureCallback emit_char;
-	void	   *token_arg;
-	void	   *char_arg;
-	/* Called with each arg before the buffer moves, and at the end (or NULL). */
-	void		(*settle) (void *arg);
-	/*
-	 * The fingerprint's parts (token_arg and char_arg are PartVotes of the
-	 * V2_* sizes): runs of ASCII go through ascii_run_voting.
-	 */
-	bool		vote_ascii;
-} FeatureParts;
 
 typedef struct TokenWriter
 {
@@ -105,6 +69,10 @@ typedef struct TokenWriter
 	size_t		recent_chars[RECENT_CHARS]; /* start of character j at [j % RECENT_CHARS] */
 	int64_t		nchars;			/* characters written (the joining spaces too) */
 	int64_t		ascii_tail;		/* how many of the last characters written are ASCII */
+	/* With parts->digits only (version 3): */
+	bool		open_digit;		/* the open token is a number */
+	bool		last_solo;		/* the last character (not dropped) was SOLO */
+	TextCounts	counts;
 } TokenWriter;
 
 static inline uint32_t
@@ -294,16 +262,42 @@ write_utf8(TokenWriter *w, const FeatureParts *parts, uint32_t c)
 	char_written(w, parts, start);
 }
 
-/* One normalised character c of the given kind (spec §6.3). */
+/* A digit 0-9 with parts->digits (spec §8.2): a number is a token of its own. */
+static SH_ALWAYS_INLINE void
+put_digit(TokenWriter *w, const FeatureParts *parts, uint32_t c)
+{
+	if (w->open && !w->open_digit)
+		end_token(w, parts);
+	if (!w->open)
+	{
+		begin_token(w, parts);
+		w->open_digit = true;
+		w->counts.numbers++;
+	}
+	write_ascii(w, parts, (char) c);
+}
+
+/*
+ * One normalised character c of the given kind (spec §6.3; with
+ * parts->digits, §8.2: digits 0-9, SEPARATOR in the tables, make numbers).
+ */
 static SH_ALWAYS_INLINE void
 put_char(TokenWriter *w, const FeatureParts *parts, uint32_t c, uint32_t kind)
 {
 	switch (kind)
 	{
 		case UNICODE_WORD:
+			if (parts->digits && w->open && w->open_digit)
+				end_token(w, parts);
 			if (!w->open)
+			{
 				begin_token(w, parts);
+				if (parts->digits)
+					w->open_digit = false;
+			}
 			write_utf8(w, parts, c);
+			if (parts->digits)
+				w->last_solo = false;
 			break;
 		case UNICODE_SOLO:
 			if (w->open)
@@ -311,8 +305,22 @@ put_char(TokenWriter *w, const FeatureParts *parts, uint32_t c, uint32_t kind)
 			begin_token(w, parts);
 			write_utf8(w, parts, c);
 			end_token(w, parts);
+			if (parts->digits)
+			{
+				w->counts.solo_following += w->last_solo;
+				w->last_solo = true;
+			}
 			break;
 		case UNICODE_SEPARATOR:
+			if (parts->digits)
+			{
+				w->last_solo = false;
+				if (c - '0' < 10)
+				{
+					put_digit(w, parts, c);
+					break;
+				}
+			}
 			if (w->open)
 				end_token(w, parts);
 			break;
@@ -942,6 +950,9 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 	w.open = false;
 	w.nchars = 0;
 	w.ascii_tail = 0;
+	w.open_digit = false;
+	w.last_solo = false;
+	memset(&w.counts, 0, sizeof(w.counts));
 
 	while (i < len)
 	{
@@ -969,7 +980,10 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 			if (parts->vote_ascii && ascii_voting_ready(&w))
 				break;
 
-			if (b != 0)
+			if (parts->digits)
+				put_char(&w, parts, b != 0 ? (uint32_t) (unsigned char) b : in[i],
+						 b != 0 ? UNICODE_WORD : UNICODE_SEPARATOR);
+			else if (b != 0)
 			{
 				if (!w.open)
 					begin_token(&w, parts);
@@ -998,6 +1012,11 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 		parts->emit_char(w.norm, w.pos, parts->char_arg);
 	settle_parts(&w, parts);
 	simhash_core_host.free(w.norm);
+	if (parts->digits && parts->counts != NULL)
+	{
+		w.counts.tokens = w.ntokens;
+		*parts->counts = w.counts;
+	}
 	return SIMHASH_OK;
 }
 
@@ -1010,7 +1029,7 @@ text_v2_fingerprint(const char *text, size_t len, uint64_t *result)
 				char_batch;
 	PartVotes	tokens = {.batch = &token_batch};
 	PartVotes	chars = {.batch = &char_batch};
-	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER, false, NULL};
 	SimhashVote vote;
 	SimhashStatus status;
 
@@ -1033,7 +1052,7 @@ text_v2_fingerprint(const char *text, size_t len, uint64_t *result)
 SimhashStatus
 text_v2_walk_tokens(const char *text, size_t len, int64_t unused, FeatureCallback emit, void *arg)
 {
-	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL, false};
+	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL, false, false, NULL};
 
 	(void) unused;
 	return for_each_feature_v2(text, len, &parts);
@@ -1053,16 +1072,29 @@ text_v2_walk_features(const char *text, size_t len, int64_t unused, FeatureCallb
 	for (int k = 0; V2_TOKEN_SHINGLE > 0 && k < V2_TOKEN_WEIGHT && status == SIMHASH_OK; k++)
 	{
 		PartVotes	tokens = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL, false};
+		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL, false, false, NULL};
 
 		status = for_each_feature_v2(text, len, &parts);
 	}
 	for (int k = 0; V2_CHAR_GRAM > 0 && k < V2_CHAR_WEIGHT && status == SIMHASH_OK; k++)
 	{
 		PartVotes	chars = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL, false};
+		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL, false, false, NULL};
 
 		status = for_each_feature_v2(text, len, &parts);
 	}
 	return status;
+}
+
+/* ---------- version 3's tokens (text_walk.h) ---------- */
+
+SimhashStatus
+text_walk_numbers(const char *text, size_t len, const FeatureParts *given)
+{
+	FeatureParts parts = *given;
+
+	/* Digits make numbers; ascii_run_voting knows only version 2's tokens. */
+	parts.digits = true;
+	parts.vote_ascii = false;
+	return for_each_feature_v2(text, len, &parts);
 }
