@@ -153,7 +153,7 @@ PY
 
 if [ -n "$BENCH" ]; then
     install_bench_corpus
-    if bench_runs fingerprint_quality; then unpack_fingerprint_corpus; fi
+    if bench_runs fingerprint_quality dedupe; then unpack_fingerprint_corpus; fi
     if bench_runs nearest; then install_pgvector; fi
 else
     # Headless Chromium, which tests/package/test_report_browser.py opens the

@@ -14,6 +14,7 @@ case ${1:-} in
     *) extras=test${1:+,$1} ;;
 esac
 stamp=$VENV/.installed-$extras
+TEXT_DEDUP=text-dedup==0.4.0
 # The compiled fingerprint core (setup.py): rebuilt when its C or its build changed.
 core_stamp=$VENV/.built-core
 # Quiet unless something fails: pip's warnings are not news to the user.
@@ -34,6 +35,9 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/setu
     export PIP_CACHE_DIR=$VENV/.pip-cache
     quietly "$VENV/bin/python" -m pip install --upgrade pip
     quietly "$VENV/bin/python" -m pip install -e "$ROOT[$extras]"
+    # bench_dedupe.py's rival, text-dedup, without the dependencies of its other
+    # scripts (pyspark, unisim): what its simhash script imports is in the bench extra.
+    case $extras in *bench*) quietly "$VENV/bin/python" -m pip install --no-deps "$TEXT_DEDUP" ;; esac
     touch "$stamp" "$core_stamp"
 fi
 if [ -n "$(find "$ROOT/setup.py" "$ROOT/pysimhash_sql/_core.c" "$ROOT/pg_ext/src/core" -newer "$core_stamp" 2>/dev/null | head -1)" ] ||

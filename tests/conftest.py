@@ -22,16 +22,19 @@ from toolbox import ROOT
 OWN_BASETEMP = pytest.StashKey[Path]()
 
 # What these tests do not depend on the PostgreSQL major: Python-only code
-# (the package's hashing, text spec 2, HTML text, simhash-py's API, the
+# (the package's hashing and its compiled core, text specs 2 and 3, corpus dedupe, HTML text, simhash-py's API, the
 # benchmarks' corpus and copies) and the distributions (sdist, wheel, Docker
 # context, README).  Marked ``major_independent``: `make test-all` runs them
 # on the newest major only (SIMHASH_SKIP_MAJOR_INDEPENDENT, scripts/test.sh),
 # `make test` on any major runs them.  Paths relative to tests/.
 MAJOR_INDEPENDENT = (
+    "package/test_core.py",
+    "package/test_corpus_dedupe.py",
     "package/test_hashing.py",
     "package/test_html.py",
     "package/test_simhash_py_compat.py",
     "package/test_text_v2.py",
+    "package/test_text_v3.py",
     "package/test_unicode_tables.py",
     "bench/test_fingerprint_corpus.py",
     "bench/test_fingerprint_quality.py",

@@ -9,6 +9,7 @@
     pysimhash-sql nearest        the n rows of a table most similar to a fingerprint, a file or a row
     pysimhash-sql refingerprint  a table's fingerprints moved to another text spec version, online
     pysimhash-sql report         an HTML near-duplicate report of a table or of files, to choose a threshold
+    pysimhash-sql dedupe         a corpus (JSON Lines, Parquet, files, WARC) without its near-duplicates
 
 Mistakes (a bad argument or connection string, a missing table) are reported
 in one line on stderr with exit status 1.  Inputs that cannot be read (a
@@ -30,6 +31,8 @@ from ..index_kinds import DEFAULT_METHOD, INDEX_METHODS
 from ..text_spec import SQL_SPEC_VERSIONS, TEXT_SPEC_VERSION_LATEST
 from .errors import UserError
 from .output import FORMATS, skipped
+
+CLUSTER_FIELD, KEPT_FIELD = "cluster_id", "kept"  # dedupe --mark's fields (cli/dedupe.py reads them here)
 from .settings import Settings
 
 EXIT_SKIPPED = 3
@@ -224,6 +227,33 @@ def build_parser() -> argparse.ArgumentParser:
                              "else a sample of this many (default 2000)")
     report.add_argument("--max-distance", type=int, default=16,
                         help="the farthest nearest neighbour looked for, in bits (default 16)")
+    dedupe = command(
+        "dedupe", "dedupe:dedupe_command",
+        "write a corpus without its near-duplicates, in its format (JSON Lines, compressed like it; Parquet with "
+        "its schema; files and web pages as JSON Lines): one document of each cluster within --distance bits "
+        "kept, by --keep (docs/cli.md, 'dedupe')",
+        options(documents_in, fingerprinting))
+    dedupe.add_argument("-o", "--output", required=True,
+                        help="the file to write (written under a temporary name beside it, renamed when complete); "
+                             "JSON Lines are compressed as its suffix says (.gz, .bz2, .xz, .zst), else like the input")
+    dedupe.add_argument("-d", "--distance", type=int, default=3,
+                        help="most bits two near-duplicates differ in (default 3)")
+    dedupe.add_argument("--keep", default="first", metavar="first|longest|FIELD",
+                        help="which document of a cluster to keep: the first in input order (default), the "
+                             "longest text, or the one with the highest value of FIELD (a date in ISO 8601, a score; "
+                             "missing counts lowest); ties go to the first")
+    dedupe.add_argument("--mark", action="store_true",
+                        help=f"keep every document and add two fields: {CLUSTER_FIELD} (the position in the input of "
+                             f"its cluster's first document, from 0) and {KEPT_FIELD} (true for the one kept)")
+    dedupe.add_argument("--removed", metavar="FILE",
+                        help="also write a JSON Lines record per removed document: its id, the id of the document "
+                             "kept of its cluster (duplicate_of) and their distance in bits")
+    dedupe.add_argument("--strict", action="store_true",
+                        help="refuse a malformed record (exit status 1, nothing written) instead of skipping it")
+    dedupe.add_argument("--dsn", help="find the clusters in this PostgreSQL database (simhash_clusters; a temporary "
+                                      "table) instead of here; the same output")
+    dedupe.add_argument("--backend", choices=("auto", "extension", "plain"), default="auto",
+                        help="with --dsn: plain for a database without the extension (the clusters then found here)")
     return parser
 
 

@@ -11,9 +11,11 @@ text of one document is not.
 from __future__ import annotations
 
 import bz2
+import gzip
 import lzma
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 MAX_DECOMPRESSED = 256 * 2**20
 CHUNK = 2**20
@@ -101,3 +103,69 @@ def zstandard_read(data: bytes, limit: int) -> bytes:
 def read_bytes(path: Path) -> bytes:
     """A file's bytes, decompressed if it is compressed."""
     return decompress(path.read_bytes())
+
+
+# -- streams: a corpus's JSON Lines, read and written a line at a time (dedupe) -------
+
+SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd"}
+
+
+def compression_of_file(path: Path) -> str | None:
+    """The compression a file's first bytes say it has, if any."""
+    with open(path, "rb") as stream:
+        return compression_of(stream.read(8))
+
+
+def compression_of_name(name: str) -> str | None:
+    """The compression a file name's suffix names, if any."""
+    return SUFFIXES.get(Path(name).suffix.lower())
+
+
+def open_stream(path: Path) -> BinaryIO:
+    """A file's bytes as a stream, decompressed as they are read if it is
+    compressed (whatever its size: no MAX_DECOMPRESSED here)."""
+    name = compression_of_file(path)
+    if name is None:
+        return open(path, "rb")
+    if name == "zstd":
+        try:
+            from compression import zstd  # Python 3.14
+            return zstd.open(path, "rb")
+        except ImportError:
+            import io
+
+            import zstandard
+            raw = open(path, "rb")
+            return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True,
+                                                                                 closefd=True))
+    return {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}[name](path, "rb")
+
+
+def compressing(raw: BinaryIO, name: str | None) -> BinaryIO:
+    """A stream writing into raw, compressed by ``name`` (None: as it is);
+    closing it finishes the compressed data and leaves raw open.  gzip's
+    header carries no time nor name: the same data compresses to the same bytes."""
+    if name is None:
+        return _Unclosed(raw)
+    if name == "gzip":
+        return gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+    if name == "bzip2":
+        return bz2.BZ2File(raw, "wb")
+    if name == "xz":
+        return lzma.LZMAFile(raw, "wb")
+    try:
+        from compression import zstd  # Python 3.14
+        return zstd.ZstdFile(raw, "wb")
+    except ImportError:
+        import zstandard
+        return zstandard.ZstdCompressor().stream_writer(raw, closefd=False)
+
+
+class _Unclosed:
+    """raw, its close() left to its owner."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.write = raw.write
+
+    def close(self) -> None:
+        pass

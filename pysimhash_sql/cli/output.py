@@ -83,15 +83,28 @@ class Skipped:
     def __init__(self) -> None:
         self.count = 0
         self.verbose = False
+        self.silent = False
         self.reasons: Counter[str] = Counter()
 
     def __call__(self, message: str, reason: str | None = None, count: int = 1) -> None:
         """message: the line --verbose prints; reason: what the summary counts it as
         (default: the message's last clause before "; skipped")."""
+        if self.silent:
+            return
         self.count += count
         self.reasons[reason or message.split(": ")[-1].removesuffix("; skipped")] += count
         if self.verbose:
             tqdm.write(f"pysimhash-sql: {message}", file=sys.stderr)  # clear of a progress bar
+
+    @contextmanager
+    def muted(self) -> Iterator[None]:
+        """Within the block, nothing is counted nor reported: inputs read a
+        second time (dedupe) were reported by the first reading."""
+        self.silent = True
+        try:
+            yield
+        finally:
+            self.silent = False
 
     def summary(self) -> str | None:
         """One line: how many inputs were skipped, by reason, most common first (ties alphabetically)."""

@@ -30,7 +30,7 @@ class Settings:
     verbose: bool = False
     encoding: str = "auto"
     format: str = "csv"
-    jobs: int | None = None  # fingerprint, ingest, refingerprint
+    jobs: int | None = None  # fingerprint, ingest, refingerprint, dedupe
     # the database
     dsn: str | None = None
     table: str = "documents"
@@ -49,6 +49,11 @@ class Settings:
     to: int | None = None
     keep_old: bool = False
     drop_kept: bool = False
+    # dedupe
+    keep: str = "first"
+    mark: bool = False
+    removed: str | None = None
+    strict: bool = False
     # nearest
     query_fingerprint: str | None = None
     query_file: str | None = None

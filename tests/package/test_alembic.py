@@ -526,15 +526,14 @@ def test_autogenerate_leaves_a_move_under_way_alone(tmp_path, simhash_engine, si
     trigger that fills it, as refingerprint's prepare leaves them): no
     drop_column for fp_v2, which would make the trigger fail every write;
     without the trigger, the column is one as any other."""
-    from argparse import Namespace
-
     from pysimhash_sql import hashing
     from pysimhash_sql.cli import refingerprint
+    from pysimhash_sql.cli.settings import Settings
 
     cfg = new_project(tmp_path, simhash_engine.url, WITHOUT_INDEX)
     autogenerate(cfg, "pages")
     command.upgrade(cfg, "head")
-    args = Namespace(table="pages", column="fp", text_column="url", to=2, keep_old=False, backend="auto")
+    args = Settings(table="pages", column="fp", text_column="url", to=2, keep_old=False, backend="auto")
     refingerprint.prepare(simhash_db, refingerprint.plan(simhash_db, args))
     simhash_db.execute("INSERT INTO pages (id, url) VALUES (1, 'harbour ferry')")
     assert simhash_db.execute("SELECT fp_v2::text FROM pages").fetchone() == (str(hashing.simhash_v2("harbour ferry")),)

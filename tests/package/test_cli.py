@@ -481,17 +481,24 @@ def test_readme_command_line_example(db: psycopg.Connection, tmp_path: Path) -> 
 
 # -- the terminal ------------------------------------------------------------------------------
 
-def test_progress_bar_on_a_terminal_only() -> None:
-    assert run("fingerprint", str(CORPUS)).stderr == ""  # piped: quiet
+def on_a_terminal(*args: str) -> bytes:
+    """What the CLI shows on stderr when stderr is a terminal (24 rows, 100
+    columns); asserts it succeeded."""
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 rows, 100 columns
-    with subprocess.Popen([CLI, "fingerprint", str(CORPUS)], stdout=subprocess.DEVNULL, stderr=terminal) as proc:
+    with subprocess.Popen([CLI, *args], stdout=subprocess.DEVNULL, stderr=terminal) as proc:
         os.close(terminal)
         shown = b""
         while chunk := _read_pty(controller):
             shown += chunk
     os.close(controller)
     assert proc.returncode == 0
+    return shown
+
+
+def test_progress_bar_on_a_terminal_only() -> None:
+    assert run("fingerprint", str(CORPUS)).stderr == ""  # piped: quiet
+    shown = on_a_terminal("fingerprint", str(CORPUS))
     count = len(list(CORPUS.iterdir()))
     assert f"{count}/{count}".encode() in shown and b"doc/s" in shown
 
@@ -641,7 +648,7 @@ def test_nearest_by_value_file_and_row_is_brute_force(db: psycopg.Connection, ne
 
 @pytest.mark.parametrize("argv", [["find-all"], ["find-clusters"], ["fingerprint", "a.txt"], ["ingest", "a.txt"],
                                   ["refingerprint"], ["dupes"], ["clusters", "--singletons"], ["report", "a.txt"],
-                                  ["nearest", "--id", "3"]])
+                                  ["nearest", "--id", "3"], ["dedupe", "a.jsonl", "-o", "b.jsonl"]])
 def test_every_commands_options_are_one_frozen_settings(argv) -> None:
     """Each command's options parse into Settings (a field for each), which no
     command can rewrite."""
@@ -651,6 +658,7 @@ def test_every_commands_options_are_one_frozen_settings(argv) -> None:
     from pysimhash_sql.cli.settings import Settings
 
     settings = Settings.parsed(build_parser().parse_args(argv))
-    assert settings.run.split(":")[0] in {"hashes", "fingerprint", "database", "refingerprint", "report", "nearest"}
+    assert settings.run.split(":")[0] in {"hashes", "fingerprint", "database", "refingerprint", "report", "nearest",
+                                            "dedupe"}
     with pytest.raises(FrozenInstanceError):
         settings.backend = "plain"

@@ -59,7 +59,9 @@ def test_python_tour_runs() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == str(hashing.hamming_distance(fp, near))
     assert lines[1] == "True"  # version 2 ignores punctuation
-    pairs = ast.literal_eval(lines[3])
+    assert lines[2] == "True"  # version 3 counts the numbers of a page made of them
+    assert int(lines[3]) == hashing.compute([hashing.unsigned_hash(word.encode()) for word in "abcd"])
+    pairs = ast.literal_eval(lines[4])
     assert tuple(sorted((fp, fp ^ 0b101))) in pairs  # 2 bits apart
     assert all(hashing.hamming_distance(a, b) <= 3 for a, b in pairs)
 

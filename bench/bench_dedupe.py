@@ -1,0 +1,185 @@
+"""pysimhash-sql dedupe end to end, beside text-dedup's simhash script, on
+one corpus of real text with near-duplicates injected (dedupe_corpus.py):
+precision, recall and F1 of the removed documents, documents/s and MB/s,
+and peak memory (the largest resident set of the run's processes, from
+wait4); then the in-memory engine's state per document at --state documents
+(default 10M), from which 100M is said.
+
+    make bench BENCH=dedupe                                   # 200,000 documents
+    make bench BENCH=dedupe BENCH_ARGS="--documents 50000 --state 1000000"
+    make bench BENCH=dedupe BENCH_ARGS="--skip-text-dedup"    # ours only
+
+text-dedup runs with its defaults (character 3-grams, 64 bits, 3 bits
+apart, 4 blocks) on as many processes as --jobs (default every core), as we do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import dedupe_corpus
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(Path(sys.executable).with_name("pysimhash-sql"))
+
+
+def run_measured(argv: list[str], env: dict | None = None) -> tuple[float, float, float]:
+    """Runs argv; its wall time and CPU time (user and system, of it and its
+    children: the machine is shared, and CPU time moves far less with the
+    load than wall time) in seconds, and the largest resident set of it and
+    its children (wait4's ru_maxrss) in MiB.  Fails if it does."""
+    start = time.perf_counter()
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 3):
+        sys.exit(f"{argv[:3]} failed: {stderr.decode(errors='replace')[-2000:]}")
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def ours(corpus: Path, work: Path, jobs: int, dsn: str | None) -> tuple[float, float, float, set[int]]:
+    removed = work / "removed.jsonl"
+    argv = [CLI, "dedupe", str(corpus), "-o", str(work / "out.jsonl"), "--removed", str(removed), "--jobs", str(jobs)]
+    seconds, cpu, mib = run_measured(argv + (["--dsn", dsn] if dsn else []))
+    return seconds, cpu, mib, {json.loads(line)["id"] for line in removed.read_text().splitlines()}
+
+
+def text_dedup(corpus: Path, work: Path, jobs: int, total: int) -> tuple[float, float, float, set[int]]:
+    out = work / "text-dedup"
+    argv = [sys.executable, "-m", "text_dedup.simhash", "--path", "json", "--data_files", str(corpus),
+            "--split", "train", "--cache_dir", str(work / "cache"), "--output", str(out), "--column", "text",
+            "--num_proc", str(jobs), "--clean_cache"]
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf")}
+    seconds, cpu, mib = run_measured(argv, env)
+    from datasets import load_from_disk
+
+    kept = set(load_from_disk(str(out))["id"])
+    return seconds, cpu, mib, set(range(total)) - kept
+
+
+def one_core_mb_s(corpus: dedupe_corpus.Corpus, sample: int = 3000) -> float:
+    """MB per CPU-second of one core's fingerprints (fingerprint_batch, as dedupe calls it)."""
+    from pysimhash_sql.corpus_dedupe import fingerprint_batch
+
+    texts = [r["text"] for _, r in zip(range(sample), corpus.records())]
+    start = time.process_time()
+    fingerprint_batch(texts, version=2, jobs=1)
+    return sum(len(t.encode()) for t in texts) / 1e6 / (time.process_time() - start)
+
+
+STATE_SCRIPT = """
+import sys, time, numpy as np, resource
+from pysimhash_sql.corpus_dedupe import Collector, lean_allocations
+lean_allocations()  # as pysimhash-sql dedupe
+def resident():  # bytes resident now
+    return int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize()
+n = int(sys.argv[1]); rng = np.random.default_rng(1)
+base = resident()
+collector = Collector(sys.argv[2])
+chunk = 1 << 16
+for start in range(0, n, chunk):
+    m = min(chunk, n - start)
+    fps = rng.integers(0, 2**64, m, dtype=np.uint64, endpoint=False)
+    copies = rng.random(m) < 0.3  # 30 % near copies of a document, 1 bit away
+    flips = np.uint64(1) << rng.integers(0, 64, int(copies.sum()), dtype=np.uint64)
+    fps[copies] = fps[rng.integers(0, m, int(copies.sum()))] ^ flips
+    collector.add(fps, [""] * m if sys.argv[2] == "longest" else (), None)
+collector.fingerprints()
+held = resident()
+t = time.perf_counter()
+clusters = collector.clusters(3)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(base, held, peak, time.perf_counter() - t, int((~clusters.keep_mask).sum()))
+"""
+
+
+def state(documents: int, keep: str) -> tuple[float, float, float, int]:
+    """The in-memory engine at ``documents`` fingerprints (of the keep rule):
+    bytes a document held, bytes a document at the peak (the search), seconds, removed."""
+    out = subprocess.run([sys.executable, "-c", STATE_SCRIPT, str(documents), keep], capture_output=True,
+                         text=True, check=True).stdout.split()
+    base, held, peak = map(int, out[:3])
+    return (held - base) / documents, (peak - base) / documents, float(out[3]), int(out[4])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=200_000, help="corpus size (default 200,000)")
+    parser.add_argument("--state", type=int, default=10_000_000,
+                        help="documents of the state measure (default 10M; 0: none)")
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--skip-text-dedup", action="store_true")
+    parser.add_argument("--skip-dsn", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="20,000 documents, state at 1M")
+    args, _ = parser.parse_known_args()
+    if args.quick:
+        args.documents, args.state = 20_000, 1_000_000
+
+    corpus = dedupe_corpus.build(args.documents)
+    work = Path(tempfile.mkdtemp(prefix="bench-dedupe-"))
+    try:
+        plain = work / "corpus.jsonl"  # JSON Lines in, JSON Lines out: no decompression in the figures
+        with gzip.open(corpus.path, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        total, size = len(corpus.groups), plain.stat().st_size
+        should = total - len(set(corpus.groups))
+        print(f"corpus: {total} documents, {size / 1e6:.1f} MB of JSON Lines, {should} copies to remove "
+              f"(dedupe_corpus.py), {args.jobs} jobs on {os.cpu_count()} CPUs")
+        dsn = None
+        if not args.skip_dsn and os.environ.get("PGHOST"):
+            import psycopg
+
+            dsn = "postgresql://"
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS simhash")
+        runs = [("pysimhash-sql dedupe", lambda: ours(plain, work, args.jobs, None))]
+        if dsn:
+            runs.append(("pysimhash-sql dedupe --dsn", lambda: ours(plain, work, args.jobs, dsn)))
+        if not args.skip_text_dedup:
+            runs.append(("text-dedup simhash", lambda: text_dedup(plain, work, args.jobs, total)))
+        print("wall: seconds of the run; CPU: seconds of CPU time of its processes, and documents and MB a "
+              "CPU-second (the machine is shared: CPU time is the steadier measure)")
+        print(f"{'':28} {'wall s':>8} {'CPU s':>8} {'docs/CPU-s':>10} {'MB/CPU-s':>8} {'docs/s':>7} {'peak MiB':>9} "
+              f"{'removed':>8} {'precision':>9} {'recall':>7} {'F1':>6}")
+        results = {}
+        for name, run in runs:
+            seconds, cpu, mib, removed = run()
+            precision, recall, f1 = dedupe_corpus.scores(corpus.groups, removed)
+            results[name] = (seconds, cpu, mib, removed)
+            print(f"{name:28} {seconds:8.1f} {cpu:8.1f} {total / cpu:10.0f} {size / 1e6 / cpu:8.2f} "
+                  f"{total / seconds:7.0f} {mib:9.0f} {len(removed):8d} {precision:9.3f} {recall:7.3f} {f1:6.3f}",
+                  flush=True)
+        if dsn:
+            same = results["pysimhash-sql dedupe"][3] == results["pysimhash-sql dedupe --dsn"][3]
+            print(f"--dsn removes the same documents as in memory: {same}")
+        if "text-dedup simhash" in results:
+            a, b = results["pysimhash-sql dedupe"], results["text-dedup simhash"]
+            print(f"against text-dedup: {b[1] / a[1]:.1f}x its speed in CPU time ({b[0] / a[0]:.1f}x in wall time), "
+                  f"{a[2] / b[2]:.2f}x its peak memory")
+        mb_s = one_core_mb_s(corpus)
+        print(f"one core's fingerprints: {mb_s:.2f} MB a CPU-second; end to end (first row): "
+              f"{size / 1e6 / results['pysimhash-sql dedupe'][1]:.2f} MB a CPU-second of all its processes, "
+              f"{size / 1e6 / results['pysimhash-sql dedupe'][1] / mb_s:.2f}x one core's fingerprints")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.state:
+        print(f"\nthe in-memory engine's state at {args.state:,} documents (30 % near copies), "
+              "resident bytes a document:")
+        for keep in ("first", "longest"):
+            held, peak, seconds, removed = state(args.state, keep)
+            print(f"  --keep {keep:8} held {held:5.1f}, at the search's peak {peak:5.1f} "
+                  f"({seconds:.1f} s, {removed:,} removed); 100M documents: {peak * 1e8 / 2**30:.1f} GiB")
+
+
+if __name__ == "__main__":
+    main()

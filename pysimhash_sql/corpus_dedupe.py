@@ -1,0 +1,344 @@
+"""Deduplicate a corpus: which documents to keep, one per cluster of near-duplicates.
+
+The job of ``pysimhash-sql dedupe`` (pysimhash_sql/cli/dedupe.py) as Python
+functions, over an iterable of records (dicts, or plain strings) or over an
+Arrow table (pyarrow, the ``parquet`` extra; a Hugging Face dataset's
+``dataset.data``)::
+
+    from datasets import load_dataset
+    from pysimhash_sql.corpus_dedupe import dedupe_table_indices
+
+    dataset = load_dataset("json", data_files="corpus.jsonl", split="train")
+    kept = dedupe_table_indices(dataset.data, text_column="text", distance=3)
+    dataset = dataset.select(kept)          # one document of each cluster, in input order
+
+    from pysimhash_sql.corpus_dedupe import dedupe_records
+    kept = dedupe_records([{"text": "a b c"}, {"text": "a b c"}])   # [0]
+
+How: every text is fingerprinted (text spec version 2 by default, as SQL's
+simhash_v2(text); on every core: ``fingerprint_batch``); every pair of
+fingerprints within ``distance`` bits is found (the package's numpy find_all,
+_find_all.row_pairs, its search in threads); the pairs link documents into
+clusters (connected components); of each cluster one document is kept, by
+the keep rule: ``"first"`` (the first in input order), ``"longest"`` (the
+most characters) or a field's name (the highest value of that field: a date
+in ISO 8601, a score; documents without it count as lowest), ties going to
+the first in input order.  The result depends only on the input and the
+arguments: the same input gives the same kept documents.
+
+State: the fingerprints (8 bytes a document; ``"longest"``: 4 more, a
+field: its values), the texts never held beyond a batch.  The search takes
+more while it runs: about 54 bytes a document resident at its peak in all
+(with lean_allocations, as the command line runs it; docs/cli.md, "dedupe").
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any, TypeVar
+
+import numpy as np
+
+from . import hashing
+from ._find_all import block_masks, default_blocks, popcount, row_pairs, search_threads
+from .text_spec import TEXT_SPEC_VERSION_LATEST, check_version
+
+__all__ = ["KEEP_RULES", "DEFAULT_DISTANCE", "Clusters", "dedupe_records", "dedupe_table",
+           "dedupe_table_indices", "fingerprint_batch", "fingerprint_stream", "find_clusters", "Collector"]
+
+DEFAULT_DISTANCE = 3
+KEEP_RULES = ("first", "longest")  # or the name of a field
+BATCH_DOCUMENTS = 512  # texts fingerprinted in one call (a worker process's task)
+T = TypeVar("T")
+
+
+def default_jobs() -> int:
+    """The fingerprinting's parallelism by default: every CPU this process may use."""
+    return search_threads()
+
+
+# -- fingerprints -------------------------------------------------------------------
+
+
+def fingerprint_batch(texts: Sequence[str], *, version: int, jobs: int | None = None) -> np.ndarray:
+    """The fingerprints of texts (uint64) on ``jobs`` cores (hashing.fingerprints)."""
+    return np.asarray(hashing.fingerprints(texts, version=version, jobs=jobs), np.uint64)
+
+
+def fingerprint_stream(batches: Iterable[tuple[Sequence[str], T]], *, version: int,
+                       jobs: int | None = None) -> Iterator[tuple[np.ndarray, Sequence[str], T]]:
+    """(fingerprints, texts, extra) of each (texts, extra) batch, in order, on
+    ``jobs`` cores (None: all) while the next batches are read
+    (hashing.fingerprint_batches: the compiled core's threads, else worker
+    processes)."""
+    pending: deque = deque()
+
+    def texts() -> Iterator[Sequence[str]]:
+        for batch_texts, extra in batches:
+            pending.append((batch_texts, extra))
+            yield batch_texts
+
+    for fps in hashing.fingerprint_batches(texts(), version=version, jobs=jobs or default_jobs()):
+        batch_texts, extra = pending.popleft()
+        yield np.asarray(fps, np.uint64), batch_texts, extra
+
+
+# -- what is collected per document --------------------------------------------------
+
+
+def check_keep(keep: str) -> str:
+    if not isinstance(keep, str) or not keep:
+        raise ValueError(f"keep must be 'first', 'longest' or a field's name, not {keep!r}")
+    return keep
+
+
+def keep_value(value: Any) -> tuple:
+    """A field's value as the keep rule orders it: missing (None) lowest, then
+    numbers, then strings (an ISO 8601 date orders as its string); ValueError
+    for any other kind (a list, an object)."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"a keep field's value must be a number or a string, not {type(value).__name__}")
+    return (1, value) if not isinstance(value, str) else (2, value)
+
+
+class Collector:
+    """The per-document state of a dedupe, gathered in input order a batch at a
+    time: the fingerprints, and what the keep rule needs (``"longest"``: the
+    lengths; a field: its values).  ``add`` each batch, then ``clusters()``."""
+
+    def __init__(self, keep: str = "first") -> None:
+        self.keep = check_keep(keep)
+        self.parts: list[np.ndarray] = []
+        self.lengths: list[np.ndarray] = []
+        self.values: list[tuple] = []
+
+    @property
+    def by_field(self) -> bool:
+        return self.keep not in KEEP_RULES
+
+    def add(self, fps: np.ndarray, texts: Sequence[str], values: Sequence[Any] | None = None) -> None:
+        self.parts.append(fps)
+        if self.keep == "longest":
+            self.lengths.append(np.fromiter(map(len, texts), np.int32, len(texts)))
+        elif self.by_field:
+            self.values += map(keep_value, values)
+
+    def collect(self, batches: Iterable[tuple[Sequence[str], Sequence[Any] | None]], version: int,
+                jobs: int | None = None) -> Collector:
+        """Every (texts, keep values) batch fingerprinted (fingerprint_stream) and added."""
+        for fps, texts, values in fingerprint_stream(batches, version=check_version(version), jobs=jobs):
+            self.add(fps, texts, values)
+        return self
+
+    def fingerprints(self) -> np.ndarray:
+        """Every fingerprint in one array (the batches' arrays let go)."""
+        if len(self.parts) != 1:
+            self.parts = [np.concatenate(self.parts) if self.parts else np.empty(0, np.uint64)]
+        return self.parts[0]
+
+    def rank(self) -> np.ndarray | None:
+        """Each document's standing under the keep rule (higher kept), None for "first"."""
+        if self.keep == "longest":
+            self.lengths = [np.concatenate(self.lengths) if self.lengths else np.empty(0, np.int32)]
+            return self.lengths[0]
+        if self.by_field:
+            distinct = sorted(set(self.values))
+            position = {value: i for i, value in enumerate(distinct)}
+            return np.fromiter((position[v] for v in self.values), np.int64, len(self.values))
+        return None
+
+    def clusters(self, distance: int = DEFAULT_DISTANCE, threads: int | None = None,
+                 labels: np.ndarray | None = None) -> Clusters:
+        """The clusters and the kept documents; ``labels``: clusters found
+        elsewhere (the database), as find_clusters gives them."""
+        fps = self.fingerprints()
+        if labels is None:
+            labels = find_clusters(fps, distance, threads)
+        return Clusters.of(fps, labels, self.rank())
+
+
+# -- clusters --------------------------------------------------------------------------
+
+
+def find_clusters(fps: np.ndarray, distance: int = DEFAULT_DISTANCE, threads: int | None = None) -> np.ndarray:
+    """For each document (a uint64 fingerprint), the smallest index of its
+    cluster: the documents linked by pairs within ``distance`` bits (as
+    simhash_clusters's cluster_id: the smallest id); a document in no pair is
+    its own.  The pairs: _find_all.row_pairs, in ``threads`` threads (None:
+    one per CPU)."""
+    if not 0 <= distance < 64:
+        raise ValueError(f"distance must be between 0 and 63, not {distance!r}")
+    fps = np.ascontiguousarray(fps, np.uint64)
+    a, b = row_pairs(fps, block_masks(default_blocks(distance)), distance, threads)
+    return components(fps.size, a, b)
+
+
+def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Connected components of n nodes linked by the edges (a[i], b[i]), each
+    node labelled by its component's smallest node: hooking (each edge's larger
+    root onto its smaller) and pointer jumping, in numpy, over the nodes in an
+    edge only."""
+    labels = np.arange(n, dtype=np.int64)
+    if a.size == 0:
+        return labels
+    a, b = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
+    nodes, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
+    ea, eb = inverse[:a.size], inverse[a.size:]
+    parent = np.arange(nodes.size)  # nodes is sorted: a smaller local index is a smaller node
+    while True:
+        ra, rb = parent[ea], parent[eb]
+        differ = ra != rb
+        if not differ.any():
+            break
+        np.minimum.at(parent, np.maximum(ra, rb)[differ], np.minimum(ra, rb)[differ])
+        while True:  # every node straight to its root
+            up = parent[parent]
+            if np.array_equal(up, parent):
+                break
+            parent = up
+    labels[nodes] = nodes[parent]
+    return labels
+
+
+def is_own(values: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+    """values[i] == i for each i, a chunk at a time (no array of every index)."""
+    out = np.empty(values.size, bool)
+    for start in range(0, values.size, chunk):
+        part = values[start:start + chunk]
+        np.equal(part, np.arange(start, start + part.size), out=out[start:start + part.size])
+    return out
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """A dedupe's outcome: for each document (input order) its cluster's
+    label (its smallest index), the document kept of it, and whether it is
+    kept itself (keep_mask: kept[i] == i)."""
+
+    fingerprints: np.ndarray
+    labels: np.ndarray
+    kept: np.ndarray
+    keep_mask: np.ndarray
+
+    @classmethod
+    def of(cls, fps: np.ndarray, labels: np.ndarray, rank: np.ndarray | None = None) -> Clusters:
+        """The kept document of each cluster: the highest ``rank`` (None: the
+        first, the label itself), ties to the smallest index."""
+        kept = labels
+        if rank is not None:
+            kept = labels.copy()
+            rows = np.flatnonzero(~is_own(labels))  # members of a cluster, its first left out
+            rows = np.union1d(rows, labels[rows])
+            ordered = rows[np.lexsort((rows, -rank[rows], labels[rows]))]  # by cluster, best first
+            first = np.ones(ordered.size, bool)
+            first[1:] = labels[ordered[1:]] != labels[ordered[:-1]]
+            best = ordered[first]  # each cluster's kept document, in the order of the clusters' labels
+            kept[rows] = best[np.searchsorted(labels[best], labels[rows])]
+        return cls(fps, labels, kept, is_own(kept))
+
+    def __len__(self) -> int:
+        return self.labels.size
+
+    def kept_indices(self) -> np.ndarray:
+        return np.flatnonzero(self.keep_mask)
+
+    def removed(self) -> np.ndarray:
+        return np.flatnonzero(~self.keep_mask)
+
+    def count(self) -> int:
+        """Clusters of two or more documents."""
+        return int(np.unique(self.labels[~is_own(self.labels)]).size)
+
+    def distance(self, i: int) -> int:
+        """Bits between document i and the one kept of its cluster."""
+        return int(popcount(self.fingerprints[i] ^ self.fingerprints[self.kept[i]]))
+
+
+# -- memory --------------------------------------------------------------------------
+
+LARGE_ALLOCATION = 1 << 20
+"""glibc's malloc serves allocations of this many bytes or more with mmap and
+gives them back when freed (lean_allocations).  Its default threshold grows
+with the blocks freed, up to 32 MiB, so the search's many arrays of a few
+MiB (its slices, in threads) are then carved from the heap, whose freed
+space stays resident: bench_dedupe.py measured 81 bytes a document at the
+search's peak by default, 54 with this (4M documents); 64 KiB gave 50 at
+twice the time."""
+
+
+def lean_allocations() -> bool:
+    """Makes glibc's malloc give large blocks back to the system as they are
+    freed (LARGE_ALLOCATION), for a process that holds a large corpus's
+    fingerprints (pysimhash-sql dedupe calls it; the library never does by
+    itself: it is the whole process's setting).  False where there is no glibc."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_mmap_threshold = -3
+    return bool(libc.mallopt(m_mmap_threshold, LARGE_ALLOCATION))
+
+
+# -- over records and tables ---------------------------------------------------------
+
+
+def batches(items: Iterable[Any], size: int = BATCH_DOCUMENTS) -> Iterator[list[Any]]:
+    items = iter(items)
+    while batch := list(islice(items, size)):
+        yield batch
+
+
+def dedupe_records(records: Iterable[Any], *, text_field: str = "text", distance: int = DEFAULT_DISTANCE,
+                   keep: str = "first", version: int = TEXT_SPEC_VERSION_LATEST, jobs: int | None = None) -> list[int]:
+    """The indices (input order) of the records to keep: one of each cluster of
+    near-duplicates by ``keep`` (module doc), and every record that has none.
+    A record is a mapping holding its text under ``text_field`` (or a str)."""
+    by_field = keep not in KEEP_RULES
+
+    def texts_and_values(batch: list[Any]) -> tuple[list[str], list[Any] | None]:
+        texts = [r if isinstance(r, str) else r[text_field] for r in batch]
+        return texts, [None if isinstance(r, str) else r.get(keep) for r in batch] if by_field else None
+
+    collector = Collector(keep).collect(map(texts_and_values, batches(records)), version, jobs)
+    return collector.clusters(distance).kept_indices().tolist()
+
+
+def _arrow_table(table: Any) -> Any:
+    """A pyarrow Table from one, or from a Hugging Face dataset's ``data`` (its ``table``)."""
+    return getattr(table, "table", table)
+
+
+def dedupe_table_indices(table: Any, *, text_column: str = "text", distance: int = DEFAULT_DISTANCE,
+                         keep: str = "first", version: int = TEXT_SPEC_VERSION_LATEST,
+                         jobs: int | None = None) -> list[int]:
+    """dedupe_records over an Arrow table's rows (a pyarrow Table, or a
+    Hugging Face dataset's ``dataset.data``), read a batch of rows at a time:
+    the row indices to keep (``dataset.select(indices)``)."""
+    table = _arrow_table(table)
+    columns = [text_column] + ([keep] if keep not in KEEP_RULES else [])
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise ValueError(f"the table has no column {missing[0]!r}")
+
+    def texts_and_values(batch: Any) -> tuple[list[str], list[Any] | None]:
+        texts = batch.column(0).to_pylist()
+        if any(t is None for t in texts):
+            raise ValueError(f"column {text_column!r} has a null text")
+        return texts, batch.column(1).to_pylist() if len(columns) > 1 else None
+
+    collector = Collector(keep).collect(map(texts_and_values, table.select(columns).to_batches(BATCH_DOCUMENTS)),
+                                        version, jobs)
+    return collector.clusters(distance).kept_indices().tolist()
+
+
+def dedupe_table(table: Any, **options: Any) -> Any:
+    """The Arrow table of the rows dedupe_table_indices keeps, in their order."""
+    table = _arrow_table(table)
+    return table.take(dedupe_table_indices(table, **options))

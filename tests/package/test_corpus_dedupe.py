@@ -1,0 +1,79 @@
+"""pysimhash_sql.corpus_dedupe: the dedupe of the command line as Python
+functions, over records and Arrow tables (a Hugging Face dataset's data)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from toolbox import brute_force_pairs, components as brute_force_components, flip_random
+from toolbox.corpus_records import corpus, expected_kept
+
+from pysimhash_sql import corpus_dedupe, hashing
+from pysimhash_sql.corpus_dedupe import (
+    dedupe_records, dedupe_table, dedupe_table_indices, find_clusters, fingerprint_batch, fingerprint_stream)
+
+pytestmark = pytest.mark.major_independent
+
+
+@pytest.mark.parametrize("keep", ["first", "longest", "date", "score"])
+def test_records_keep_what_brute_force_keeps(keep: str) -> None:
+    records = corpus()
+    assert dedupe_records(records, keep=keep, jobs=2) == expected_kept(records, 3, keep)
+    assert dedupe_records(iter(records), keep=keep, jobs=1) == expected_kept(records, 3, keep)  # a generator
+
+
+def test_plain_strings_and_other_distances() -> None:
+    texts = [r["text"] for r in corpus()]
+    for distance in (0, 6):
+        assert dedupe_records(texts, distance=distance) == expected_kept(corpus(), distance)
+    assert dedupe_records([]) == []
+
+
+class HuggingFaceData:
+    """What a Hugging Face dataset's ``dataset.data`` is: a wrapper whose ``table`` is the Arrow table."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+
+def test_arrow_tables_and_dataset_data() -> None:
+    records = corpus()
+    table = pa.Table.from_pylist(records)
+    kept = expected_kept(records, 3, "date")
+    assert dedupe_table_indices(table, keep="date") == kept
+    assert dedupe_table_indices(HuggingFaceData(table), keep="date") == kept
+    assert dedupe_table(table, keep="date").equals(table.take(kept))
+    with pytest.raises(ValueError, match="no column 'body'"):
+        dedupe_table_indices(table, text_column="body")
+
+
+def test_fingerprints_are_the_hashing_module_s(monkeypatch) -> None:
+    texts = [r["text"] for r in corpus(originals=10)]
+    expected = [hashing.fingerprint(t, version=2) for t in texts]
+    assert fingerprint_batch(texts, version=2).tolist() == expected
+    batches = [(texts[:7], "a"), (texts[7:], "b")]
+    # the compiled core's threads; the pure-Python core's worker processes
+    for implementation in filter(None, (hashing.COMPILED, hashing.PURE_PYTHON)):
+        monkeypatch.setattr(hashing, "_IMPLEMENTATION", implementation)
+        out = list(fingerprint_stream(batches, version=1, jobs=2))
+        assert [extra for _, _, extra in out] == ["a", "b"]
+        assert np.concatenate([fps for fps, _, _ in out]).tolist() == [hashing.simhash(t) for t in texts]
+
+
+def test_clusters_are_the_connected_components_of_the_pairs() -> None:
+    rng = random.Random(5)
+    fps = []
+    for _ in range(60):  # chains: each copy a few bits from the one before
+        fp = rng.getrandbits(64)
+        for _ in range(rng.randint(1, 5)):
+            fps.append(fp)
+            fp = flip_random(fp, rng.randint(1, 4), rng)
+    rng.shuffle(fps)
+    for k in (0, 3, 4):
+        labels = find_clusters(np.array(fps, np.uint64), k).tolist()
+        pairs = brute_force_pairs(list(enumerate(fps)), k)
+        expected = brute_force_components(range(len(fps)), ((a, b) for a, b, _ in pairs))
+        assert labels == [expected[i] for i in range(len(fps))]
