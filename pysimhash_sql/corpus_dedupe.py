@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import hashing
-from ._find_all import block_masks, default_blocks, popcount, row_pairs, search_threads
+from ._find_all import block_masks, default_blocks, popcount, row_pairs
 from .text_spec import TEXT_SPEC_VERSION_LATEST, check_version
 
 __all__ = ["KEEP_RULES", "DEFAULT_DISTANCE", "Clusters", "dedupe_records", "dedupe_table",
@@ -53,11 +53,6 @@ DEFAULT_DISTANCE = 3
 KEEP_RULES = ("first", "longest")  # or the name of a field
 BATCH_DOCUMENTS = 512  # texts fingerprinted in one call (a worker process's task)
 T = TypeVar("T")
-
-
-def default_jobs() -> int:
-    """The fingerprinting's parallelism by default: every CPU this process may use."""
-    return search_threads()
 
 
 # -- fingerprints -------------------------------------------------------------------
@@ -81,7 +76,7 @@ def fingerprint_stream(batches: Iterable[tuple[Sequence[str], T]], *, version: i
             pending.append((batch_texts, extra))
             yield batch_texts
 
-    for fps in hashing.fingerprint_batches(texts(), version=version, jobs=jobs or default_jobs()):
+    for fps in hashing.fingerprint_batches(texts(), version=version, jobs=jobs):
         batch_texts, extra = pending.popleft()
         yield np.asarray(fps, np.uint64), batch_texts, extra
 

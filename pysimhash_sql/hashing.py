@@ -36,7 +36,7 @@ import numpy as np
 import xxhash
 
 from . import text_v2, text_v3
-from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs
+from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs, search_threads
 from ._xxh3 import xxh3_spans
 from .fingerprint import MAX_FINGERPRINT, check_fingerprint
 from .text_spec import TEXT_SPEC_VERSION_LATEST, TEXT_SPEC_VERSIONS, TextFingerprint, check_version
@@ -432,8 +432,9 @@ def fingerprint(text: Text, *, version: int) -> TextFingerprint:
 
 
 def _jobs(jobs: int | None) -> int:
-    """How many cores fingerprint: jobs, or None for every one (os.cpu_count())."""
-    jobs = os.cpu_count() or 1 if jobs is None else operator.index(jobs)
+    """How many cores fingerprint: jobs, or None for every one this process may
+    run on (the same count as the find_all search's threads)."""
+    jobs = search_threads() if jobs is None else operator.index(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     return jobs
@@ -441,7 +442,7 @@ def _jobs(jobs: int | None) -> int:
 
 def fingerprints(texts: Iterable[Text], *, version: int, jobs: int | None = None) -> list[TextFingerprint]:
     """fingerprint(text, version=version) of every text, in order, computed in
-    `jobs` threads (None: one a core, os.cpu_count()); the compiled core
+    `jobs` threads (None: one a core it may run on); the compiled core
     releases the GIL, so they run at once (the pure-Python code computes
     them one by one whatever jobs says).  The first text that is not str or
     bytes raises as fingerprint() does."""
