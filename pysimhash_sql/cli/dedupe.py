@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .. import corpus_dedupe
+from .._find_all import popcount
 from ..corpus_dedupe import BATCH_DOCUMENTS, Clusters, Collector
 from ..text_spec import TEXT_SPEC_VERSION_LATEST
 from .compression import compressing, compression_of_file, compression_of_name, open_stream
@@ -155,7 +156,7 @@ class JsonLines(Corpus):
                 yield np.asarray(block.fingerprints, np.uint64), block.texts, block.kept
 
     @staticmethod
-    def blocks(path: Path) -> Iterator[tuple[int, bytes]]:
+    def blocks(path: Path) -> Iterator[bytes]:
         """A file's lines in blocks (cli/jsonl.py's blocks), decompressed if it is compressed."""
         with reading(path):
             with open_stream(path) as stream:
@@ -173,15 +174,15 @@ class JsonLines(Corpus):
         their line: neither blank nor malformed; nothing parsed but the ids
         --removed names), the kept lines written a block at a time."""
         out = compressing(raw, self.compression())
+        wanted_in_order = np.array(sorted(wanted), np.int64)
         i = 0
         for path, numbered in counted(self.good_lines(), "doc", lambda batch: len(batch[1]), len(clusters)):
             read = i + len(numbered)
             if numbered:
                 unchanged(read - 1, clusters)  # the last record of the block
-            if wanted:
-                for j, (number, line) in enumerate(numbered, i):
-                    if j in wanted:
-                        self.ids[j] = json_loads(line, self.args.id_field).get(self.args.id_field, f"{path}:{number}")
+            for j in wanted_in_order[np.searchsorted(wanted_in_order, i):np.searchsorted(wanted_in_order, read)].tolist():
+                number, line = numbered[j - i]
+                self.ids[j] = json_loads(line, self.args.id_field).get(self.args.id_field, f"{path}:{number}")
             lines = [line for _, line in numbered]
             if self.args.mark:
                 out.write(b"".join(map(marked, lines, clusters.labels[i:read].tolist(),
@@ -199,9 +200,12 @@ class JsonLines(Corpus):
         numbers, without their line ends."""
         for path in self.files:
             bad = {number for where, number in self.bad if where == path}
-            for first, block in self.blocks(path):
-                yield path, [(number, line) for number, line in enumerate(block.split(b"\n"), first)
+            first = 1
+            for block in self.blocks(path):
+                lines = block.split(b"\n")
+                yield path, [(number, line) for number, line in enumerate(lines, first)
                              if line.strip() and number not in bad]
+                first += len(lines) - 1
 
 
 @contextmanager
@@ -560,7 +564,13 @@ def dedupe_command(args) -> None:
 
 def write_removed(stream: BinaryIO, clusters: Clusters, ids: dict[int, Any]) -> None:
     """--removed: a JSON Lines record per removed document, in input order: its
-    id, the id of the document kept of its cluster, and their distance in bits."""
-    for i in clusters.removed().tolist():
-        record = {"id": ids[i], "duplicate_of": ids[int(clusters.kept[i])], "distance": clusters.distance(i)}
-        stream.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+    id, the id of the document kept of its cluster, and their distance in bits
+    (each line json.dumps's of the record, with ensure_ascii=False)."""
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    removed = clusters.removed()
+    for start in range(0, removed.size, BATCH_DOCUMENTS):
+        rows = removed[start:start + BATCH_DOCUMENTS]
+        kept = clusters.kept[rows]
+        distances = popcount(clusters.fingerprints[rows] ^ clusters.fingerprints[kept])
+        stream.write("".join(f'{{"id": {encode(ids[i])}, "duplicate_of": {encode(ids[k])}, "distance": {d}}}\n'
+                             for i, k, d in zip(rows.tolist(), kept.tolist(), distances.tolist())).encode())

@@ -26,7 +26,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -50,22 +49,21 @@ BLOCK_BYTES = LARGE_ALLOCATION // 2
 Parse = Callable[[bytes], "tuple[str, Any] | None"]
 
 
-def blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
+def blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[bytes]:
     """The stream in blocks of whole lines (the last one without its line end
     if the stream ends without one), about size bytes each or one longer
-    line: (the number of its first line, from 1; the block)."""
-    number, pending = 1, []
+    line.  (Their lines are numbered where they are split: the reading here
+    is a core's whole share of the work.)"""
+    pending: list[bytes] = []
     while data := stream.read(size):
         cut = data.rfind(b"\n") + 1
         if not cut:  # within a line longer than size
             pending.append(data)
             continue
-        block = b"".join([*pending, data[:cut]]) if pending else data[:cut]
+        yield b"".join([*pending, data[:cut]]) if pending else data[:cut]
         pending = [data[cut:]] if cut < len(data) else []
-        yield number, block
-        number += block.count(b"\n")
     if pending:
-        yield number, b"".join(pending)
+        yield b"".join(pending)
 
 
 @dataclass(frozen=True)
@@ -79,11 +77,13 @@ class Block:
     kept: list[Any]
     fingerprints: list[int]
     malformed: list[tuple[int, str, bool]]
+    lines: int  # the lines read (all of the block's, unless one stopped the command)
 
 
 def parsed_block(parse: Parse, version: int, shingle_size: int | None, block: bytes) -> Block:
     """A block's lines parsed and its texts fingerprinted (a worker's task)."""
     texts, kept, malformed = [], [], []
+    index = -1
     for index, line in enumerate(io.BytesIO(block)):
         try:
             record = parse(line)
@@ -97,23 +97,17 @@ def parsed_block(parse: Parse, version: int, shingle_size: int | None, block: by
             texts.append(record[0])
             kept.append(record[1])
     fps = hashing.fingerprint_values(texts, version=version, shingle_size=shingle_size)
-    return Block(texts, kept, fps, malformed)
+    return Block(texts, kept, fps, malformed, index + 1)
 
 
-def parsed_blocks(numbered: Iterable[tuple[int, bytes]], parse: Parse, version: int, shingle_size: int | None,
+def parsed_blocks(contents: Iterable[bytes], parse: Parse, version: int, shingle_size: int | None,
                   jobs: int | None) -> Iterator[tuple[int, Block]]:
-    """Each block parsed and fingerprinted (parsed_block) with the number of its
-    first line, in order, on ``jobs`` cores (None: every one)."""
-    numbers: deque[int] = deque()
-
-    def contents() -> Iterator[bytes]:
-        for number, block in numbered:
-            numbers.append(number)
-            yield block
-
-    work = partial(parsed_block, parse, version, shingle_size)
-    for block in hashing.in_order(work, contents(), jobs=jobs):
-        yield numbers.popleft(), block
+    """Each block parsed and fingerprinted (parsed_block), in order, on ``jobs``
+    cores (None: every one), with the number of its first line (from 1)."""
+    number = 1
+    for block in hashing.in_order(partial(parsed_block, parse, version, shingle_size), contents, jobs=jobs):
+        yield number, block
+        number += block.lines
 
 
 # -- JSON: orjson where it gives json's values -------------------------------------------
@@ -155,7 +149,7 @@ def json_loads(data: bytes | str, *read: str) -> Any:
         except ValueError:  # orjson.JSONDecodeError: json says why, or reads it
             pass
         else:
-            if not isinstance(value, dict) or all(_orjson_safe(value.get(name)) for name in read):
+            if not read or not isinstance(value, dict) or all(_orjson_safe(value.get(name)) for name in read):
                 return value
     return json.loads(data)
 
