@@ -52,8 +52,8 @@ Parse = Callable[[bytes], "tuple[str, Any] | None"]
 def blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[bytes]:
     """The stream in blocks of whole lines (the last one without its line end
     if the stream ends without one), about size bytes each or one longer
-    line.  (Their lines are numbered where they are split: the reading here
-    is a core's whole share of the work.)"""
+    line.  Their lines are numbered by whoever splits them (parsed_block's
+    count), not here: the main thread only reads."""
     pending: list[bytes] = []
     while data := stream.read(size):
         cut = data.rfind(b"\n") + 1
@@ -112,9 +112,9 @@ def parsed_blocks(contents: Iterable[bytes], parse: Parse, version: int, shingle
 
 # -- JSON: orjson where it gives json's values -------------------------------------------
 
-# orjson gives json's values for every document it parses but numbers: an
-# integer beyond 64 bits becomes a float.  A value of a record read that is
-# not one of these (or such a float) is read again by json.
+# orjson gives json's values for every document it parses but one: an integer
+# outside -2**63 .. 2**64-1 becomes a float.  A record whose value a caller
+# reads is not one of these (or such a float) is read again by json.
 ORJSON_SAFE = (str, int, bool, type(None))
 ORJSON_SAFE_FLOAT = float(2**63)
 
@@ -136,13 +136,14 @@ JSON_PARSER = "json" if ORJSON_LOADS is None else "orjson"
 
 
 def json_loads(data: bytes | str, *read: str) -> Any:
-    """json.loads(data), faster by orjson where installed: the same value, or
-    the same exception, for every input (orjson refuses what it reads
-    differently: NaN, Infinity, numbers out of a float's range, lone
-    surrogates, a byte order mark, UTF-8 that is not; json then reads it).
-    ``read``: the fields of an object whose values the caller uses; a value
-    that orjson could have read differently (a number it made a float of a
-    64-bit integer, a list, an object) has json read the record again."""
+    """json.loads(data), faster by orjson where installed: the same
+    exception, or the same value but in the fields of an object the caller
+    does not read (orjson refuses what json reads otherwise: NaN, Infinity,
+    numbers out of a float's range, lone surrogates, a byte order mark, UTF-8
+    that is not; json then reads it).  ``read``: the fields whose values the
+    caller uses; one that orjson could have read differently (a float that
+    was an integer past 64 bits, a list, an object) has json read the record
+    again."""
     if ORJSON_LOADS is not None:
         try:
             value = ORJSON_LOADS(data)
