@@ -28,9 +28,10 @@ import numbers
 import operator
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from itertools import chain, islice
+from typing import TypeVar
 
 import numpy as np
 import xxhash
@@ -60,6 +61,8 @@ __all__ = [
     "fingerprint",
     "fingerprints",
     "fingerprint_batches",
+    "in_order",
+    "fingerprint_values",
     "IMPLEMENTATION",
     "PURE_PYTHON",
     "simhash_weighted",
@@ -76,6 +79,8 @@ __all__ = [
 # fingerprint.MAX_FINGERPRINT).
 MASK64 = MAX_FINGERPRINT
 Text = str | bytes | bytearray | memoryview
+T = TypeVar("T")
+R = TypeVar("R")
 
 # Version 2's features (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens, each
 # voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of the
@@ -458,6 +463,22 @@ def _fingerprint_list(texts: list, version: int, shingle_size: int) -> list[Text
             for value in _IMPLEMENTATION.fingerprints(texts, version, 1, shingle_size)]
 
 
+def fingerprint_values(texts: list, *, version: int, shingle_size: int | None = None) -> list[int]:
+    """The fingerprints of a batch of texts as plain ints (no TextFingerprint:
+    for a caller that holds millions, or tags them itself), computed in this
+    thread: the work of a worker of in_order that fingerprints a batch and
+    more (cli/jsonl.py).  shingle_size as fingerprint_batches's."""
+    version = check_version(version)
+    return _IMPLEMENTATION.fingerprints(texts, version, 1, _spec_shingle_size(version, shingle_size))
+
+
+def _spec_shingle_size(version: int, shingle_size: int | None) -> int:
+    """Version 1's shingle size (default 3); ValueError for one with another version."""
+    if shingle_size is not None and version != 1:
+        raise ValueError(f"shingle_size is a parameter of text spec version 1, not of version {version}")
+    return _shingle_size(3 if shingle_size is None else shingle_size)
+
+
 def fingerprint_batches(batches: Iterable[Iterable[Text]], *, version: int, shingle_size: int | None = None,
                         jobs: int | None = None) -> Iterator[list[TextFingerprint]]:
     """The fingerprints of each batch of texts, a list a batch, in order,
@@ -467,17 +488,26 @@ def fingerprint_batches(batches: Iterable[Iterable[Text]], *, version: int, shin
     in flight, so memory stays bounded however long the stream.  shingle_size
     is version 1's (default 3, as simhash(text))."""
     version = check_version(version)
-    if shingle_size is not None and version != 1:
-        raise ValueError(f"shingle_size is a parameter of text spec version 1, not of version {version}")
-    size, jobs = _shingle_size(3 if shingle_size is None else shingle_size), _jobs(jobs)
+    size, jobs = _spec_shingle_size(version, shingle_size), _jobs(jobs)
+    yield from in_order(partial(_fingerprint_list, version=version, shingle_size=size), map(list, batches), jobs=jobs)
+
+
+def in_order(function: Callable[[T], R], items: Iterable[T], *, jobs: int | None = None) -> Iterator[R]:
+    """function(item) of each item, in order, computed on `jobs` cores (None:
+    every one) while the next items are read, at most 2 × jobs in flight:
+    where fingerprint_batches computes (threads over the compiled core, which
+    releases the GIL; worker processes for the pure-Python code, so function
+    and items must pickle: a module-level function, or a partial of one), for
+    work that fingerprints a batch and more (the CLI's JSON Lines blocks:
+    cli/jsonl.py)."""
+    jobs = _jobs(jobs)
     if jobs == 1:
-        for texts in batches:
-            yield _fingerprint_list(list(texts), version, size)
+        yield from map(function, items)
         return
     with _IMPLEMENTATION.executor(jobs) as pool:
         pending: deque = deque()
-        for texts in batches:
-            pending.append(pool.submit(_fingerprint_list, list(texts), version, size))
+        for item in items:
+            pending.append(pool.submit(function, item))
             if len(pending) >= 2 * jobs:
                 yield pending.popleft().result()
         while pending:

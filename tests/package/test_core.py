@@ -16,6 +16,7 @@ import sysconfig
 import sys
 import threading
 import time
+from functools import partial
 
 import numpy as np
 import pytest
@@ -374,6 +375,26 @@ def test_fingerprint_batches_in_processes_for_the_pure_python_code() -> None:
     assert out[0] == "python"
     texts = [f"text {i} " * (i % 9 + 1) for i in range(60)]
     assert json.loads(out[1]) == hashing.fingerprints(texts, version=2)
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_in_order_and_fingerprint_values(jobs: int) -> None:
+    """in_order: a function of each item, in order, on jobs cores (what a
+    worker raises comes out where its item is); fingerprint_values: a batch's
+    fingerprints as plain ints, in the calling thread."""
+    texts = [f"item {i} of a stream " * (1 + i % 5) for i in range(40)]
+    batches = [texts[i:i + 3] for i in range(0, len(texts), 3)]
+    work = partial(hashing.fingerprint_values, version=2)
+    got = list(hashing.in_order(work, batches, jobs=jobs))
+    assert [fp for fps in got for fp in fps] == hashing.fingerprints(texts, version=2)
+    assert all(type(fp) is int for fps in got for fp in fps)
+    assert hashing.fingerprint_values(texts[:5], version=1, shingle_size=2) == [PURE.simhash(t, 2) for t in texts[:5]]
+    results = hashing.in_order(work, [texts[:2], ["a", 5], texts[2:4]], jobs=jobs)
+    assert next(results) == hashing.fingerprints(texts[:2], version=2)
+    with pytest.raises(TypeError):
+        next(results)
+    with pytest.raises(ValueError, match="shingle_size is a parameter of text spec version 1"):
+        hashing.fingerprint_values(["a"], version=2, shingle_size=3)
 
 
 def test_fingerprint_batches_refuses_bad_arguments() -> None:
