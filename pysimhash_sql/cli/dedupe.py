@@ -45,7 +45,7 @@ from .documents import JSONL_SUFFIXES, Reading, directory_files, has_pages, read
 from . import CLUSTER_FIELD, KEPT_FIELD
 from .errors import NotText, UserError
 from .fingerprint import jobs_of
-from .jsonl import blocks, json_loads, parsed_blocks
+from .jsonl import blocks, json_loads, parsed_blocks, unicode_text
 from .output import counted, progress, skipped
 
 PARQUET_SUFFIXES = (".parquet",)
@@ -231,7 +231,7 @@ def jsonl_record(line: bytes, text_field: str, keep: str | None, mark: bool) -> 
         raise NotText(f"need an object with a string {text_field!r}")
     if mark and (CLUSTER_FIELD in record or KEPT_FIELD in record):
         raise UserError(f"already has a {CLUSTER_FIELD!r} or {KEPT_FIELD!r} field, which --mark adds")
-    return record[text_field], record.get(keep) if keep else None
+    return unicode_text(record[text_field], text_field), record.get(keep) if keep else None
 
 
 def unchanged(read: int, clusters: Clusters, done: bool = False) -> None:

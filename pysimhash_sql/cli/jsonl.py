@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -117,6 +118,18 @@ def parsed_blocks(contents: Iterable[bytes], parse: Parse, version: int, shingle
 # reads is not one of these (or such a float) is read again by json.
 ORJSON_SAFE = (str, int, bool, type(None))
 ORJSON_SAFE_FLOAT = float(2**63)
+
+
+# A lone surrogate (a JSON escape such as "\\ud800" without its pair) makes a str
+# that is not Unicode text: no fingerprint or output can encode it.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_text(value: str, field: str) -> str:
+    """value, a record's string field; NotText where it holds a lone surrogate."""
+    if not value.isascii() and (found := LONE_SURROGATE.search(value)):
+        raise NotText(f"{field!r} holds a lone surrogate (\\u{ord(found.group()):04x}), not Unicode text")
+    return value
 
 
 def _orjson():

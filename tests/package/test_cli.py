@@ -152,7 +152,7 @@ def test_fingerprint_on_many_cores_gives_the_same_lines(tmp_path: Path, options)
 
 def multi_block_jsonl(path: Path, records: int = 700) -> dict[int, str]:
     """JSON Lines of several of cli/jsonl.py's blocks (BLOCK_BYTES), with CR LF
-    line ends, blank lines, malformed lines (one of them not UTF-8) spread
+    line ends, blank lines, malformed lines (one not UTF-8, one with a lone surrogate) spread
     over them, and no final line end; returns the malformed lines' numbers
     and what is wrong with each."""
     from pysimhash_sql.cli.jsonl import BLOCK_BYTES
@@ -169,6 +169,9 @@ def multi_block_jsonl(path: Path, records: int = 700) -> dict[int, str]:
         if i % 577 == 200:
             lines.append('{"id": "y", "text": "caf\xe9"}'.encode("latin-1"))
             malformed[len(lines)] = "not UTF-8"
+        if i % 613 == 300:  # half of an emoji: JSON's escape of a lone surrogate
+            lines.append(b'{"id": "z", "text": "caf\\u00e9 \\ud83d and no more"}')
+            malformed[len(lines)] = "'text' holds a lone surrogate (\\ud83d), not Unicode text"
     path.write_bytes(b"\n".join(lines))
     assert path.stat().st_size > 2 * BLOCK_BYTES
     return malformed
