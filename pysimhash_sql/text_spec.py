@@ -2,17 +2,17 @@
 (docs/fingerprint-spec.md §7): versions are never comparable, so they are
 never mixed silently.
 
-- A fingerprint computed from text here (``hashing.simhash``, ``simhash_v2``,
+- A fingerprint computed from text here (``hashing.simhash``, ``simhash_v2``, ``simhash_v3``,
   ``fingerprint``, ``html.simhash_html``) is a ``TextFingerprint``: an int
   that carries its ``text_spec``.  A plain int has no known version and is
   accepted everywhere, as before.
-- A column declares its version (SQLAlchemy ``SimHash64(text_spec=2)``,
-  Django ``SimhashField(text_spec=2)``); a value of the other version bound
+- A column declares its version (SQLAlchemy ``SimHash64(text_spec=3)``,
+  Django ``SimhashField(text_spec=3)``); a value of another version bound
   to it raises ValueError naming both (``check_spec``).
 - In the database the version is the column's comment, ``simhash text spec
-  2`` (``comment``): written when our tools make the column (SQLAlchemy's
+  3`` (``comment``): written when our tools make the column (SQLAlchemy's
   CREATE TABLE, Django's migration, the CLI's ingest and refingerprint) and
-  read by the CLI and SQLAlchemy's reflection (``SimHash64(text_spec=2)``).
+  read by the CLI and SQLAlchemy's reflection (``SimHash64(text_spec=3)``).
 - Two declared columns of different versions are never compared
   (``check_columns``).  A fingerprint column without it was made before versions
   were recorded: version 1 (UNDECLARED_COLUMN_SPEC).
@@ -135,7 +135,7 @@ def check_columns(mine: int | None, theirs: int | None) -> None:
 
 def check_shingle_size(shingle_size: int | None, version: int) -> None:
     """ValueError for a shingle size given with a version other than 1, the
-    only one that has the parameter (version 2's feature sizes are fixed)."""
+    only one that has the parameter (the later versions' feature sizes are fixed)."""
     if shingle_size is not None and version != 1:
         raise ValueError(f"shingle_size: a parameter of text spec version 1, not of version {version} "
                          "(pass version=1 with it)")
