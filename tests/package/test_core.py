@@ -111,6 +111,51 @@ def test_mixed_runs_match_the_reference() -> None:
         assert COMPILED.simhash(text, 3) == PURE.simhash(text, 3), text[:200]
 
 
+# -- version 3's cap (pg_ext/src/core/text_v3.c): a sketch, its logs, walks in order by parts ----------
+
+def random_words(seed: int, count: int, digits: bool = False) -> list[str]:
+    """Words of random letters (and numbers, with digits): nearly every n-gram of them distinct."""
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyz" + ("0123456789" if digits else "")
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("times", [1, 31, 32, 33, 34, 65])
+@pytest.mark.parametrize("unit", ["the cat sat ", "abcde ", "x1 y2 ", "12 ", "近似重复", "a. ", "Ünïcödé — "])
+def test_version_3_at_the_cap_matches_the_reference(unit: str, times: int) -> None:
+    """A feature 32 times votes 32 times; 33 times, still 32 (each kind, with and without digits)."""
+    for text in (unit * times, "start " + unit * times + " end", unit * times + "tail" + unit * 2):
+        assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text), (unit, times)
+
+
+@pytest.mark.parametrize("size", [20_000, 400_000, 800_000])
+def test_version_3_many_hot_features_match_the_reference(size: int) -> None:
+    """Words of a small vocabulary: many features past the cap, many slots of the sketch hot; from
+    the logs (20 kB), and past the logs' room, walked again in parts (400 kB, 800 kB)."""
+    rng = random.Random(size)
+    vocabulary = random_words(size, 3000, digits=True) + ["中文", "é", "2024", "the"]
+    text = " ".join(rng.choice(vocabulary) for _ in range(size // 6))
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+    assert COMPILED.simhash_v3(text.encode()) == PURE.simhash_v3(text.encode())
+
+
+@pytest.mark.parametrize("digits", [False, True])
+def test_version_3_walks_in_parts_match_the_reference(digits: bool) -> None:
+    """More distinct features past the cap than one walk's table counts (cap_exact_limit: the text's
+    length / 64, some 7,000 here): the hash space is walked in parts, halved as the table fills."""
+    unit = " ".join(random_words(48 if digits else 49, 2_500, digits))  # some 15,000 distinct n-grams
+    text = (unit + " ") * 34
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+    assert COMPILED.simhash_v3(text + " 2024 tail") == PURE.simhash_v3(text + " 2024 tail")
+
+
+def test_version_3_all_distinct_features_match_the_reference() -> None:
+    """A text of random hex past the logs' room: most of its n-grams past the cap, the shingles not."""
+    rng = random.Random(16)
+    text = " ".join(f"{rng.getrandbits(64):x}" for _ in range(40_000))
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+
+
 @pytest.mark.parametrize("level", SIMD_LEVELS)
 def test_every_simd_level_gives_the_same_bits(level: str) -> None:
     texts = mixed_texts(4949, 12) + [v["text"] for v in load_vectors(2) + load_vectors(3)]

@@ -71,6 +71,9 @@ typedef struct HashBatch
 {
 	SimhashVote vote;
 	int			n;
+	/* Shown every hash as it is voted, with seen_arg (or NULL): version 3's cap (text_v3.c). */
+	void		(*seen) (const uint64_t *hashes, size_t n, void *arg);
+	void	   *seen_arg;
 	uint64_t	hashes[HASH_BATCH];
 } HashBatch;
 
@@ -79,6 +82,18 @@ hash_batch_init(HashBatch *batch)
 {
 	vote_init(&batch->vote);
 	batch->n = 0;
+	batch->seen = NULL;
+	batch->seen_arg = NULL;
+}
+
+/* The batch's first n hashes are voted (and shown to seen); the batch is then empty. */
+static inline void
+hash_batch_vote(HashBatch *batch, int n)
+{
+	vote_add_hashes(&batch->vote, batch->hashes, n);
+	if (batch->seen != NULL)
+		batch->seen(batch->hashes, n, batch->seen_arg);
+	batch->n = 0;
 }
 
 static inline void
@@ -86,10 +101,7 @@ hash_batch_add(HashBatch *batch, uint64_t hash)
 {
 	batch->hashes[batch->n++] = hash;
 	if (batch->n == HASH_BATCH)
-	{
-		vote_add_hashes(&batch->vote, batch->hashes, batch->n);
-		batch->n = 0;
-	}
+		hash_batch_vote(batch, batch->n);
 }
 
 /* A FeatureCallback: hashes the feature (spec §3.4) into the batch of arg. */
@@ -103,8 +115,7 @@ batch_feature(const char *data, size_t len, void *arg)
 static inline void
 hash_batch_flush(HashBatch *batch)
 {
-	vote_add_hashes(&batch->vote, batch->hashes, batch->n);
-	batch->n = 0;
+	hash_batch_vote(batch, batch->n);
 }
 
 static inline uint64_t

@@ -72,6 +72,8 @@ typedef struct TokenWriter
 	/* With parts->digits only (version 3): */
 	bool		open_digit;		/* the open token is a number */
 	bool		last_solo;		/* the last character (not dropped) was SOLO */
+	int64_t		digit_end;		/* 1 + the index of the last digit character (0: none) */
+	int64_t		last_number;	/* 1 + the index of the last number token (0: none) */
 	TextCounts	counts;
 } TokenWriter;
 
@@ -273,7 +275,10 @@ put_digit(TokenWriter *w, const FeatureParts *parts, uint32_t c)
 		begin_token(w, parts);
 		w->open_digit = true;
 		w->counts.numbers++;
+		w->last_number = w->ntokens + 1;
 	}
+	/* Before the n-gram it ends is emitted. */
+	w->digit_end = w->nchars + 1;
 	write_ascii(w, parts, (char) c);
 }
 
@@ -429,12 +434,32 @@ typedef struct PartVotes
 	uint64_t		last;			/* the hash of the part's feature just before */
 	bool		any;			/* there was one */
 	HashBatch  *batch;
+	/*
+	 * Version 3's (or NULL): the features with a digit 0-9, told by the
+	 * writer's last digit and number (part of the n-grams, chars, or of the
+	 * shingles).
+	 */
+	HashBatch  *digit_batch;
+	const TokenWriter *writer;
+	bool		chars;
 	FeatureCallback emit;
 	void	   *arg;
 	int			npending;
 	const char *pending_data[PENDING_FEATURES];
 	size_t		pending_len[PENDING_FEATURES];
+	bool		pending_digit[PENDING_FEATURES];
 } PartVotes;
+
+/* With a digit_batch: whether the feature just emitted has a digit (spec §8.4). */
+static SH_ALWAYS_INLINE bool
+feature_has_digit(const PartVotes *part)
+{
+	const TokenWriter *w = part->writer;
+
+	if (part->chars)
+		return w->digit_end > SH_MAX(0, w->nchars - V2_CHAR_GRAM);
+	return w->last_number > SH_MAX(0, w->ntokens - V2_TOKEN_SHINGLE);
+}
 
 /* Whether a feature of this hash votes (the runs rule), remembering it. */
 static SH_ALWAYS_INLINE bool
@@ -458,7 +483,7 @@ settle_part(void *arg)
 		uint64_t		hash = XXH3_64bits(part->pending_data[k], part->pending_len[k]);
 
 		if (part_votes(part, hash))
-			hash_batch_add(part->batch, hash);
+			hash_batch_add(part->pending_digit[k] ? part->digit_batch : part->batch, hash);
 	}
 	part->npending = 0;
 }
@@ -472,6 +497,7 @@ part_feature(const char *data, size_t len, void *arg)
 	{
 		part->pending_data[part->npending] = data;
 		part->pending_len[part->npending] = len;
+		part->pending_digit[part->npending] = part->digit_batch != NULL && feature_has_digit(part);
 		if (++part->npending == PENDING_FEATURES)
 			settle_part(part);
 	}
@@ -639,7 +665,7 @@ vote_ascii_gram(HashBatch *batch, const char *norm, size_t j, uint64_t *last, in
 	*last = hash;
 	if (*nbatch == HASH_BATCH)
 	{
-		vote_add_hashes(&batch->vote, batch->hashes, *nbatch);
+		hash_batch_vote(batch, *nbatch);
 		*nbatch = 0;
 	}
 	batch->hashes[(*nbatch)++] = hash;
@@ -672,7 +698,7 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, size_t from, size_t to
 
 		if (vectors_end == j)
 		{
-			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+			hash_batch_vote(batch, nbatch);
 			nbatch = 0;
 			continue;
 		}
@@ -693,7 +719,7 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, size_t from, size_t to
 	/* A full batch is voted at once (hash_batch_add's rule). */
 	if (nbatch == HASH_BATCH)
 	{
-		vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+		hash_batch_vote(batch, nbatch);
 		nbatch = 0;
 	}
 	chars->last = last;
@@ -748,14 +774,19 @@ vote_ascii_grams(PartVotes *chars, const char *norm, size_t from, size_t to)
  *   3. the token shingles the noted ends finish, hashed and voted
  *      (shingles_ended).
  * It starts where every n-gram it ends is all ASCII and an n-gram came before
- * (ascii_voting_ready).  Its state lives in locals, not in w: a byte stored
+ * (ascii_voting_ready).  With version 3's digits, it takes no digit and starts
+ * where none is among the last V2_CHAR_GRAM - 1 characters: its n-grams have
+ * none, and its shingles have one where a number is among the last tokens
+ * before it (w->last_number).  Its state lives in locals, not in w: a byte stored
  * through a char pointer may alias anything in memory, so the compiler would
  * read every field of w back after each byte.
  */
 static SH_ALWAYS_INLINE bool
-ascii_voting_ready(const TokenWriter *w)
+ascii_voting_ready(const TokenWriter *w, const FeatureParts *parts, unsigned char next)
 {
-	return V2_CHAR_GRAM_IN_REGISTER && w->nchars >= V2_CHAR_GRAM && w->ascii_tail >= V2_CHAR_GRAM - 1;
+	return V2_CHAR_GRAM_IN_REGISTER && w->nchars >= V2_CHAR_GRAM && w->ascii_tail >= V2_CHAR_GRAM - 1 &&
+		(!parts->digits ||
+		 ((unsigned char) (next - '0') >= 10 && w->nchars - w->digit_end >= V2_CHAR_GRAM - 1));
 }
 
 /*
@@ -783,7 +814,9 @@ shingles_ended(TokenWriter *w, PartVotes *tokens, const size_t *ends, int nends,
 			uint64_t		hash = XXH3_64bits(w->norm + first, ends[k] - first);
 
 			if (part_votes(tokens, hash))
-				hash_batch_add(tokens->batch, hash);
+				hash_batch_add(tokens->digit_batch != NULL &&
+							   w->last_number > w->ntokens - V2_TOKEN_SHINGLE ?
+							   tokens->digit_batch : tokens->batch, hash);
 		}
 		start = ends[k] + 1;
 	}
@@ -853,10 +886,10 @@ write_ascii_word8(char *norm, size_t *pos, size_t *ends, int *nends, int *word, 
 	return 0;
 }
 
-/* Pass 1 over in[i, end) up to the first byte >= 0x80: returns where it stopped. */
+/* Pass 1 over in[i, end) up to the first byte >= 0x80 (or digit, with digits): returns where it stopped. */
 static SH_ALWAYS_INLINE size_t
 write_ascii_run(char *norm, size_t *pos, size_t *ends, int *nends, int *word,
-				const unsigned char *in, size_t i, size_t end)
+				const unsigned char *in, size_t i, size_t end, bool digits)
 {
 	while (i < end)
 	{
@@ -868,7 +901,7 @@ write_ascii_run(char *norm, size_t *pos, size_t *ends, int *nends, int *word,
 			uint64_t		x;
 
 			memcpy(&x, in + i, sizeof(x));
-			if ((x & TOP_BITS) == 0)
+			if ((x & TOP_BITS) == 0 && (!digits || BYTES_IN(x, '0', '9') == 0))
 			{
 				one_by_one = write_ascii_word8(norm, pos, ends, nends, word, x);
 				if (one_by_one == 0)
@@ -881,7 +914,7 @@ write_ascii_run(char *norm, size_t *pos, size_t *ends, int *nends, int *word,
 #endif
 		for (; one_by_one > 0 && i < end; one_by_one--, i++)
 		{
-			if (in[i] >= 0x80)
+			if (in[i] >= 0x80 || (digits && (unsigned char) (in[i] - '0') < 10))
 				return i;
 			write_ascii_byte(norm, pos, ends, nends, word, in[i]);
 		}
@@ -889,9 +922,9 @@ write_ascii_run(char *norm, size_t *pos, size_t *ends, int *nends, int *word,
 	return i;
 }
 
-static SH_NOINLINE size_t
-ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
-				 const unsigned char *in, size_t i, size_t end)
+static SH_ALWAYS_INLINE size_t
+ascii_run_voting_with(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
+					  const unsigned char *in, size_t i, size_t end, bool digits)
 {
 	char	   *norm = w->norm;
 	const size_t	start = w->pos;
@@ -908,7 +941,7 @@ ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 	/* After a finished token, the joining space (taken back if no word follows). */
 	if (!was_open)
 		norm[pos++] = ' ';
-	i = write_ascii_run(norm, &pos, ends, &nends, &word, in, i, end);
+	i = write_ascii_run(norm, &pos, ends, &nends, &word, in, i, end, digits);
 	/* The space after the last word stays only if a word follows. */
 	if (!word)
 		pos--;
@@ -923,7 +956,25 @@ ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 	w->nchars += written;
 	w->ascii_tail += written;
 	w->pos = pos;
+	/* Version 3's: the open token is a word; an ASCII character came after any SOLO one. */
+	w->open_digit = false;
+	w->last_solo = false;
 	return i;
+}
+
+/* Version 2's tokens (digits separate), and version 3's (digits stop the run). */
+static SH_NOINLINE size_t
+ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
+				 const unsigned char *in, size_t i, size_t end)
+{
+	return ascii_run_voting_with(w, tokens, chars, in, i, end, false);
+}
+
+static SH_NOINLINE size_t
+ascii_run_voting_digits(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
+						const unsigned char *in, size_t i, size_t end)
+{
+	return ascii_run_voting_with(w, tokens, chars, in, i, end, true);
 }
 
 /*
@@ -952,7 +1003,15 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 	w.ascii_tail = 0;
 	w.open_digit = false;
 	w.last_solo = false;
+	w.digit_end = 0;
+	w.last_number = 0;
 	memset(&w.counts, 0, sizeof(w.counts));
+	/* Version 3's parts tell a feature's digits by the writer's. */
+	if (parts->digits && parts->vote_ascii)
+	{
+		((PartVotes *) parts->token_arg)->writer = &w;
+		((PartVotes *) parts->char_arg)->writer = &w;
+	}
 
 	while (i < len)
 	{
@@ -971,13 +1030,14 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 			next_check = i + SIMHASH_CORE_CHECK_BYTES;
 		}
 		/* ASCII: at most a space and the byte each. */
-		if (parts->vote_ascii && in[i] < 0x80 && ascii_voting_ready(&w))
-			i = ascii_run_voting(&w, parts->token_arg, parts->char_arg, in, i, run_end);
+		if (parts->vote_ascii && in[i] < 0x80 && ascii_voting_ready(&w, parts, in[i]))
+			i = (parts->digits ? ascii_run_voting_digits : ascii_run_voting)
+				(&w, parts->token_arg, parts->char_arg, in, i, run_end);
 		for (; i < run_end && in[i] < 0x80; i++)
 		{
 			char		b = ascii_token_byte[in[i]];
 
-			if (parts->vote_ascii && ascii_voting_ready(&w))
+			if (parts->vote_ascii && ascii_voting_ready(&w, parts, in[i]))
 				break;
 
 			if (parts->digits)
@@ -1093,8 +1153,18 @@ text_walk_numbers(const char *text, size_t len, const FeatureParts *given)
 {
 	FeatureParts parts = *given;
 
-	/* Digits make numbers; ascii_run_voting knows only version 2's tokens. */
+	/* Digits make numbers; ascii_run_voting's parts are the fingerprint's only. */
 	parts.digits = true;
 	parts.vote_ascii = false;
+	return for_each_feature_v2(text, len, &parts);
+}
+
+SimhashStatus
+text_walk_numbers_voting(const char *text, size_t len, HashBatch batches[4], TextCounts *counts)
+{
+	PartVotes	tokens = {.batch = &batches[0],.digit_batch = &batches[1]};
+	PartVotes	chars = {.batch = &batches[2],.digit_batch = &batches[3],.chars = true};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER, true, counts};
+
 	return for_each_feature_v2(text, len, &parts);
 }

@@ -60,7 +60,26 @@ typedef struct FeatureParts
 	TextCounts *counts;
 } FeatureParts;
 
+/* Whether a feature has a digit 0-9 in it (spec §8.4: its votes follow the ramp). */
+static inline bool
+has_digit(const char *data, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char) (data[i] - '0') < 10)
+			return true;
+	return false;
+}
+
 /* The walk of for_each_feature_v2 (text_v2.c) with parts->digits set, whatever given says. */
 extern SimhashStatus text_walk_numbers(const char *text, size_t len, const FeatureParts *given);
+
+/*
+ * Version 3's fingerprint walk (spec §8.2, §8.4): each kind's features that
+ * the runs rule leaves hashed into batches, [0] the token shingles without a
+ * digit, [1] with one, [2] and [3] the character n-grams so; ASCII without
+ * digits through version 2's fast path.  counts gets what the ramp needs.
+ */
+extern SimhashStatus text_walk_numbers_voting(const char *text, size_t len, HashBatch batches[4],
+											  TextCounts *counts);
 
 #endif							/* SIMHASH_CORE_TEXT_WALK_H */
