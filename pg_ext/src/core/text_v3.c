@@ -410,6 +410,8 @@ take_excess(const ExactCounts *table, bool in_order, HashBatch *plain, HashBatch
 	return true;
 }
 
+#define HOT_CHUNK 256
+
 /*
  * The hashes of the logs past the cap taken back from their tallies; or
  * *again where a hash came with and without a digit (the order decides: the
@@ -423,21 +425,30 @@ cap_from_logs(const KindCap *kind, HashBatch *plain, HashBatch *digit, bool *aga
 	if (!exact_init(&table, CAP_EXACT_MIN_SLOTS, SIZE_MAX))
 		return SIMHASH_NO_MEMORY;
 	for (int f = 0; f < 2; f++)
-		for (size_t k = 0; k < kind->logs[f].n; k++)
+		for (size_t k = 0; k < kind->logs[f].n; k += HOT_CHUNK)
 		{
-			uint64_t	hash = kind->logs[f].hashes[k];
-			ExactEntry *entry;
+			/* The hot hashes of a chunk picked first, without a branch, then counted. */
+			uint64_t	hot[HOT_CHUNK];
+			size_t		nhot = 0;
+			size_t		end = SH_MIN(kind->logs[f].n, k + HOT_CHUNK);
 
-			if (!sketch_hot(&kind->sketch, hash))
-				continue;
-			entry = exact_entry(&table, hash);
-			if (entry == NULL)
+			for (size_t i = k; i < end; i++)
 			{
-				exact_free(&table);
-				return SIMHASH_NO_MEMORY;
+				hot[nhot] = kind->logs[f].hashes[i];
+				nhot += sketch_hot(&kind->sketch, hot[nhot]);
 			}
-			entry->seen++;
-			entry->digit += f;
+			for (size_t i = 0; i < nhot; i++)
+			{
+				ExactEntry *entry = exact_entry(&table, hot[i]);
+
+				if (entry == NULL)
+				{
+					exact_free(&table);
+					return SIMHASH_NO_MEMORY;
+				}
+				entry->seen++;
+				entry->digit += f;
+			}
 		}
 	*again = !take_excess(&table, false, plain, digit);
 	exact_free(&table);

@@ -234,6 +234,18 @@ def test_text_v3_matches_sql(shared_db: psycopg.Connection, text: str) -> None:
     assert row[2] == hashing.features_v3(text)
 
 
+def test_text_v3_features_past_the_cap_match_sql(shared_db: psycopg.Connection) -> None:
+    """Features 32, 33 and many more times: each votes at its first 32 occurrences only, in
+    simhash_v3_features too (which counts the features of its sketch's hot slots)."""
+    rng = random.Random(4848)
+    texts = [unit * times for unit in ("the cat sat ", "x1 y2 ", "近似重复") for times in (32, 33, 50)]
+    texts.append(" ".join(rng.choice(["a", "b1", "the", "中文", "2024", "Ünï"]) for _ in range(5_000)))
+    for text in texts:
+        row = v3_row(shared_db, text)
+        assert int(row[0]) == hashing.fingerprint(text, version=3)
+        assert row[2] == hashing.features_v3(text)
+
+
 def test_text_v3_vectors_match_sql(shared_db: psycopg.Connection) -> None:
     for vector in load_vectors(3):
         got = shared_db.execute("SELECT simhash_v3(%s)::text", (vector["text"],)).fetchone()[0]
