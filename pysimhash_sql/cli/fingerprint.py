@@ -1,6 +1,7 @@
 """fingerprint: documents in, (id, fingerprint) out, computed in Python by
-pysimhash_sql.hashing, which is bit for bit SQL's simhash_v2(text) (the
-default, text spec version 2) or simhash(text) (--spec-version 1).  Web pages
+pysimhash_sql.hashing, which is bit for bit SQL's simhash_v3(text) (the
+default, text spec version 3: TEXT_SPEC_VERSION_LATEST), simhash_v2(text)
+(--spec-version 2) or simhash(text) (--spec-version 1).  Web pages
 (HTML and WARC files) are fingerprinted by their main-content text, and their
 URL and fetch date are two more columns.  ``text_spec_of`` is the one place
 the commands that fingerprint text (fingerprint, ingest, report, dedupe) turn

@@ -182,7 +182,7 @@ def test_removed_names_each_removed_document_and_its_kept_one(tmp_path: Path) ->
     expected = []
     for i in (i for i in range(len(records)) if i not in kept):
         j = clusters[i]  # the first of the cluster: kept by the rule "first"
-        d = hashing.hamming_distance(hashing.simhash_v2(records[i]["text"]), hashing.simhash_v2(records[j]["text"]))
+        d = hashing.hamming_distance(*(hashing.fingerprint(records[k]["text"], version=3) for k in (i, j)))  # the default
         expected.append({"id": records[i]["id"], "duplicate_of": records[j]["id"], "distance": d})
     assert removed == expected and removed
 
