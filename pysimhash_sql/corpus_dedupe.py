@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import hashing
-from ._find_all import block_masks, default_blocks, popcount, row_pairs
+from ._find_all import SLICE_ROWS, block_masks, default_blocks, index_dtype, pair_batches, popcount
 from .text_spec import TEXT_SPEC_VERSION_LATEST, check_version
 
 __all__ = ["KEEP_RULES", "DEFAULT_DISTANCE", "Clusters", "dedupe_records", "dedupe_table",
@@ -131,20 +131,24 @@ class Collector:
         return self
 
     def fingerprints(self) -> np.ndarray:
-        """Every fingerprint in one array (the batches' arrays let go)."""
+        """Every fingerprint in one array, and ``"longest"``'s lengths (the
+        batches' arrays let go, their memory given back: release_free_memory)."""
         if len(self.parts) != 1:
             self.parts = [np.concatenate(self.parts) if self.parts else np.empty(0, np.uint64)]
+            if self.keep == "longest":
+                self.lengths = [np.concatenate(self.lengths) if self.lengths else np.empty(0, np.int32)]
+            release_free_memory()
         return self.parts[0]
 
     def rank(self) -> np.ndarray | None:
         """Each document's standing under the keep rule (higher kept), None for "first"."""
         if self.keep == "longest":
-            self.lengths = [np.concatenate(self.lengths) if self.lengths else np.empty(0, np.int32)]
+            self.fingerprints()
             return self.lengths[0]
         if self.by_field:
             distinct = sorted(set(self.values))
             position = {value: i for i, value in enumerate(distinct)}
-            return np.fromiter((position[v] for v in self.values), np.int64, len(self.values))
+            return np.fromiter((position[v] for v in self.values), index_dtype(len(distinct)), len(self.values))
         return None
 
     def clusters(self, distance: int = DEFAULT_DISTANCE, threads: int | None = None,
@@ -160,53 +164,126 @@ class Collector:
 # -- clusters --------------------------------------------------------------------------
 
 
-def find_clusters(fps: np.ndarray, distance: int = DEFAULT_DISTANCE, threads: int | None = None) -> np.ndarray:
+PAIR_BATCH = 1 << 18
+"""Pairs find_clusters gathers before it unions them (2 MiB of uint32 pairs;
+the union's temporaries about 10 MiB)."""
+
+CHUNK_ROWS = 1 << 20
+"""Documents a pass over every document takes at a time (labels, the keep
+rule, is_own): its temporaries are a chunk's, never an int64 a document."""
+
+
+def find_clusters(fps: np.ndarray, distance: int = DEFAULT_DISTANCE, threads: int | None = None, *,
+                  slice_rows: int = SLICE_ROWS, pair_batch: int = PAIR_BATCH,
+                  chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
     """For each document (a uint64 fingerprint), the smallest index of its
-    cluster: the documents linked by pairs within ``distance`` bits (as
-    simhash_clusters's cluster_id: the smallest id); a document in no pair is
-    its own.  The pairs: _find_all.row_pairs, in ``threads`` threads (None:
-    one per CPU)."""
+    cluster (index_dtype: uint32 up to 2**32 documents, int64 past that): the
+    documents linked by pairs within ``distance`` bits (as simhash_clusters's
+    cluster_id: the smallest id); a document in no pair is its own.  The
+    pairs: _find_all.pair_batches, in ``threads`` threads (None: one per
+    CPU), in slices of ``slice_rows``, joined as they come (``pair_batch`` at
+    a time) into one forest (Forest): never all held at once."""
     if not 0 <= distance < 64:
         raise ValueError(f"distance must be between 0 and 63, not {distance!r}")
     fps = np.ascontiguousarray(fps, np.uint64)
-    a, b = row_pairs(fps, block_masks(default_blocks(distance)), distance, threads)
-    return components(fps.size, a, b)
+    forest = Forest(fps.size)
+    pending: list[tuple[np.ndarray, np.ndarray]] = []
+    held = 0
+    for a, b in pair_batches(fps, block_masks(default_blocks(distance)), distance, threads, slice_rows):
+        pending.append((a, b))
+        held += a.size
+        if held >= pair_batch:
+            forest.union(*map(np.concatenate, zip(*pending)))
+            pending, held = [], 0
+    if pending:
+        forest.union(*map(np.concatenate, zip(*pending)))
+    return forest.labels(chunk_rows)
+
+
+class Forest:
+    """Union-find over n nodes in one array of index_dtype (4 bytes a node
+    below 2**32 nodes), in numpy: each node's parent is at most itself, so a
+    tree's root is its smallest node, the component's label."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = np.arange(n, dtype=index_dtype(n))
+
+    def roots(self, x: np.ndarray) -> np.ndarray:
+        r = self.parent[x]
+        while True:
+            up = self.parent[r]
+            if np.array_equal(up, r):
+                return r
+            r = up
+
+    def union(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Joins the trees of each edge (a[i], b[i]): each edge's larger root
+        hooked onto its smaller, rounds until every edge's ends share a root;
+        the ends' paths compressed on the way."""
+        parent = self.parent
+        while a.size:
+            ra, rb = self.roots(a), self.roots(b)
+            parent[a], parent[b] = ra, rb
+            differ = ra != rb
+            a, b, ra, rb = a[differ], b[differ], ra[differ], rb[differ]
+            parent[np.maximum(ra, rb)] = np.minimum(ra, rb)  # roots hooked onto smaller nodes
+
+    def labels(self, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+        """Each node's root, the parent array itself flattened, a chunk at a
+        time in increasing order (the chunks before are flat: a parent is at
+        most its node)."""
+        parent = self.parent
+        for start in range(0, parent.size, chunk_rows):
+            part = parent[start:start + chunk_rows]
+            while True:
+                up = parent[part]
+                if np.array_equal(up, part):
+                    break
+                part[...] = up
+        return parent
 
 
 def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Connected components of n nodes linked by the edges (a[i], b[i]), each
-    node labelled by its component's smallest node: hooking (each edge's larger
-    root onto its smaller) and pointer jumping, in numpy, over the nodes in an
-    edge only."""
-    labels = np.arange(n, dtype=np.int64)
-    if a.size == 0:
-        return labels
-    a, b = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
-    nodes, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
-    ea, eb = inverse[:a.size], inverse[a.size:]
-    parent = np.arange(nodes.size)  # nodes is sorted: a smaller local index is a smaller node
-    while True:
-        ra, rb = parent[ea], parent[eb]
-        differ = ra != rb
-        if not differ.any():
-            break
-        np.minimum.at(parent, np.maximum(ra, rb)[differ], np.minimum(ra, rb)[differ])
-        while True:  # every node straight to its root
-            up = parent[parent]
-            if np.array_equal(up, parent):
-                break
-            parent = up
-    labels[nodes] = nodes[parent]
-    return labels
+    node labelled by its component's smallest node (Forest)."""
+    forest = Forest(n)
+    forest.union(np.asarray(a, forest.parent.dtype), np.asarray(b, forest.parent.dtype))
+    return forest.labels()
 
 
-def is_own(values: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+def is_own(values: np.ndarray, chunk: int = CHUNK_ROWS) -> np.ndarray:
     """values[i] == i for each i, a chunk at a time (no array of every index)."""
     out = np.empty(values.size, bool)
     for start in range(0, values.size, chunk):
         part = values[start:start + chunk]
         np.equal(part, np.arange(start, start + part.size), out=out[start:start + part.size])
     return out
+
+
+def best_of_clusters(labels: np.ndarray, rank: np.ndarray, chunk: int = CHUNK_ROWS) -> np.ndarray:
+    """For each document, the document kept of its cluster: the highest
+    ``rank``, ties to the smallest index; a chunk of documents at a time
+    (each chunk's members against the best found so far of their clusters),
+    then each member pointed at its cluster's best: one array beside the
+    labels, the rest a chunk's."""
+    kept = labels.copy()
+    for start in range(0, labels.size, chunk):
+        part = labels[start:start + chunk]
+        members = np.flatnonzero(part != np.arange(start, start + part.size)) + start  # not a cluster's first
+        if not members.size:
+            continue
+        clusters = np.unique(labels[members])
+        candidates = np.concatenate([kept[clusters], members])  # the best so far first: it has the smaller index
+        of = np.concatenate([clusters, labels[members]])
+        ordered = np.lexsort((candidates, -rank[candidates].astype(np.int64), of))  # by cluster, best first
+        first = np.ones(ordered.size, bool)
+        first[1:] = of[ordered[1:]] != of[ordered[:-1]]
+        kept[clusters] = candidates[ordered[first]]
+    for start in range(0, labels.size, chunk):
+        part = labels[start:start + chunk]
+        members = part != np.arange(start, start + part.size)
+        kept[start:start + chunk][members] = kept[part[members]]
+    return kept
 
 
 @dataclass(frozen=True)
@@ -224,16 +301,7 @@ class Clusters:
     def of(cls, fps: np.ndarray, labels: np.ndarray, rank: np.ndarray | None = None) -> Clusters:
         """The kept document of each cluster: the highest ``rank`` (None: the
         first, the label itself), ties to the smallest index."""
-        kept = labels
-        if rank is not None:
-            kept = labels.copy()
-            rows = np.flatnonzero(~is_own(labels))  # members of a cluster, its first left out
-            rows = np.union1d(rows, labels[rows])
-            ordered = rows[np.lexsort((rows, -rank[rows], labels[rows]))]  # by cluster, best first
-            first = np.ones(ordered.size, bool)
-            first[1:] = labels[ordered[1:]] != labels[ordered[:-1]]
-            best = ordered[first]  # each cluster's kept document, in the order of the clusters' labels
-            kept[rows] = best[np.searchsorted(labels[best], labels[rows])]
+        kept = labels if rank is None else best_of_clusters(labels, rank)
         return cls(fps, labels, kept, is_own(kept))
 
     def __len__(self) -> int:
@@ -247,7 +315,11 @@ class Clusters:
 
     def count(self) -> int:
         """Clusters of two or more documents."""
-        return int(np.unique(self.labels[~is_own(self.labels)]).size)
+        has_members = np.zeros(self.labels.size, bool)  # a byte a document, not a sort of the members
+        for start in range(0, self.labels.size, CHUNK_ROWS):
+            part = self.labels[start:start + CHUNK_ROWS]
+            has_members[part[part != np.arange(start, start + part.size)]] = True
+        return int(np.count_nonzero(has_members))
 
     def distance(self, i: int) -> int:
         """Bits between document i and the one kept of its cluster."""
@@ -279,6 +351,20 @@ def lean_allocations() -> bool:
         return False
     m_mmap_threshold = -3
     return bool(libc.mallopt(m_mmap_threshold, LARGE_ALLOCATION))
+
+
+def release_free_memory() -> bool:
+    """Gives the free pages in the middle of glibc's heap back to the system
+    (malloc_trim): the reading's many small arrays, once concatenated, leave
+    holes that otherwise stay resident through the search.  False where
+    there is no glibc."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    return bool(libc.malloc_trim(0))
 
 
 # -- over records and tables ---------------------------------------------------------
