@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .. import corpus_dedupe
+from .._find_all import index_dtype
 from ..corpus_dedupe import BATCH_DOCUMENTS, Clusters, Collector
 from ..text_spec import TEXT_SPEC_VERSION_LATEST
 from .compression import compressing, compression_of_file, compression_of_name, open_stream
@@ -362,7 +363,7 @@ def database_labels(args, fps: np.ndarray) -> np.ndarray:
     from ..progress import track_progress
     from .database import connect, database_backend
 
-    labels = np.arange(fps.size, dtype=np.int64)
+    labels = np.arange(fps.size, dtype=index_dtype(fps.size))  # 4 bytes a document, as find_clusters's
     with connect(args.dsn) as conn:
         backend = database_backend(conn, args, None)
         conn.execute(f"CREATE TEMP TABLE simhash_dedupe (id bigint, fingerprint {backend.column_type})")
