@@ -34,8 +34,9 @@ more while it runs: about 54 bytes a document resident at its peak in all
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, TypeVar
@@ -101,6 +102,61 @@ def keep_value(value: Any) -> tuple:
     return (1, value) if not isinstance(value, str) else (2, value)
 
 
+class KeepValues:
+    """A keep field's values in input order, held as text: a batch's values
+    in one bytes object (each a kind byte, 0 missing, 1 an int, 2 a float,
+    3 a string, then its text: repr or UTF-8) and where each ends (uint32), so
+    a document costs its value's text and 5 bytes, not a Python object.
+    ``ranks`` gives the standing of some documents' values among themselves:
+    the keep rule compares only a cluster's members."""
+
+    def __init__(self) -> None:
+        self.texts: list[bytes] = []
+        self.ends: list[np.ndarray] = []
+        self.starts = [0]  # the first document of each batch, and the count after the last
+
+    def add(self, values: Sequence[Any]) -> None:
+        encoded = []
+        for value in values:
+            kind = keep_value(value)[0]  # ValueError for a list, an object, a bool
+            if kind == 0:
+                encoded.append(b"\x00")
+            elif kind == 2:
+                encoded.append(b"\x03" + value.encode("utf-8", "surrogatepass"))
+            else:
+                encoded.append((b"\x01" if isinstance(value, int) else b"\x02") + repr(value).encode())
+        self.texts.append(b"".join(encoded))
+        self.ends.append(np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded))).astype(np.uint32))
+        self.starts.append(self.starts[-1] + len(encoded))
+
+    def __len__(self) -> int:
+        return self.starts[-1]
+
+    def value(self, i: int) -> tuple:
+        """keep_value of document i's value."""
+        batch = bisect_right(self.starts, i) - 1
+        j = i - self.starts[batch]
+        ends = self.ends[batch]
+        text = self.texts[batch][int(ends[j - 1]) if j else 0:int(ends[j])]
+        kind, body = text[0], text[1:]
+        if kind == 0:
+            return (0, 0)
+        if kind == 3:
+            return (2, body.decode("utf-8", "surrogatepass"))
+        return (1, int(body) if kind == 1 else float(body))  # repr gives the very number back
+
+    def ranks(self, rows: np.ndarray) -> np.ndarray:
+        """The standing of the values of documents ``rows`` among themselves (int64, higher better)."""
+        values = [self.value(i) for i in rows.tolist()]
+        position = {value: n for n, value in enumerate(sorted(set(values)))}
+        return np.fromiter((position[v] for v in values), np.int64, len(values))
+
+
+def array_ranks(rank: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """ranks of documents from an array of every document's standing."""
+    return lambda rows: rank[rows].astype(np.int64)
+
+
 class Collector:
     """The per-document state of a dedupe, gathered in input order a batch at a
     time: the fingerprints, and what the keep rule needs (``"longest"``: the
@@ -110,7 +166,7 @@ class Collector:
         self.keep = check_keep(keep)
         self.parts: list[np.ndarray] = []
         self.lengths: list[np.ndarray] = []
-        self.values: list[tuple] = []
+        self.values = KeepValues()
 
     @property
     def by_field(self) -> bool:
@@ -121,7 +177,7 @@ class Collector:
         if self.keep == "longest":
             self.lengths.append(np.fromiter(map(len, texts), np.int32, len(texts)))
         elif self.by_field:
-            self.values += map(keep_value, values)
+            self.values.add(values)
 
     def collect(self, batches: Iterable[tuple[Sequence[str], Sequence[Any] | None]], version: int,
                 jobs: int | None = None) -> Collector:
@@ -140,16 +196,13 @@ class Collector:
             release_free_memory()
         return self.parts[0]
 
-    def rank(self) -> np.ndarray | None:
-        """Each document's standing under the keep rule (higher kept), None for "first"."""
+    def rank(self) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The standing under the keep rule (higher kept) of some documents
+        among themselves, as a function of their positions; None for "first"."""
         if self.keep == "longest":
             self.fingerprints()
-            return self.lengths[0]
-        if self.by_field:
-            distinct = sorted(set(self.values))
-            position = {value: i for i, value in enumerate(distinct)}
-            return np.fromiter((position[v] for v in self.values), index_dtype(len(distinct)), len(self.values))
-        return None
+            return array_ranks(self.lengths[0])
+        return self.values.ranks if self.by_field else None
 
     def clusters(self, distance: int = DEFAULT_DISTANCE, threads: int | None = None,
                  labels: np.ndarray | None = None) -> Clusters:
@@ -260,9 +313,11 @@ def is_own(values: np.ndarray, chunk: int = CHUNK_ROWS) -> np.ndarray:
     return out
 
 
-def best_of_clusters(labels: np.ndarray, rank: np.ndarray, chunk: int = CHUNK_ROWS) -> np.ndarray:
+def best_of_clusters(labels: np.ndarray, rank: Callable[[np.ndarray], np.ndarray],
+                     chunk: int = CHUNK_ROWS) -> np.ndarray:
     """For each document, the document kept of its cluster: the highest
-    ``rank``, ties to the smallest index; a chunk of documents at a time
+    ``rank`` (of given documents among themselves: Collector.rank), ties to
+    the smallest index; a chunk of documents at a time
     (each chunk's members against the best found so far of their clusters),
     then each member pointed at its cluster's best: one array beside the
     labels, the rest a chunk's."""
@@ -275,7 +330,7 @@ def best_of_clusters(labels: np.ndarray, rank: np.ndarray, chunk: int = CHUNK_RO
         clusters = np.unique(labels[members])
         candidates = np.concatenate([kept[clusters], members])  # the best so far first: it has the smaller index
         of = np.concatenate([clusters, labels[members]])
-        ordered = np.lexsort((candidates, -rank[candidates].astype(np.int64), of))  # by cluster, best first
+        ordered = np.lexsort((candidates, -rank(candidates), of))  # by cluster, best first
         first = np.ones(ordered.size, bool)
         first[1:] = of[ordered[1:]] != of[ordered[:-1]]
         kept[clusters] = candidates[ordered[first]]
@@ -298,9 +353,12 @@ class Clusters:
     keep_mask: np.ndarray
 
     @classmethod
-    def of(cls, fps: np.ndarray, labels: np.ndarray, rank: np.ndarray | None = None) -> Clusters:
+    def of(cls, fps: np.ndarray, labels: np.ndarray,
+           rank: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None) -> Clusters:
         """The kept document of each cluster: the highest ``rank`` (None: the
         first, the label itself), ties to the smallest index."""
+        if isinstance(rank, np.ndarray):
+            rank = array_ranks(rank)
         kept = labels if rank is None else best_of_clusters(labels, rank)
         return cls(fps, labels, kept, is_own(kept))
 

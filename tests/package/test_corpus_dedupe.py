@@ -90,7 +90,7 @@ def test_keep_rule_in_chunks_keeps_the_best_of_each_cluster(chunk: int) -> None:
     labels = np.array([rng.choice([i] * 3 + list(range(i))) if i else 0 for i in range(300)], np.uint32)
     labels = corpus_dedupe.components(labels.size, np.arange(labels.size), labels)  # each its cluster's smallest
     rank = np.array([rng.randint(0, 4) for _ in range(labels.size)], np.int32)
-    kept = corpus_dedupe.best_of_clusters(labels, rank, chunk)
+    kept = corpus_dedupe.best_of_clusters(labels, corpus_dedupe.array_ranks(rank), chunk)
     best = {}
     for i, label in enumerate(labels.tolist()):
         if label not in best or rank[i] > rank[best[label]]:
@@ -98,3 +98,18 @@ def test_keep_rule_in_chunks_keeps_the_best_of_each_cluster(chunk: int) -> None:
     assert kept.tolist() == [best[label] for label in labels.tolist()]
     clusters = corpus_dedupe.Clusters.of(np.zeros(labels.size, np.uint64), labels, rank)
     assert clusters.count() == sum(1 for label in set(labels.tolist()) if (labels == label).sum() > 1)
+
+
+def test_keep_values_are_held_as_text_and_ranked_as_they_order() -> None:
+    # a keep field's values, a few bytes each: back exactly as keep_value orders them
+    values = [None, 3, 2.5, "2024-01-02", "\ud800 ünï", 10**30, float("inf"), -0.0, 3.0, "", "2024-01-02"]
+    held = corpus_dedupe.KeepValues()
+    held.add(values[:4])
+    held.add([])
+    held.add(values[4:])
+    assert len(held) == len(values)
+    assert [held.value(i) for i in range(len(values))] == [corpus_dedupe.keep_value(v) for v in values]
+    rows = np.array([10, 1, 8, 0, 3])  # "2024-01-02" > 3 == 3.0 > None
+    assert held.ranks(rows).tolist() == [2, 1, 1, 0, 2]
+    with pytest.raises(ValueError, match="number or a string, not list"):
+        held.add([[1]])
