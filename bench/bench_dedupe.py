@@ -91,8 +91,7 @@ def one_core_mb_s(corpus: dedupe_corpus.Corpus, sample: int = 3000) -> float:
 
 STATE_SCRIPT = """
 import sys, time, numpy as np, resource
-from pysimhash_sql.corpus_dedupe import Collector, lean_allocations
-lean_allocations()  # as pysimhash-sql dedupe
+from pysimhash_sql.corpus_dedupe import Collector
 def resident():  # bytes resident now
     return int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize()
 n = int(sys.argv[1]); rng = np.random.default_rng(1)

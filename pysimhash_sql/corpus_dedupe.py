@@ -18,18 +18,27 @@ Arrow table (pyarrow, the ``parquet`` extra; a Hugging Face dataset's
 How: every text is fingerprinted (text spec version 2 by default, as SQL's
 simhash_v2(text); on every core: ``fingerprint_batch``); every pair of
 fingerprints within ``distance`` bits is found (the package's numpy find_all,
-_find_all.row_pairs, its search in threads); the pairs link documents into
-clusters (connected components); of each cluster one document is kept, by
-the keep rule: ``"first"`` (the first in input order), ``"longest"`` (the
-most characters) or a field's name (the highest value of that field: a date
-in ISO 8601, a score; documents without it count as lowest), ties going to
-the first in input order.  The result depends only on the input and the
-arguments: the same input gives the same kept documents.
+_find_all.pair_batches, its search in threads); the pairs link documents
+into clusters (connected components: Forest, joined as the pairs come); of
+each cluster one document is kept, by the keep rule: ``"first"`` (the first
+in input order), ``"longest"`` (the most characters) or a field's name (the
+highest value of that field: a date in ISO 8601, a score; documents without
+it count as lowest), ties going to the first in input order.  The result
+depends only on the input and the arguments: the same input gives the same
+kept documents.
 
-State: the fingerprints (8 bytes a document; ``"longest"``: 4 more, a
-field: its values), the texts never held beyond a batch.  The search takes
-more while it runs: about 54 bytes a document resident at its peak in all
-(with lean_allocations, as the command line runs it; docs/cli.md, "dedupe").
+Memory, a document's bytes (positions are uint32 up to 2**32 documents,
+int64 past that: _find_all.index_dtype).  Held between the readings: its
+fingerprint (8); ``"longest"``: its length (4); a field: its value's text
+and 5 (KeepValues).  The search adds its forest's parent (4, which becomes
+the cluster labels) and one block's sorted order (4, one group of tables at
+a time, whatever the threads); the pairs are never all held (PAIR_BATCH at
+a time) and every other temporary is a slice's or a chunk's.  The keep
+rule adds the kept document of each (4, ``"first"``: the labels themselves)
+and a flag (1).  So 16 bytes a document at the search ("longest" 20), 13 at
+the end ("longest" 21), plus the fixed part (the interpreter, a few chunks'
+temporaries): 10M documents of bench_dedupe.py's measure peak at 19 bytes a
+document resident ("longest" 25), 100M fit in 2 GiB (docs/cli.md, "dedupe").
 """
 
 from __future__ import annotations
@@ -386,36 +395,15 @@ class Clusters:
 
 # -- memory --------------------------------------------------------------------------
 
-LARGE_ALLOCATION = 1 << 20
-"""glibc's malloc serves allocations of this many bytes or more with mmap and
-gives them back when freed (lean_allocations).  Its default threshold grows
-with the blocks freed, up to 32 MiB, so the search's many arrays of a few
-MiB (its slices, in threads) are then carved from the heap, whose freed
-space stays resident: bench_dedupe.py measured 81 bytes a document at the
-search's peak by default, 54 with this (4M documents); 64 KiB gave 50 at
-twice the time."""
-
-
-def lean_allocations() -> bool:
-    """Makes glibc's malloc give large blocks back to the system as they are
-    freed (LARGE_ALLOCATION), for a process that holds a large corpus's
-    fingerprints (pysimhash-sql dedupe calls it; the library never does by
-    itself: it is the whole process's setting).  False where there is no glibc."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False
-    m_mmap_threshold = -3
-    return bool(libc.mallopt(m_mmap_threshold, LARGE_ALLOCATION))
-
 
 def release_free_memory() -> bool:
     """Gives the free pages in the middle of glibc's heap back to the system
     (malloc_trim): the reading's many small arrays, once concatenated, leave
     holes that otherwise stay resident through the search.  False where
-    there is no glibc."""
+    there is no glibc.  (The search's temporaries are a slice's or a chunk's,
+    so glibc's own mmap threshold serves it: forcing large blocks to mmap,
+    as dedupe did when the search held arrays as long as the corpus, left
+    the peak at 19.3 bytes a document at 10M and took 1.4 times as long.)"""
     import ctypes
 
     try:

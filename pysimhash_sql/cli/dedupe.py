@@ -474,7 +474,6 @@ def dedupe_command(args) -> None:
     from .fingerprint import fingerprinter
 
     check(args)
-    corpus_dedupe.lean_allocations()
     fingerprinter(args)  # --spec-version and --shingle-size checked
     version = args.spec_version or TEXT_SPEC_VERSION_LATEST
     if version == 1 and args.shingle_size not in (None, 3):
