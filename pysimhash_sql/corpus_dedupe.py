@@ -29,8 +29,8 @@ kept documents.
 
 Memory, a document's bytes (positions are uint32 up to 2**32 documents,
 int64 past that: _find_all.index_dtype).  Held between the readings: its
-fingerprint (8); ``"longest"``: its length (4); a field: its value's text
-and 5 (KeepValues).  The search adds its forest's parent (4, which becomes
+fingerprint (8); ``"longest"``: its length (4); a field: its value (a
+number 8, a string its UTF-8) and 5 (KeepValues).  The search adds its forest's parent (4, which becomes
 the cluster labels) and one block's sorted order (4, one group of tables at
 a time, whatever the threads); the pairs are never all held (PAIR_BATCH at
 a time) and every other temporary is a slice's or a chunk's.  The keep
@@ -43,6 +43,7 @@ document resident ("longest" 25), 100M fit in 2 GiB (docs/cli.md, "dedupe").
 
 from __future__ import annotations
 
+import struct
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -111,11 +112,17 @@ def keep_value(value: Any) -> tuple:
     return (1, value) if not isinstance(value, str) else (2, value)
 
 
+INT, FLOAT = struct.Struct("<q"), struct.Struct("<d")  # KeepValues's numbers
+SETTLED_VALUES = 1 << 16
+"""A keep field's values KeepValues.settle joins into one bytes object."""
+
+
 class KeepValues:
-    """A keep field's values in input order, held as text: a batch's values
-    in one bytes object (each a kind byte, 0 missing, 1 an int, 2 a float,
-    3 a string, then its text: repr or UTF-8) and where each ends (uint32), so
-    a document costs its value's text and 5 bytes, not a Python object.
+    """A keep field's values in input order, held as bytes: a batch's values
+    in one bytes object (each a kind byte, then 0 missing, 1 an int64, 2 a
+    float64, 3 a string in UTF-8, 4 a larger int's digits) and where each
+    ends (uint32), so a document costs its value (a number 8 bytes, a string
+    its UTF-8) and 5 bytes, not a Python object.
     ``ranks`` gives the standing of some documents' values among themselves:
     the keep rule compares only a cluster's members."""
 
@@ -132,14 +139,38 @@ class KeepValues:
                 encoded.append(b"\x00")
             elif kind == 2:
                 encoded.append(b"\x03" + value.encode("utf-8", "surrogatepass"))
+            elif isinstance(value, float):
+                encoded.append(b"\x02" + FLOAT.pack(value))
+            elif -(1 << 63) <= value < 1 << 63:
+                encoded.append(b"\x01" + INT.pack(value))
             else:
-                encoded.append((b"\x01" if isinstance(value, int) else b"\x02") + repr(value).encode())
+                encoded.append(b"\x04" + repr(value).encode())
         self.texts.append(b"".join(encoded))
         self.ends.append(np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded))).astype(np.uint32))
         self.starts.append(self.starts[-1] + len(encoded))
 
     def __len__(self) -> int:
         return self.starts[-1]
+
+    def settle(self, documents: int = SETTLED_VALUES) -> None:
+        """The batches joined into runs of about ``documents`` values (once
+        read: the many small objects of the reading let go, their memory
+        given back by release_free_memory rather than left in holes)."""
+        texts: list[bytes] = []
+        ends: list[np.ndarray] = []
+        starts = [0]
+        first = 0
+        for last in range(1, len(self.texts) + 1):
+            if last < len(self.texts) and self.starts[last] - self.starts[first] < documents:
+                continue
+            offsets = np.cumsum([0] + [len(t) for t in self.texts[first:last - 1]], dtype=np.int64)
+            joined = [e.astype(np.int64) + o for e, o in zip(self.ends[first:last], offsets)]
+            texts.append(b"".join(self.texts[first:last]))
+            ends.append(np.concatenate(joined).astype(index_dtype(len(texts[-1]))) if joined else np.empty(0, np.uint32))
+            starts.append(self.starts[last])
+            self.texts[first:last] = self.ends[first:last] = [None] * (last - first)  # a run at a time let go
+            first = last
+        self.texts, self.ends, self.starts = texts, ends, starts
 
     def value(self, i: int) -> tuple:
         """keep_value of document i's value."""
@@ -152,7 +183,7 @@ class KeepValues:
             return (0, 0)
         if kind == 3:
             return (2, body.decode("utf-8", "surrogatepass"))
-        return (1, int(body) if kind == 1 else float(body))  # repr gives the very number back
+        return (1, INT.unpack(body)[0] if kind == 1 else FLOAT.unpack(body)[0] if kind == 2 else int(body))
 
     def ranks(self, rows: np.ndarray) -> np.ndarray:
         """The standing of the values of documents ``rows`` among themselves (int64, higher better)."""
@@ -196,12 +227,15 @@ class Collector:
         return self
 
     def fingerprints(self) -> np.ndarray:
-        """Every fingerprint in one array, and ``"longest"``'s lengths (the
-        batches' arrays let go, their memory given back: release_free_memory)."""
+        """Every fingerprint in one array, and ``"longest"``'s lengths in one,
+        a field's values settled (the batches' objects let go, their memory
+        given back: release_free_memory)."""
         if len(self.parts) != 1:
             self.parts = [np.concatenate(self.parts) if self.parts else np.empty(0, np.uint64)]
             if self.keep == "longest":
                 self.lengths = [np.concatenate(self.lengths) if self.lengths else np.empty(0, np.int32)]
+            elif self.by_field:
+                self.values.settle()
             release_free_memory()
         return self.parts[0]
 

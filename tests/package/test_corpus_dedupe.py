@@ -102,13 +102,16 @@ def test_keep_rule_in_chunks_keeps_the_best_of_each_cluster(chunk: int) -> None:
 
 def test_keep_values_are_held_as_text_and_ranked_as_they_order() -> None:
     # a keep field's values, a few bytes each: back exactly as keep_value orders them
-    values = [None, 3, 2.5, "2024-01-02", "\ud800 ünï", 10**30, float("inf"), -0.0, 3.0, "", "2024-01-02"]
+    values = [None, 3, 2.5, "2024-01-02", "\ud800 ünï", 10**30, float("inf"), -0.0, 3.0, "", "2024-01-02", -2**63]
     held = corpus_dedupe.KeepValues()
     held.add(values[:4])
     held.add([])
     held.add(values[4:])
     assert len(held) == len(values)
     assert [held.value(i) for i in range(len(values))] == [corpus_dedupe.keep_value(v) for v in values]
+    held.settle(3)  # the batches joined into runs of about 3 values, as after the reading
+    assert [held.value(i) for i in range(len(values))] == [corpus_dedupe.keep_value(v) for v in values]
+    assert len(held.texts) == 2  # whole batches: the first 4 values, then the empty batch and 8
     rows = np.array([10, 1, 8, 0, 3])  # "2024-01-02" > 3 == 3.0 > None
     assert held.ranks(rows).tolist() == [2, 1, 1, 0, 2]
     with pytest.raises(ValueError, match="number or a string, not list"):
