@@ -166,7 +166,7 @@ class KeepValues:
             offsets = np.cumsum([0] + [len(t) for t in self.texts[first:last - 1]], dtype=np.int64)
             joined = [e.astype(np.int64) + o for e, o in zip(self.ends[first:last], offsets)]
             texts.append(b"".join(self.texts[first:last]))
-            ends.append(np.concatenate(joined).astype(index_dtype(len(texts[-1]))) if joined else np.empty(0, np.uint32))
+            ends.append(np.concatenate(joined).astype(index_dtype(len(texts[-1]))))
             starts.append(self.starts[last])
             self.texts[first:last] = self.ends[first:last] = [None] * (last - first)  # a run at a time let go
             first = last
