@@ -30,15 +30,17 @@ kept documents.
 Memory, a document's bytes (positions are uint32 up to 2**32 documents,
 int64 past that: _find_all.index_dtype).  Held between the readings: its
 fingerprint (8); ``"longest"``: its length (4); a field: its value (a
-number 8, a string its UTF-8) and 5 (KeepValues).  The search adds its forest's parent (4, which becomes
-the cluster labels) and one block's sorted order (4, one group of tables at
-a time, whatever the threads); the pairs are never all held (PAIR_BATCH at
-a time) and every other temporary is a slice's or a chunk's.  The keep
-rule adds the kept document of each (4, ``"first"``: the labels themselves)
-and a flag (1).  So 16 bytes a document at the search ("longest" 20), 13 at
-the end ("longest" 21), plus the fixed part (the interpreter, a few chunks'
-temporaries): 10M documents of bench_dedupe.py's measure peak at 19 bytes a
-document resident ("longest" 25), 100M fit in 2 GiB (docs/cli.md, "dedupe").
+number 8, a string its UTF-8) and 5 (KeepValues).  The search adds its
+forest's parent (4, which becomes the cluster labels) and one block's
+sorted order (4, one group of tables at a time, whatever the threads); the
+pairs are never all held (PAIR_BATCH at a time) and every other temporary
+is a slice's or a chunk's.  The keep rule adds the kept document of each
+(4, ``"first"``: the labels themselves) and a flag (1).  So 16 bytes a
+document at the search ("longest" 20), 13 at the end ("longest" 21), plus
+the fixed part (the interpreter, a few chunks' temporaries):
+bench_dedupe.py measured 19 bytes a document resident at the peak at 10M
+("longest" 25), 16 at 100M: 1.5 GiB ("longest" 24: 2.2 GiB; docs/cli.md,
+"dedupe").
 """
 
 from __future__ import annotations
