@@ -141,7 +141,7 @@ def size_run(documents: int, jobs: int) -> None:
         with open(corpus.path, "rb") as src, open(small, "wb") as dst:
             for _, line in zip(range(dedupe_corpus.ROUND_DOCUMENTS // 10), src):
                 dst.write(line)
-        _, _, fixed = ours(small, work, jobs, None, removed=False)
+        _, _, fixed, _ = ours(small, work, jobs, None, removed=False)
         load = os.getloadavg()[0]
         seconds, cpu, mib, _ = ours(corpus.path, work, jobs, None, removed=False)
         kept = lines_of(work / "out.jsonl")
