@@ -18,7 +18,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 CORE = "pg_ext/src/core"
-CORE_FILES = ("core", "simd", "vote", "text_v1", "text_v2")
+CORE_FILES = ("core", "simd", "vote", "text_v1", "text_v2", "text_v3")
 # As the extension's Makefile and PostgreSQL build the same files: -O3 lets the
 # compiler vectorise the vote; PostgreSQL's own -fwrapv -fno-strict-aliasing.
 UNIX_FLAGS = ["-O3", "-fwrapv", "-fno-strict-aliasing"]
@@ -40,7 +40,7 @@ def extensions() -> list[Extension]:
             "pysimhash_sql._simhash_core",
             sources=["pysimhash_sql/_core.c", *(f"{CORE}/{name}.c" for name in CORE_FILES)],
             include_dirs=["pg_ext/src"],
-            depends=[f"{CORE}/{name}" for name in ("core.h", "simd.h", "vote.h", "text.h", "unicode_tables.h")],
+            depends=[f"{CORE}/{name}" for name in ("core.h", "simd.h", "vote.h", "text.h", "text_walk.h", "unicode_tables.h")],
             optional=True,
         )
     ]

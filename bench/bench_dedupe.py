@@ -232,9 +232,11 @@ def compare(args) -> None:
             print(f"against text-dedup: {b[1] / a[1]:.1f}x its speed in CPU time ({b[0] / a[0]:.1f}x in wall time), "
                   f"{a[2] / b[2]:.2f}x its peak memory")
         mb_s = one_core_mb_s(corpus)
+        wall, cpu = results["pysimhash-sql dedupe"][:2]
         print(f"one core's fingerprints: {mb_s:.2f} MB a CPU-second; end to end (first row): "
-              f"{size / 1e6 / results['pysimhash-sql dedupe'][1]:.2f} MB a CPU-second of all its processes, "
-              f"{size / 1e6 / results['pysimhash-sql dedupe'][1] / mb_s:.2f}x one core's fingerprints")
+              f"{size / 1e6 / cpu:.2f} MB a CPU-second of all its processes, "
+              f"{size / 1e6 / cpu / mb_s:.2f}x one core's fingerprints; by the wall clock {size / 1e6 / wall:.2f} MB/s "
+              f"= {size / 1e6 / wall / (args.jobs * mb_s):.2f} x jobs x one core's (goal >= 0.5 x cores)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,7 +1,7 @@
 """Fingerprint throughput inside PostgreSQL (one backend, no parallel workers).
 
-Prints MB/s of simhash(text) (spec version 1) and simhash_v2(text) side by
-side on English and on Chinese text, by the wall clock and by the backend's CPU
+Prints MB/s of simhash(text) (spec version 1), simhash_v2(text) and
+simhash_v3(text) side by side on English and on Chinese text, by the wall clock and by the backend's CPU
 time (which other load on the machine disturbs far less; where /proc shows it),
 version 2 also with its vector code held to AVX2 and to plain x86-64
 (simhash.debug_simd: what a CPU without AVX-512 runs), and feature hashes/s of simhash(bigint[]),
@@ -63,7 +63,7 @@ def main() -> None:
         vote, _ = best_of(3, lambda: conn.execute("SELECT count(simhash(hashes)) FROM bench_hashes").fetchall())
         rows.append(("read arrays: sum(cardinality)", f"{n_hashes / read / 1e6:8.1f} M hashes/s", read))
         rows.append(("simhash(bigint[])", f"{n_hashes / vote / 1e6:8.1f} M hashes/s", vote))
-        # (text, MB, clock, MB/s of version 1, of version 2 at each of SIMD_LEVELS)
+        # (text, MB, clock, MB/s of version 1, of version 2 at each of SIMD_LEVELS, of version 3)
         versions = []
         clocks = {"wall": time.perf_counter}
         backend_cpu = cpu_clock(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
@@ -71,17 +71,18 @@ def main() -> None:
             clocks["backend CPU"] = backend_cpu
         for text, table in [("English", "bench_docs"), ("Chinese (manpages-zh)", "bench_zh_docs")]:
             if table not in corpora:
-                versions.append((text, 0.0, "", None, []))
+                versions.append((text, 0.0, "", None, [], None))
                 continue
             size = conn.execute(f"SELECT sum(octet_length(body)) FROM {table}").fetchone()[0]
             for clock_name, clock in clocks.items():
                 rates = []
-                for function, simd in [("simhash", "auto")] + [("simhash_v2", level) for level in SIMD_LEVELS]:
+                runs = [("simhash", "auto")] + [("simhash_v2", level) for level in SIMD_LEVELS] + [("simhash_v3", "auto")]
+                for function, simd in runs:
                     conn.execute("SELECT set_config('simhash.debug_simd', %s, false)", (simd,))
                     sql = f"SELECT count({function}(body)) FROM {table}"
                     seconds, _ = best_of(3, lambda: conn.execute(sql).fetchall(), clock)
                     rates.append(size / seconds / 1e6)
-                versions.append((text, size / 1e6, clock_name, rates[0], rates[1:]))
+                versions.append((text, size / 1e6, clock_name, rates[0], rates[1:-1], rates[-1]))
             conn.execute("RESET simhash.debug_simd")
         conn.execute("DROP TABLE IF EXISTS bench_docs, bench_zh_docs, bench_hashes")
 
@@ -92,13 +93,15 @@ def main() -> None:
     print()
     print("text fingerprint by spec version, MB/s of UTF-8 (one backend); simhash_v2 by the most")
     print("vector code simhash.debug_simd allows it (a level this CPU lacks runs the best it has)")
+    print("(version 3 runs version 2's vector code: its column is at the best level, beside version 2's and 1's)")
     heading = "".join(f" {'v2 ' + level:>11} {'/ v1':>5}" for level in SIMD_LEVELS)
-    print(f"{'text':<22} {'MB':>4} {'clock':<12} {'simhash (v1)':>12}{heading}")
-    for text, size, clock_name, v1, v2 in versions:
+    print(f"{'text':<22} {'MB':>4} {'clock':<12} {'simhash (v1)':>12}{heading} {'v3':>11} {'/ v2':>5} {'/ v1':>5}")
+    for text, size, clock_name, v1, v2, v3 in versions:
         if v1 is None:
             print(f"{text:<22} {'-':>4}  missing: {CHINESE_MAN_PAGES} (Debian's manpages-zh)")
         else:
             columns = "".join(f" {rate:11.1f} {rate / v1:5.2f}" for rate in v2)
+            columns += f" {v3:11.1f} {v3 / v2[0]:5.2f} {v3 / v1:5.2f}"
             print(f"{text:<22} {size:4.0f} {clock_name:<12} {v1:12.1f}{columns}")
 
 

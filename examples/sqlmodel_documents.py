@@ -23,7 +23,7 @@ class Document(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     body: str
     # an int in 0 .. 2**64-1 on the Python side, simhash64 in the table
-    fingerprint: int = Field(sa_column=Column(SimHash64(text_spec=2), nullable=False))  # simhash_v2
+    fingerprint: int = Field(sa_column=Column(SimHash64(text_spec=3), nullable=False))  # simhash_v3
 
 
 def store_and_query(engine, bodies: list[str], max_distance: int = 3) -> dict:
@@ -34,7 +34,7 @@ def store_and_query(engine, bodies: list[str], max_distance: int = 3) -> dict:
         conn.execute(text("CREATE EXTENSION IF NOT EXISTS simhash"))
     SQLModel.metadata.create_all(engine, tables=[Document.__table__])
     with Session(engine) as session:
-        session.add_all(Document(body=body, fingerprint=func.simhash_v2(body)) for body in bodies)
+        session.add_all(Document(body=body, fingerprint=func.simhash_v3(body)) for body in bodies)
         session.commit()
         documents = session.exec(select(Document).order_by(Document.id)).all()
         near = {d.id: [(other.id, distance) for other, distance in

@@ -21,4 +21,4 @@ class Document(Base):
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     url: Mapped[str] = mapped_column(Text, unique=True)
     body: Mapped[str] = mapped_column(Text)
-    fingerprint: Mapped[int] = mapped_column(SimHash64(text_spec=2))  # simhash_v2 (docs/fingerprint-spec.md §7)
+    fingerprint: Mapped[int] = mapped_column(SimHash64(text_spec=3))  # simhash_v3 (docs/fingerprint-spec.md §7, §8)

@@ -163,7 +163,7 @@ utf8_of(int kind, const void *chars, Py_ssize_t n, unsigned char *out)
 	return (size_t) (at - out);
 }
 
-/* One fingerprint, spec version 1 (shingles of shingle_size tokens) or 2, without the GIL. */
+/* One fingerprint, spec version 1 (shingles of shingle_size tokens), 2 or 3, without the GIL. */
 static SimhashStatus
 fingerprint_of(const Text *text, int version, int64_t shingle_size, uint64_t *result)
 {
@@ -185,8 +185,10 @@ fingerprint_of(const Text *text, int version, int64_t shingle_size, uint64_t *re
 	}
 	if (version == 1)
 		status = text_v1_fingerprint(data, len, shingle_size, result);
-	else
+	else if (version == 2)
 		status = text_v2_fingerprint(data, len, result);
+	else
+		status = text_v3_fingerprint(data, len, result);
 	PyMem_RawFree(utf8);
 	return status;
 }
@@ -194,16 +196,16 @@ fingerprint_of(const Text *text, int version, int64_t shingle_size, uint64_t *re
 static int
 check_version(int version)
 {
-	if (version == 1 || version == 2)
+	if (version >= 1 && version <= 3)
 		return 0;
-	PyErr_Format(PyExc_ValueError, "no text spec version %d (1 or 2)", version);
+	PyErr_Format(PyExc_ValueError, "no text spec version %d (1, 2 or 3)", version);
 	return -1;
 }
 
 PyDoc_STRVAR(fingerprint_doc,
 			 "fingerprint(text, version, shingle_size=3) -> int\n\n"
 			 "The fingerprint of a str or bytes under text spec version 1 (shingles of\n"
-			 "shingle_size tokens) or 2, as an unsigned int; the GIL released meanwhile.");
+			 "shingle_size tokens), 2 or 3, as an unsigned int; the GIL released meanwhile.");
 
 static PyObject *
 fingerprint(PyObject *module, PyObject *args)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from operator import index as as_integer
 from typing import Any
 
-from . import plain
+from . import plain, text_spec
 from ._find_all import id_clusters, id_pairs
 from .fingerprint import check_fingerprint, to_sql_literal
 
@@ -223,9 +223,10 @@ class Backend(ABC):
         """Whether the server computes fingerprints (``function(text)``)."""
 
     @abstractmethod
-    def fingerprint_function(self, run_one: Callable[[str, tuple], Any], function: str) -> tuple[str, str] | None:
-        """The SQL function (schema, name) that fingerprints a text in
-        triggers; MissingFunction if the extension lacks it; None: the client
+    def fingerprint_function(self, run_one: Callable[[str, tuple], Any], version: int) -> tuple[str, str] | None:
+        """The SQL function (schema, name) that fingerprints a text under
+        text spec ``version`` in triggers; MissingFunction if the extension
+        lacks it (text_spec.missing_function_message); None: the client
         computes them (refingerprint's plain back end)."""
 
     # -- executed
@@ -315,9 +316,10 @@ class Extension(Backend):
     def fingerprints_in_server(self, has_function: Callable[[str], bool], function: str) -> bool:
         return has_function(f"{function}(text)")
 
-    def fingerprint_function(self, run_one, function: str) -> tuple[str, str]:
+    def fingerprint_function(self, run_one, version: int) -> tuple[str, str]:
+        function = text_spec.sql_function(version)
         if not run_one(TEXT_FUNCTION_SQL, (function,))[0]:
-            raise MissingFunction(f"this database has no {function}(text): it comes with the simhash extension 1.3")
+            raise MissingFunction(text_spec.missing_function_message(version))
         return run_one(EXTENSION_SCHEMA_SQL, ())[0], function
 
     def _lock_near(self, run: Run, fingerprint: int, max_distance: int, scope: str | None) -> None:
@@ -404,7 +406,7 @@ class Plain(Backend):
     def fingerprints_in_server(self, has_function: Callable[[str], bool], function: str) -> bool:
         return False  # no simhash(text) in the server; the same bits computed by the client
 
-    def fingerprint_function(self, run_one, function: str) -> None:
+    def fingerprint_function(self, run_one, version: int) -> None:
         return None
 
     def _lock_near(self, run: Run, fingerprint: int, max_distance: int, scope: str | None) -> None:

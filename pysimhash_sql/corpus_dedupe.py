@@ -15,11 +15,11 @@ Arrow table (pyarrow, the ``parquet`` extra; a Hugging Face dataset's
     from pysimhash_sql.corpus_dedupe import dedupe_records
     kept = dedupe_records([{"text": "a b c"}, {"text": "a b c"}])   # [0]
 
-How: every text is fingerprinted (text spec version 2 by default, as SQL's
-simhash_v2(text); on every core: ``fingerprint_batch``); every pair of
-fingerprints within ``distance`` bits is found (the package's numpy find_all,
-_find_all.pair_batches, its search in threads); the pairs link documents
-into clusters (connected components: Forest, joined as the pairs come); of
+How: every text is fingerprinted (text spec version 3 by default,
+TEXT_SPEC_VERSION_LATEST, as SQL's simhash_v3(text); on every core:
+``fingerprint_batch``); every pair of fingerprints within ``distance`` bits
+is found (the package's numpy find_all, _find_all.pair_batches, its search
+in threads); the pairs link documents into clusters (connected components: Forest, joined as the pairs come); of
 each cluster one document is kept, by the keep rule: ``"first"`` (the first
 in input order), ``"longest"`` (the most characters) or a field's name (the
 highest value of that field: a date in ISO 8601, a score; documents without

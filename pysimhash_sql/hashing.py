@@ -11,8 +11,7 @@ many at once, on every core.
 
 Text fingerprints come in spec versions (TEXT_SPEC_VERSIONS) that are never
 comparable: simhash() is version 1, simhash_v2() version 2, simhash_v3()
-version 3 (computed by the pure-Python code in both implementations until the
-core has it), and fingerprint(text, version=...) any of them, by number.
+version 3, and fingerprint(text, version=...) any of them, by number.
 
 Fingerprints and hashes are unsigned ints in 0 .. 2**64-1. Where a hash is an
 input, a negative int in the signed 64-bit range is read as its two's-complement
@@ -29,9 +28,10 @@ import numbers
 import operator
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from itertools import chain, islice
+from typing import TypeVar
 
 import numpy as np
 import xxhash
@@ -61,6 +61,8 @@ __all__ = [
     "fingerprint",
     "fingerprints",
     "fingerprint_batches",
+    "in_order",
+    "fingerprint_values",
     "IMPLEMENTATION",
     "PURE_PYTHON",
     "simhash_weighted",
@@ -77,13 +79,15 @@ __all__ = [
 # fingerprint.MAX_FINGERPRINT).
 MASK64 = MAX_FINGERPRINT
 Text = str | bytes | bytearray | memoryview
+T = TypeVar("T")
+R = TypeVar("R")
 
 # Version 2's features (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens, each
 # voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of the
 # tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size of 0
 # leaves that part out); with V2_RUNS_ONCE, a feature whose hash is the hash of
 # the feature of its part just before it does not vote.  C's home of the same
-# constants: text_v2.c.
+# constants: core/text_walk.h.
 V2_TOKEN_SHINGLE = 3
 V2_TOKEN_WEIGHT = 1
 V2_CHAR_GRAM = 5
@@ -97,7 +101,7 @@ V2_RUNS_ONCE = True
 # share of numbers among its words (a run of SOLO characters one word) instead of once: 0 up to V3_NUMBER_SHARE[0] %, 1 from
 # V3_NUMBER_SHARE[1] % on, in V3_RAMP_STEPS steps (integers: a feature without
 # a digit votes its weight x V3_RAMP_STEPS).  C's home of the same constants:
-# the portable core's text_v3.
+# pg_ext/src/core/text_v3.c.
 V3_MAX_VOTES = 32
 V3_NUMBER_WEIGHT = 2
 V3_NUMBER_SHARE = (15, 25)
@@ -417,9 +421,8 @@ def features_v3(text: Text) -> list[tuple]:
 
 
 def simhash_v3(text: Text) -> TextFingerprint:
-    """The fingerprint of text, spec version 3 (§8); computed in Python by
-    either implementation until the compiled core has it.  An int that
-    carries its version (text_spec.TextFingerprint)."""
+    """The fingerprint of text, spec version 3 (§8): SQL's simhash_v3(text).
+    An int that carries its version (text_spec.TextFingerprint)."""
     return TextFingerprint(_IMPLEMENTATION.simhash_v3(text), 3)
 
 
@@ -460,6 +463,22 @@ def _fingerprint_list(texts: list, version: int, shingle_size: int) -> list[Text
             for value in _IMPLEMENTATION.fingerprints(texts, version, 1, shingle_size)]
 
 
+def fingerprint_values(texts: list, *, version: int, shingle_size: int | None = None) -> list[int]:
+    """The fingerprints of a batch of texts as plain ints (no TextFingerprint:
+    for a caller that holds millions, or tags them itself), computed in this
+    thread: the work of a worker of in_order that fingerprints a batch and
+    more (cli/jsonl.py).  shingle_size as fingerprint_batches's."""
+    version = check_version(version)
+    return _IMPLEMENTATION.fingerprints(texts, version, 1, _spec_shingle_size(version, shingle_size))
+
+
+def _spec_shingle_size(version: int, shingle_size: int | None) -> int:
+    """Version 1's shingle size (default 3); ValueError for one with another version."""
+    if shingle_size is not None and version != 1:
+        raise ValueError(f"shingle_size is a parameter of text spec version 1, not of version {version}")
+    return _shingle_size(3 if shingle_size is None else shingle_size)
+
+
 def fingerprint_batches(batches: Iterable[Iterable[Text]], *, version: int, shingle_size: int | None = None,
                         jobs: int | None = None) -> Iterator[list[TextFingerprint]]:
     """The fingerprints of each batch of texts, a list a batch, in order,
@@ -469,17 +488,26 @@ def fingerprint_batches(batches: Iterable[Iterable[Text]], *, version: int, shin
     in flight, so memory stays bounded however long the stream.  shingle_size
     is version 1's (default 3, as simhash(text))."""
     version = check_version(version)
-    if shingle_size is not None and version != 1:
-        raise ValueError(f"shingle_size is a parameter of text spec version 1, not of version {version}")
-    size, jobs = _shingle_size(3 if shingle_size is None else shingle_size), _jobs(jobs)
+    size, jobs = _spec_shingle_size(version, shingle_size), _jobs(jobs)
+    yield from in_order(partial(_fingerprint_list, version=version, shingle_size=size), map(list, batches), jobs=jobs)
+
+
+def in_order(function: Callable[[T], R], items: Iterable[T], *, jobs: int | None = None) -> Iterator[R]:
+    """function(item) of each item, in order, computed on `jobs` cores (None:
+    every one) while the next items are read, at most 2 × jobs in flight:
+    where fingerprint_batches computes (threads over the compiled core, which
+    releases the GIL; worker processes for the pure-Python code, so function
+    and items must pickle: a module-level function, or a partial of one), for
+    work that fingerprints a batch and more (the CLI's JSON Lines blocks:
+    cli/jsonl.py)."""
+    jobs = _jobs(jobs)
     if jobs == 1:
-        for texts in batches:
-            yield _fingerprint_list(list(texts), version, size)
+        yield from map(function, items)
         return
     with _IMPLEMENTATION.executor(jobs) as pool:
         pending: deque = deque()
-        for texts in batches:
-            pending.append(pool.submit(_fingerprint_list, list(texts), version, size))
+        for item in items:
+            pending.append(pool.submit(function, item))
             if len(pending) >= 2 * jobs:
                 yield pending.popleft().result()
         while pending:
@@ -653,8 +681,7 @@ class Compiled:
         return self.core.fingerprint(_str_or_bytes(text), 2)
 
     def simhash_v3(self, text: Text) -> int:
-        """Version 3 is not in the core yet: the reference's."""
-        return PURE_PYTHON.simhash_v3(text)
+        return self.core.fingerprint(_str_or_bytes(text), 3)
 
     def vote(self, hashes) -> int:
         if type(hashes) in (list, tuple):  # read in C, unless an item is not an int hash
@@ -664,8 +691,6 @@ class Compiled:
         return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
-        if version == 3:  # not in the core yet
-            return PURE_PYTHON.fingerprints(texts, version, jobs)
         texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
         size = min(shingle_size, self.MAX_SHINGLE_SIZE)
         chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)

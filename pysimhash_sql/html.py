@@ -1,7 +1,7 @@
 """The main-content text of an HTML page, and its fingerprint (docs/fingerprint-spec.md §5).
 
     extract_text(html, url=None) -> str | None
-    simhash_html(html, url=None, version=2) -> int | None   # fingerprint(extract_text(...), version=)
+    simhash_html(html, url=None, version=3) -> int | None   # fingerprint(extract_text(...), version=)
 
 A page without enough text to fingerprint (empty, navigation only, a JavaScript
 shell) gives None: fingerprints of such pages would all be near-duplicates of
@@ -340,11 +340,12 @@ def extract_text(html: str | bytes, url: str | None = None) -> str | None:
 def simhash_html(html: str | bytes, url: str | None = None, shingle_size: int | None = None, *,
                  version: int = hashing.TEXT_SPEC_VERSION_LATEST) -> int | None:
     """hashing.fingerprint(extract_text(html, url), version=version) (default:
-    the latest text spec, 2), or None without text; ``shingle_size`` is
-    version 1's (hashing.simhash(text, shingle_size)), ValueError with version 2."""
+    the latest text spec, TEXT_SPEC_VERSION_LATEST), or None without text;
+    ``shingle_size`` is version 1's (hashing.simhash(text, shingle_size)),
+    ValueError with a later version."""
     check_shingle_size(shingle_size, check_version(version))
     text = extract_text(html, url)
     if text is None:
         return None
     return hashing.simhash(text, 3 if shingle_size is None else shingle_size) if version == 1 else \
-        hashing.simhash_v2(text)
+        hashing.fingerprint(text, version=version)

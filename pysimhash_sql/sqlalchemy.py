@@ -19,6 +19,7 @@ the typed functions ``hamming_within``/``hamming_distance`` and the DDL of
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from importlib import import_module
 from typing import Any
 
@@ -79,8 +80,9 @@ class SimHash64(SchemaEventTarget, UserDefinedType[int]):
     ``text_spec``: the text fingerprint spec version the column holds
     (pysimhash_sql/text_spec.py); new models declare
     ``TEXT_SPEC_VERSION_LATEST``.  A value computed with another version
-    (``hashing.simhash`` is version 1, ``simhash_v2`` version 2) raises
-    ValueError when bound to the column, in a query or an insert; plain ints
+    (``hashing.simhash`` is version 1, ``simhash_v2`` version 2, ``simhash_v3``
+    version 3) raises ValueError when bound to the column, in a query or an
+    insert; plain ints
     are taken as they are.  Its column's comment records it (unless the
     column is given a comment of its own): CREATE TABLE and Alembic write it,
     the CLI reads it.  None (the default): undeclared, no check."""
@@ -149,7 +151,7 @@ def _reflected_text_spec(inspector, table: Table, column_info: dict) -> None:
     """A reflected fingerprint column declares the text spec version its
     comment records (text_spec.comment), as the model that made it did:
     ``Table(..., autoload_with=engine)``, ``MetaData.reflect`` and Alembic's
-    autogenerate get ``SimHash64(text_spec=2)``, not an undeclared
+    autogenerate get ``SimHash64(text_spec=3)``, not an undeclared
     ``SimHash64()``.  Any column of the back end's fingerprint type with that
     comment is one of ours: on the plain back end a ``bigint`` one comes back
     as ``SimHash64(text_spec=N)`` (which compiles to bigint there).  Without
@@ -198,8 +200,8 @@ def _distance(element, compiler, **kw) -> str:
 # Typed SQL functions: func.<name>(...) returns the right SQLAlchemy type.
 # Defining a GenericFunction subclass registers it under its class name.
 FUNCTION_TYPES = {
-    "simhash": lambda: SimHash64(text_spec=1),
-    "simhash_v2": lambda: SimHash64(text_spec=2),
+    # a text fingerprint function (simhash, simhash_v2, simhash_v3): its version's
+    **{name: partial(SimHash64, text_spec=version) for version, name in text_spec_module.SQL_FUNCTIONS.items()},
     "simhash_agg": SimHash64,
     "hamming_distance": Integer,
     "hamming_within": Boolean,

@@ -2,17 +2,17 @@
 (docs/fingerprint-spec.md §7): versions are never comparable, so they are
 never mixed silently.
 
-- A fingerprint computed from text here (``hashing.simhash``, ``simhash_v2``,
+- A fingerprint computed from text here (``hashing.simhash``, ``simhash_v2``, ``simhash_v3``,
   ``fingerprint``, ``html.simhash_html``) is a ``TextFingerprint``: an int
   that carries its ``text_spec``.  A plain int has no known version and is
   accepted everywhere, as before.
-- A column declares its version (SQLAlchemy ``SimHash64(text_spec=2)``,
-  Django ``SimhashField(text_spec=2)``); a value of the other version bound
+- A column declares its version (SQLAlchemy ``SimHash64(text_spec=3)``,
+  Django ``SimhashField(text_spec=3)``); a value of another version bound
   to it raises ValueError naming both (``check_spec``).
 - In the database the version is the column's comment, ``simhash text spec
-  2`` (``comment``): written when our tools make the column (SQLAlchemy's
+  3`` (``comment``): written when our tools make the column (SQLAlchemy's
   CREATE TABLE, Django's migration, the CLI's ingest and refingerprint) and
-  read by the CLI and SQLAlchemy's reflection (``SimHash64(text_spec=2)``).
+  read by the CLI and SQLAlchemy's reflection (``SimHash64(text_spec=3)``).
 - Two declared columns of different versions are never compared
   (``check_columns``).  A fingerprint column without it was made before versions
   were recorded: version 1 (UNDECLARED_COLUMN_SPEC).
@@ -24,7 +24,8 @@ of a move, the old column ``--keep-old`` kept), which its trigger
 (Alembic's autogenerate leaves them alone).
 
 SQL itself is explicit by name: ``simhash(text)`` is version 1,
-``simhash_v2(text)`` version 2.  Needs nothing but Python.
+``simhash_v2(text)`` version 2, ``simhash_v3(text)`` version 3 (extension
+1.4), the default of every tool (TEXT_SPEC_VERSION_LATEST).  Needs nothing but Python.
 """
 
 from __future__ import annotations
@@ -32,25 +33,26 @@ from __future__ import annotations
 import operator
 import re
 
-__all__ = ["COLUMN_COMMENT_SQL", "MAX_IDENTIFIER", "REFINGERPRINT_TRIGGER", "SQL_FUNCTIONS", "SQL_SPEC_VERSIONS",
-           "TEXT_SPEC_VERSIONS",
+__all__ = ["COLUMN_COMMENT_SQL", "MAX_IDENTIFIER", "REFINGERPRINT_TRIGGER", "SQL_FUNCTIONS", "SQL_FUNCTIONS_SINCE",
+           "SQL_SPEC_VERSIONS", "TEXT_SPEC_VERSIONS",
            "TEXT_SPEC_VERSION_LATEST", "UNDECLARED_COLUMN_SPEC", "TextFingerprint", "check_columns",
            "check_shingle_size", "check_spec", "check_version", "comment", "comment_on_column_sql",
-           "refingerprint_columns", "spec_of", "spec_of_comment", "sql_function", "tagged", "version_column_name"]
+           "missing_function_message", "refingerprint_columns", "spec_of", "spec_of_comment", "sql_function", "tagged", "version_column_name"]
 
-# The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6): the
-# SQL functions simhash(text) and simhash_v2(text).  New columns and the
-# tools' defaults take the latest.
-# Version 3 (§8) is computed by the Python package alone until the extension
-# has it: the tools (their --spec-version choices, refingerprint's --to, SQL
-# expressions) offer the versions of SQL_FUNCTIONS, and their default, the
-# latest of those, stays 2 until then.
+# The text fingerprint's spec versions (docs/fingerprint-spec.md §3, §6, §8):
+# the SQL functions simhash(text), simhash_v2(text) and simhash_v3(text), and
+# the extension's SQL version that brought each (SQL_FUNCTIONS_SINCE: a
+# database still at an older one is told to ALTER EXTENSION simhash UPDATE).
+# New columns and every tool's default take the latest (the one home of the
+# default: the CLI, hashing's callers, html, corpus_dedupe, refingerprint's
+# --to, the SQLAlchemy and Django models' docs).
 TEXT_SPEC_VERSIONS = (1, 2, 3)
-TEXT_SPEC_VERSION_LATEST = 2
+TEXT_SPEC_VERSION_LATEST = 3
 # The version of a fingerprint column with no marker: every table made before
 # the marker existed holds version 1.
 UNDECLARED_COLUMN_SPEC = 1
-SQL_FUNCTIONS = {1: "simhash", 2: "simhash_v2"}
+SQL_FUNCTIONS = {1: "simhash", 2: "simhash_v2", 3: "simhash_v3"}
+SQL_FUNCTIONS_SINCE = {1: "1.0", 2: "1.3", 3: "1.4"}
 SQL_SPEC_VERSIONS = tuple(SQL_FUNCTIONS)
 
 _COMMENT = "simhash text spec {}"
@@ -66,14 +68,18 @@ def check_version(version: int, what: str = "version") -> int:
 
 
 def sql_function(version: int) -> str:
-    """The SQL function of text spec ``version`` (SQL_FUNCTIONS); ValueError for a
-    version the extension does not compute yet (3: the Python package only)."""
-    check_version(version)
-    if version not in SQL_FUNCTIONS:
-        raise ValueError(f"text spec version {version} is computed by the Python package only "
-                         f"(hashing.fingerprint(text, version={version})); the extension's versions: "
-                         f"{', '.join(map(str, SQL_SPEC_VERSIONS))}")
-    return SQL_FUNCTIONS[version]
+    """The SQL function of text spec ``version`` (SQL_FUNCTIONS)."""
+    return SQL_FUNCTIONS[check_version(version)]
+
+
+def missing_function_message(version: int) -> str:
+    """What to tell the user of a database whose extension lacks the SQL
+    function of text spec ``version`` (an extension older than
+    SQL_FUNCTIONS_SINCE[version]); the caller adds its own way to choose an
+    older version explicitly: a tool never fingerprints with another version
+    in silence."""
+    return (f"this database has no {sql_function(version)}(text), text spec version {version}: it comes with the "
+            f"simhash extension {SQL_FUNCTIONS_SINCE[version]} (ALTER EXTENSION simhash UPDATE)")
 
 
 class TextFingerprint(int):
@@ -111,7 +117,7 @@ def check_spec(value, column_spec: int | None, where: str = "this column"):
             f"{where} holds text spec version {column_spec} fingerprints, but this value was computed with "
             f"version {spec}: they are never comparable. Compute it with version {column_spec} "
             f"(hashing.fingerprint(text, version={column_spec})"
-            + (f", SQL {SQL_FUNCTIONS[column_spec]}(text)" if column_spec in SQL_FUNCTIONS else "") + "), "
+            f", SQL {SQL_FUNCTIONS[column_spec]}(text)), "
             "or move the column with pysimhash-sql refingerprint (docs/fingerprint-spec.md §7)")
     return value
 
@@ -129,7 +135,7 @@ def check_columns(mine: int | None, theirs: int | None) -> None:
 
 def check_shingle_size(shingle_size: int | None, version: int) -> None:
     """ValueError for a shingle size given with a version other than 1, the
-    only one that has the parameter (version 2's feature sizes are fixed)."""
+    only one that has the parameter (the later versions' feature sizes are fixed)."""
     if shingle_size is not None and version != 1:
         raise ValueError(f"shingle_size: a parameter of text spec version 1, not of version {version} "
                          "(pass version=1 with it)")

@@ -35,3 +35,27 @@ COMMENT ON FUNCTION hamming_nearest(anyelement, name, simhash64, integer, intege
 CREATE FUNCTION simhash64_analyze(internal) RETURNS boolean
     AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
 ALTER TYPE simhash64 SET (ANALYZE = simhash64_analyze);
+
+---------------------------------------------------------------------------
+-- The text fingerprint version 3 (issue 48; src/fingerprint/text_v3.c,
+-- docs/fingerprint-spec.md §8): version 2's normalisation with numbers as
+-- tokens of their own, voting by the share of numbers in the text, and each
+-- distinct feature voting at most 32 times.  simhash_v2 stays as it is:
+-- fingerprints of two versions are not comparable.
+---------------------------------------------------------------------------
+
+CREATE FUNCTION simhash_v3(document text) RETURNS simhash64
+    AS 'MODULE_PATHNAME', 'simhash_text_v3'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION simhash_v3(text) IS
+    'fingerprint of a text, spec version 3: version 2 with numbers as tokens weighed by their share, each feature voting at most 32 times (docs/fingerprint-spec.md §8)';
+
+CREATE FUNCTION simhash_v3_tokens(document text) RETURNS text[]
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION simhash_v3_tokens(text) IS
+    'the tokens of a text under spec version 3 (docs/fingerprint-spec.md §8.2)';
+CREATE FUNCTION simhash_v3_features(document text, OUT feature text, OUT votes integer)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 1000;
+COMMENT ON FUNCTION simhash_v3_features(text) IS
+    'the features of a text that vote under spec version 3, each hashed by simhash_feature_hash, with its votes (docs/fingerprint-spec.md §8.4)';

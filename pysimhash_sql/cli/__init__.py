@@ -2,7 +2,7 @@
 
     pysimhash-sql find-all       near-duplicate pairs of hashes (as simhash-cpp's simhash-find-all)
     pysimhash-sql find-clusters  clusters of hashes (as simhash-cpp's simhash-find-clusters)
-    pysimhash-sql fingerprint    documents -> (id, fingerprint), as SQL's simhash_v2(text)
+    pysimhash-sql fingerprint    documents -> (id, fingerprint), as SQL's simhash_v3(text)
     pysimhash-sql ingest         documents -> a table, fingerprinted in the server or locally
     pysimhash-sql dupes          near-duplicate pairs of a table's rows
     pysimhash-sql clusters       clusters of a table's rows
@@ -25,10 +25,9 @@ import argparse
 import os
 import sys
 from importlib import import_module
-from importlib.metadata import version
 
 from ..index_kinds import DEFAULT_METHOD, INDEX_METHODS
-from ..text_spec import SQL_SPEC_VERSIONS, TEXT_SPEC_VERSION_LATEST
+from ..text_spec import SQL_FUNCTIONS, SQL_SPEC_VERSIONS, TEXT_SPEC_VERSION_LATEST
 from .errors import UserError
 from .output import FORMATS, skipped
 
@@ -47,6 +46,8 @@ class ShowVersion(argparse.Action):
         super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from importlib.metadata import version  # here: every command's start is 50 ms quicker
+
         from ..hashing import IMPLEMENTATION
 
         print(f"{parser.prog} {version('pysimhash-sql')} (fingerprint implementation: {IMPLEMENTATION})")
@@ -81,9 +82,9 @@ def documents_in(p: argparse.ArgumentParser, nargs: str = "+") -> None:
     p.add_argument("--id-field", default="id", help="JSON Lines: the field naming a document (default id)")
     p.add_argument("--text-field", default="text", help="JSON Lines: the field holding its text (default text)")
     p.add_argument("--spec-version", type=int, choices=SQL_SPEC_VERSIONS,
-                   help="the text fingerprint spec version (docs/fingerprint-spec.md): 2 as SQL's simhash_v2(text), "
-                        "1 as simhash(text); default: a table's own (ingest), else "
-                        f"{TEXT_SPEC_VERSION_LATEST}")
+                   help="the text fingerprint spec version (docs/fingerprint-spec.md): "
+                        + ", ".join(f"{v} as SQL's {SQL_FUNCTIONS[v]}(text)" for v in reversed(SQL_SPEC_VERSIONS))
+                        + f"; default: a table's own (ingest), else {TEXT_SPEC_VERSION_LATEST}")
     p.add_argument("--shingle-size", type=int,
                    help="version 1 only: tokens per feature, as simhash(text, n) (default 3)")
     p.add_argument("--hidden", action="store_true",
@@ -155,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
             "read hashes, write each cluster of hashes linked by pairs within --distance bits as a JSON array",
             options(hash_io, near))
     command("fingerprint", "fingerprint:fingerprint_command",
-            "fingerprint documents as SQL's simhash_v2(text) does (--spec-version 1: simhash(text)): id, "
+            f"fingerprint documents as SQL's {SQL_FUNCTIONS[TEXT_SPEC_VERSION_LATEST]}(text) does (--spec-version: "
+            "another version's function): id, "
             "fingerprint (unsigned decimal)",
             options(documents_in, records_out, fingerprinting))
     ingest = command("ingest", "database:ingest_command",
@@ -163,8 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "documents whose name is already there are skipped",
                      options(documents_in, database_options, fingerprinting))
     ingest.add_argument("--fingerprints", choices=("server", "local"), default="server",
-                        help="compute fingerprints in the server (simhash_v2(text) or simhash(text)) or here "
-                             "(default server; here when the server lacks the function)")
+                        help="compute fingerprints in the server (the version's SQL function, e.g. "
+                             f"{SQL_FUNCTIONS[TEXT_SPEC_VERSION_LATEST]}(text)) or here (default server; here, the same "
+                             "bits, when the server lacks the function)")
     ingest.add_argument("--batch-size", type=int, default=1000, help="documents per COPY and commit (default 1000)")
     ingest.add_argument("--index", choices=INDEX_METHODS, default=DEFAULT_METHOD,
                         help="the near-duplicate index made on the fingerprint column if it has none "

@@ -21,7 +21,7 @@ from ..index_kinds import GIN, MIH
 from ..progress import track_progress
 from .documents import Document, Reading, has_pages, read_documents
 from .errors import UserError
-from .fingerprint import DEFAULT_SHINGLE_SIZE, fingerprinted
+from .fingerprint import DEFAULT_SHINGLE_SIZE, fingerprinted_sources
 from .output import open_output, progress, skipped, started, write_records
 
 try:
@@ -229,17 +229,17 @@ def ingest_command(args) -> None:
     with connect(args.dsn) as conn:
         backend = database_backend(conn, args, "fingerprint", creating=True)
         version, new_column = choose_spec_version(conn, args, "fingerprint")
-        function = text_spec.SQL_FUNCTIONS.get(version)  # None: a version the extension does not compute yet
+        function = text_spec.sql_function(version)
         for statement in backend.prepare_sql():
             conn.execute(statement)
         # here: asked, or the server has no such function (the plain back end, an extension
-        # before simhash_v2 1.3, version 3): the same bits
-        in_server = args.fingerprints == "server" and function is not None and backend.fingerprints_in_server(
+        # older than text_spec.SQL_FUNCTIONS_SINCE[version]): the same bits
+        in_server = args.fingerprints == "server" and backend.fingerprints_in_server(
             lambda signature: has_function(conn, signature), function)
         if version == 1:
             server_side = sql.SQL("simhash(s.body, {})").format(args.shingle_size or DEFAULT_SHINGLE_SIZE)
         else:
-            server_side = sql.SQL("{}(s.body)").format(sql.Identifier(function or ""))
+            server_side = sql.SQL("{}(s.body)").format(sql.Identifier(function))
         move = sql.SQL(MOVE_BATCH).format(table=table, fingerprint=server_side if in_server else sql.SQL("s.fingerprint"),
                                           page_columns=sql.SQL(", url, fetched_at" if web else ""),
                                           page_values=sql.SQL(", s.url, s.fetched_at" if web else ""))
@@ -252,8 +252,9 @@ def ingest_command(args) -> None:
             conn.execute(sql.SQL(ADD_PAGE_COLUMNS).format(table=table))
         conn.execute(sql.SQL(STAGING).format(fingerprint_type=fingerprint_type))
         try:
-            read_in = progress(documents, "doc", total)
-            pairs = ((doc, None) for doc in read_in) if in_server else fingerprinted(args, read_in, version)
+            # here: JSON Lines parsed on the --jobs cores too (fingerprinted_sources)
+            pairs = ((doc, None) for doc in documents) if in_server else fingerprinted_sources(args, version)[0]
+            pairs = iter(progress(pairs, "doc", total))  # one iterator: batches() takes from it a batch at a time
             for batch in batches(pairs, args.batch_size):
                 added += load_batch(conn, batch, load)
                 read += len(batch)

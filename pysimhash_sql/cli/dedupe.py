@@ -27,6 +27,8 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from itertools import compress
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,15 +37,16 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .. import corpus_dedupe
-from .._find_all import index_dtype
+from .._find_all import index_dtype, popcount
 from ..corpus_dedupe import BATCH_DOCUMENTS, Clusters, Collector
 from ..text_spec import TEXT_SPEC_VERSION_LATEST
 from .compression import compressing, compression_of_file, compression_of_name, open_stream
 from .documents import JSONL_SUFFIXES, Reading, directory_files, has_pages, read_documents
 from . import CLUSTER_FIELD, KEPT_FIELD
-from .errors import UserError
+from .errors import NotText, UserError
 from .fingerprint import jobs_of
-from .output import progress, skipped
+from .jsonl import blocks, json_loads, parsed_blocks, unicode_text
+from .output import counted, progress, skipped
 
 PARQUET_SUFFIXES = (".parquet",)
 PARQUET_CODECS = {"uncompressed": "none", "lz4_raw": "lz4"}  # a file's codec as ParquetWriter names it
@@ -113,42 +116,51 @@ class Corpus:
     def keep_field(self) -> str | None:
         return None if self.args.keep in corpus_dedupe.KEEP_RULES else self.args.keep
 
+    def fingerprinted(self, version: int, jobs: int | None) -> Iterator[tuple[np.ndarray, list[str], list[Any]]]:
+        """(fingerprints, texts, keep values) of the good records, a batch at a
+        time, in order, on ``jobs`` cores (None: every one); malformed records
+        reported (the first reading)."""
+        return corpus_dedupe.fingerprint_stream(batched_texts(self.texts()), version=version, jobs=jobs)
+
 
 # -- JSON Lines ---------------------------------------------------------------------
 
 
 class JsonLines(Corpus):
-    """JSON Lines: a record a line, blank lines skipped; written back as the
-    very line read (--mark: with two fields added at its end)."""
+    """JSON Lines: a record a line (jsonl_record), blank lines skipped; written
+    back as the very line read (--mark: with two fields added at its end)."""
 
     def lines(self) -> Iterator[tuple[Path, int, bytes]]:
         for path in self.files:
-            try:
+            with reading(path):
                 with open_stream(path) as stream:
                     for number, line in enumerate(stream, 1):
                         if line.strip():
                             yield path, number, line
-            except Exception as e:  # OSError, EOFError, LZMAError, ZstdError: unreadable or corrupt data
-                raise UserError(f"{path}: cannot read: {e}") from None
 
-    def texts(self) -> Iterator[tuple[str, Any]]:
-        self.bad: set[tuple[Path, int]] = set()
-        text_field, keep = self.args.text_field, self.keep_field()
-        for path, number, line in self.lines():
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                why = f"not JSON ({e.msg})" if isinstance(e, json.JSONDecodeError) else "not UTF-8 text"
-                self.reject(path, number, why)
-                continue
-            if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-                self.reject(path, number, f"need an object with a string {text_field!r}")
-                continue
-            if self.args.mark and (CLUSTER_FIELD in record or KEPT_FIELD in record):
-                raise UserError(f"{path}, line {number}: already has a {CLUSTER_FIELD!r} or {KEPT_FIELD!r} field, "
-                                "which --mark adds")
-            value = record.get(keep) if keep else None
-            yield record[text_field], value
+    def parse(self) -> Callable[[bytes], tuple[str, Any] | None]:
+        return partial(jsonl_record, text_field=self.args.text_field, keep=self.keep_field(), mark=self.args.mark)
+
+    def fingerprinted(self, version: int, jobs: int | None) -> Iterator[tuple[np.ndarray, list[str], list[Any]]]:
+        """texts, fingerprinted: the lines parsed on ``jobs`` cores too, a block
+        at a time (cli/jsonl.py); a file's malformed lines reported before the
+        next file is read."""
+        self.bad = set()
+        parse = self.parse()
+        for path in self.files:
+            for first, block in parsed_blocks(self.blocks(path), parse, version, None, jobs):
+                for index, why, stops in block.malformed:
+                    if stops:
+                        raise UserError(f"{path}, line {first + index}: {why}")
+                    self.reject(path, first + index, why)
+                yield np.asarray(block.fingerprints, np.uint64), block.texts, block.kept
+
+    @staticmethod
+    def blocks(path: Path) -> Iterator[bytes]:
+        """A file's lines in blocks (cli/jsonl.py's blocks), decompressed if it is compressed."""
+        with reading(path):
+            with open_stream(path) as stream:
+                yield from blocks(stream)
 
     def reject(self, path: Path, number: int, why: str) -> None:
         self.bad.add((path, number))
@@ -158,20 +170,68 @@ class JsonLines(Corpus):
         return compression_of_name(self.args.output) or (compression_of_file(self.files[0]) if self.files else None)
 
     def write(self, raw: BinaryIO, clusters: Clusters, wanted: set[int]) -> None:
-        keep = clusters.keep_mask
+        """The second reading, a block of lines at a time (records found by
+        their line: neither blank nor malformed; nothing parsed but the ids
+        --removed names), the kept lines written a block at a time."""
         out = compressing(raw, self.compression())
-        good = (item for item in self.lines() if (item[0], item[1]) not in self.bad)
-        i = -1
-        for i, (path, number, line) in enumerate(progress(good, "doc", len(clusters))):
-            unchanged(i, clusters)
-            if i in wanted:
-                self.ids[i] = json.loads(line).get(self.args.id_field, f"{path}:{number}")
+        wanted_in_order = np.array(sorted(wanted), np.int64)
+        i = 0
+        for path, numbered in counted(self.good_lines(), "doc", lambda batch: len(batch[1]), len(clusters)):
+            read = i + len(numbered)
+            if numbered:
+                unchanged(read - 1, clusters)  # the last record of the block
+            for j in wanted_in_order[np.searchsorted(wanted_in_order, i):np.searchsorted(wanted_in_order, read)].tolist():
+                number, line = numbered[j - i]
+                self.ids[j] = json_loads(line, self.args.id_field).get(self.args.id_field, f"{path}:{number}")
+            lines = [line for _, line in numbered]
             if self.args.mark:
-                out.write(marked(line, int(clusters.labels[i]), bool(keep[i])))
-            elif keep[i]:
-                out.write(line if line.endswith(b"\n") else line + b"\n")
-        unchanged(i + 1, clusters, done=True)
+                out.write(b"".join(map(marked, lines, clusters.labels[i:read].tolist(),
+                                       clusters.keep_mask[i:read].tolist())))
+            else:
+                kept = list(compress(lines, clusters.keep_mask[i:read].tolist()))
+                if kept:
+                    out.write(b"\n".join(kept) + b"\n")
+            i = read
+        unchanged(i, clusters, done=True)
         out.close()
+
+    def good_lines(self) -> Iterator[tuple[Path, list[tuple[int, bytes]]]]:
+        """Each block's records (neither blank nor malformed) with their line
+        numbers, without their line ends."""
+        for path in self.files:
+            bad = {number for where, number in self.bad if where == path}
+            first = 1
+            for block in self.blocks(path):
+                lines = block.split(b"\n")
+                yield path, [(number, line) for number, line in enumerate(lines, first)
+                             if line.strip() and number not in bad]
+                first += len(lines) - 1
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """A file read within the block: what cannot be read of it is a UserError."""
+    try:
+        yield
+    except Exception as e:  # OSError, EOFError, LZMAError, ZstdError: unreadable or corrupt data
+        raise UserError(f"{path}: cannot read: {e}") from None
+
+
+def jsonl_record(line: bytes, text_field: str, keep: str | None, mark: bool) -> tuple[str, Any] | None:
+    """A JSON Lines line's text and keep value (None for a blank line), as
+    dedupe reads it: NotText for a malformed one, a UserError (why: the
+    caller says where) for a record that already has --mark's fields."""
+    if not line.strip():
+        return None
+    try:
+        record = json_loads(line, *([keep] if keep else []))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise NotText(f"not JSON ({e.msg})" if isinstance(e, json.JSONDecodeError) else "not UTF-8 text") from None
+    if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+        raise NotText(f"need an object with a string {text_field!r}")
+    if mark and (CLUSTER_FIELD in record or KEPT_FIELD in record):
+        raise UserError(f"already has a {CLUSTER_FIELD!r} or {KEPT_FIELD!r} field, which --mark adds")
+    return unicode_text(record[text_field], text_field), record.get(keep) if keep else None
 
 
 def unchanged(read: int, clusters: Clusters, done: bool = False) -> None:
@@ -482,7 +542,8 @@ def dedupe_command(args) -> None:
     corpus = KINDS[kind](args, files, Malformed(args.strict))
     collector = Collector(args.keep)
     try:
-        collector.collect(batched_texts(progress(corpus.texts(), "doc")), version, args.jobs)
+        for fps, texts, values in counted(corpus.fingerprinted(version, args.jobs), "doc", lambda batch: len(batch[0])):
+            collector.add(fps, texts, values)
     except ValueError as e:  # a keep field's value that is not a number nor a string
         raise UserError(f"--keep {args.keep}: {e}") from None
     if args.strict and skipped.count:  # a file or a WARC record that could not be read
@@ -502,7 +563,13 @@ def dedupe_command(args) -> None:
 
 def write_removed(stream: BinaryIO, clusters: Clusters, ids: dict[int, Any]) -> None:
     """--removed: a JSON Lines record per removed document, in input order: its
-    id, the id of the document kept of its cluster, and their distance in bits."""
-    for i in clusters.removed().tolist():
-        record = {"id": ids[i], "duplicate_of": ids[int(clusters.kept[i])], "distance": clusters.distance(i)}
-        stream.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+    id, the id of the document kept of its cluster, and their distance in bits
+    (each line json.dumps's of the record, with ensure_ascii=False)."""
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    removed = clusters.removed()
+    for start in range(0, removed.size, BATCH_DOCUMENTS):
+        rows = removed[start:start + BATCH_DOCUMENTS]
+        kept = clusters.kept[rows]
+        distances = popcount(clusters.fingerprints[rows] ^ clusters.fingerprints[kept])
+        stream.write("".join(f'{{"id": {encode(ids[i])}, "duplicate_of": {encode(ids[k])}, "distance": {d}}}\n'
+                             for i, k, d in zip(rows.tolist(), kept.tolist(), distances.tolist())).encode())

@@ -26,9 +26,11 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .compression import CorruptData, read_bytes
-from .errors import UserError
+from .errors import NotText, UserError
+from .jsonl import json_loads, unicode_text
 from .output import skipped
 from .pages import is_page_source, is_warc, page_documents
 
@@ -87,15 +89,6 @@ def files_of(source: str, hidden: bool = False) -> list[tuple[str, Path]]:
     if path.is_file():
         return [(source, path)]
     raise UserError(f"{source}: not a file or a directory")
-
-
-class NotText(Exception):
-    """A file that cannot be read as text: why, for the report, and the reason
-    the summary counts it under."""
-
-    def __init__(self, message: str, reason: str = "not text") -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def decode(data: bytes, encoding: str) -> str:
@@ -157,21 +150,35 @@ def text_documents(files: list[tuple[str, Path]], encoding: str) -> Iterator[Doc
 
 def jsonl_documents(source: str, id_field: str, text_field: str) -> Iterator[Document]:
     """The records of a JSON Lines file or stdin; malformed ones are reported and skipped."""
-    where = "stdin" if source == "-" else source
-    try:
-        stream = sys.stdin.buffer if source == "-" else open(source, "rb")
-    except OSError as e:
-        skipped(f"{where}: cannot read: {e.strerror}; skipped", "unreadable")
+    stream = open_jsonl(source)
+    if stream is None:
         return
     with stream:
         for number, line in enumerate(stream, 1):
             try:
                 document = jsonl_record(line, id_field, text_field)
             except NotText as e:
-                skipped(f"{where}, line {number}: {e}; skipped", "malformed JSON Lines records")
+                malformed_jsonl(source, number, str(e))
                 continue
             if document is not None:
                 yield document
+
+
+def jsonl_where(source: str) -> str:
+    return "stdin" if source == "-" else source
+
+
+def open_jsonl(source: str) -> BinaryIO | None:
+    """A JSON Lines file or stdin ('-') to read, or None (reported and skipped) if it cannot be."""
+    try:
+        return sys.stdin.buffer if source == "-" else open(source, "rb")
+    except OSError as e:
+        skipped(f"{jsonl_where(source)}: cannot read: {e.strerror}; skipped", "unreadable")
+        return None
+
+
+def malformed_jsonl(source: str, number: int, why: str) -> None:
+    skipped(f"{jsonl_where(source)}, line {number}: {why}; skipped", "malformed JSON Lines records")
 
 
 def jsonl_record(line: bytes, id_field: str, text_field: str) -> Document | None:
@@ -183,12 +190,20 @@ def jsonl_record(line: bytes, id_field: str, text_field: str) -> Document | None
     if not text.strip():
         return None
     try:
-        record = json.loads(text)
+        record = json_loads(text, id_field)
     except json.JSONDecodeError as e:
         raise NotText(f"not JSON ({e.msg})") from None
     if not isinstance(record, dict) or id_field not in record or not isinstance(record.get(text_field), str):
         raise NotText(f"need an object with {id_field!r} and a string {text_field!r}")
-    return Document(str(record[id_field]), record[text_field])
+    name = record[id_field]
+    return Document(unicode_text(name, id_field) if isinstance(name, str) else str(name),
+                    unicode_text(record[text_field], text_field))
+
+
+def jsonl_text_and_name(line: bytes, id_field: str, text_field: str) -> tuple[str, str] | None:
+    """jsonl_record as cli/jsonl.py's workers parse a line: (text, name)."""
+    document = jsonl_record(line, id_field, text_field)
+    return None if document is None else (document.text, document.name)
 
 
 def has_pages(sources: list[str], hidden: bool = False) -> bool:
@@ -203,22 +218,32 @@ def read_documents(sources: list[str], id_field: str, text_field: str,
     """The documents of the sources, in order, and how many there are (None
     when JSON Lines make that unknown until read).  Missing sources are
     reported before any document is read."""
+    listed, total = list_sources(sources, reading)
+    return source_documents(sources, listed, id_field, text_field, reading.encoding), total
+
+
+def list_sources(sources: list[str], reading: Reading = Reading()) -> tuple[dict[str, list[tuple[str, Path]]], int | None]:
+    """The files of each source that is not JSON Lines (files_of), and how
+    many documents the sources hold (None when JSON Lines or WARC files make
+    that unknown until read); UserError for a missing source."""
     for source in sources:
         if source != "-" and not Path(source).exists():
             raise UserError(f"{source}: no such file or directory")
     listed = {source: files_of(source, reading.hidden) for source in sources if not is_jsonl(source)}
     files = [path for found in listed.values() for _, path in found]
     total = None if any(map(is_jsonl, sources)) or any(map(is_warc, files)) else len(files)
+    return listed, total
 
-    def documents() -> Iterator[Document]:
-        for source in sources:
-            if is_jsonl(source):
-                yield from jsonl_documents(source, id_field, text_field)
-            else:
-                for name, path in listed[source]:
-                    if is_page_source(path):
-                        yield from (Document(*page) for page in page_documents(name, path))
-                    else:
-                        yield from text_documents([(name, path)], reading.encoding)
 
-    return documents(), total
+def source_documents(sources: list[str], listed: dict[str, list[tuple[str, Path]]], id_field: str, text_field: str,
+                     encoding: str) -> Iterator[Document]:
+    """The documents of the sources, in order (listed: list_sources's)."""
+    for source in sources:
+        if is_jsonl(source):
+            yield from jsonl_documents(source, id_field, text_field)
+        else:
+            for name, path in listed[source]:
+                if is_page_source(path):
+                    yield from (Document(*page) for page in page_documents(name, path))
+                else:
+                    yield from text_documents([(name, path)], encoding)

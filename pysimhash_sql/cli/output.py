@@ -8,7 +8,7 @@ import io
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain, islice
 from typing import IO, TypeVar
@@ -73,6 +73,15 @@ def progress(items: Iterable[T], unit: str, total: int | None = None) -> Iterabl
     """items, counted on a progress bar (count, rate) when stderr is a terminal;
     unchanged, and silent, when it is not."""
     return tqdm(items, unit=unit, total=total, disable=not sys.stderr.isatty(), file=sys.stderr)
+
+
+def counted(batches: Iterable[T], unit: str, size: Callable[[T], int], total: int | None = None) -> Iterator[T]:
+    """batches, their items (size(batch) a batch) counted on a progress bar as
+    progress() counts items: on a terminal only."""
+    with tqdm(unit=unit, total=total, disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
+        for batch in batches:
+            bar.update(size(batch))
+            yield batch
 
 
 class Skipped:

@@ -1,12 +1,12 @@
 """refingerprint: a table's fingerprint column moved to another text spec
-version online (docs/cli.md, "Moving a table to text spec version 2").
+version online (docs/cli.md, "Moving a table to text spec version 3").
 
 While the application keeps reading and writing the table:
 
 1. prepare: a shadow column ``<column>_v<N>`` of the column's type, and a
    trigger that keeps it in step with the text of every row inserted or
    updated from then on: with the extension it computes the fingerprint
-   (``simhash_v2(text)``); on the plain back end, which has no fingerprint in
+   (``simhash_v3(text)``); on the plain back end, which has no fingerprint in
    SQL, it empties it, and the command computes it here;
 2. fill: primary-key batches, one transaction each (a progress line each);
 3. indexes: every index on the column made again on the shadow column, of the
@@ -31,7 +31,7 @@ Every step is idempotent and finds its work in the catalog, so a run that was
 interrupted (Ctrl-C, a lost connection, a server restart) is resumed by
 running the same command again.  Until the swap nothing the application sees
 has changed; after it, the column holds the new version: deploy the
-application's side of the move (``SimHash64(text_spec=2)``, ``simhash_v2``)
+application's side of the move (``SimHash64(text_spec=3)``, ``simhash_v3``)
 with it.
 """
 
@@ -198,10 +198,9 @@ def server_function(conn, version: int, backend: Backend) -> sql.Composable | No
     schema-qualified; None: computed here (the plain back end)."""
     try:
         # of a text first (simhash(text) has a second parameter, with a default)
-        found = backend.fingerprint_function(lambda query, params: conn.execute(query, params).fetchone(),
-                                             text_spec.sql_function(version))
+        found = backend.fingerprint_function(lambda query, params: conn.execute(query, params).fetchone(), version)
     except MissingFunction as e:
-        raise UserError(f"{e} (ALTER EXTENSION simhash UPDATE), or move with --backend plain") from None
+        raise UserError(f"{e}, or move with --backend plain (its fingerprints computed here)") from None
     return None if found is None else sql.Identifier(*found)
 
 

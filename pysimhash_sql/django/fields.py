@@ -73,7 +73,8 @@ class SimhashField(models.Field):
     ``TEXT_SPEC_VERSION_LATEST``.  Its migration records it as the column's
     comment (``db_comment``), where the CLI reads it; a value computed with
     another version (``hashing.simhash`` is version 1, ``simhash_v2`` and
-    ``Simhash(..., version=2)`` version 2) is a ValueError naming the field
+    ``Simhash(..., version=2)`` version 2, ``simhash_v3`` and
+    ``Simhash(..., version=3)`` version 3) is a ValueError naming the field
     and both versions; plain ints are taken as they are.  None (the
     default): undeclared, no check."""
 

@@ -45,9 +45,11 @@ class Simhash(Func):
     """``simhash(text)``, or ``simhash(text, shingle_size)``: the fingerprint
     of a text column (or expression) computed by the server
     (docs/fingerprint-spec.md), bit-for-bit pysimhash_sql.hashing.simhash's:
-    text spec version 1, as SQL's name says.  ``version=2``: ``simhash_v2(text)``
-    (hashing.simhash_v2), what a ``SimhashField(text_spec=2)`` holds.  Its
-    output field carries the version, so a field of the other one refuses it."""
+    text spec version 1, as SQL's name says.  ``version=N``: the SQL function
+    of version N (text_spec.SQL_FUNCTIONS: ``version=3`` is ``simhash_v3(text)``,
+    hashing.simhash_v3, what a ``SimhashField(text_spec=3)`` holds: the latest,
+    which new models declare).  Its output field carries the version, so a
+    field of another one refuses it."""
 
     function = "simhash"
     output_field = SimhashField(text_spec=1)

@@ -399,6 +399,9 @@ CALLS: dict[str, st.SearchStrategy[Sql]] = {
     "function simhash_v2(text)": function("simhash_v2", texts),
     "function simhash_v2_tokens(text)": function("simhash_v2_tokens", texts),
     "function simhash_v2_features(text)": function("simhash_v2_features", texts),
+    "function simhash_v3(text)": function("simhash_v3", texts),
+    "function simhash_v3_tokens(text)": function("simhash_v3_tokens", texts),
+    "function simhash_v3_features(text)": function("simhash_v3_features", texts, set_returning=True),
     "function simhash_agg(bigint)": agg_unweighted,
     "function simhash_agg(bigint,double precision)": agg_weighted,
     **{f"function simhash_agg_{part}": agg_unweighted for part in

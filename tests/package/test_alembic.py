@@ -96,8 +96,8 @@ def test_autogenerate_renders_extension_type_and_index(tmp_path, bare_engine) ->
     upgrade, downgrade = script.split("def downgrade")
     assert upgrade.index("op.create_simhash_extension()") < upgrade.index("op.create_table('documents'")
     # the text spec version the model declares, and the comment that records it in the database
-    assert ("sa.Column('fingerprint', SimHash64(text_spec=2), nullable=False, comment='simhash text spec 2')"
-            in upgrade)
+    assert ("sa.Column('fingerprint', SimHash64(text_spec=3), nullable=False, comment='simhash text spec 3')"
+            in upgrade)  # the default, TEXT_SPEC_VERSION_LATEST
     # the method always written, so that the file keeps its meaning whatever the default becomes
     assert "op.create_simhash_index('documents_fingerprint_idx', 'documents', 'fingerprint', method='simhash_mih')" in upgrade
     assert "op.drop_simhash_index('documents_fingerprint_idx', 'documents', 'fingerprint', method='simhash_mih')" in downgrade
@@ -261,6 +261,37 @@ def test_catalog_query_reads_the_simhash_indexes_and_their_options(simhash_engin
                 ("u_fp_mih", MIH, ["fp"], {"runs": 4}),
                 ("u_fp_mih_default", MIH, ["fp"], {}),
             ]
+
+
+def test_the_reference_migrations_move_the_table_to_version_3_and_back(simhash_db, simhash_url, monkeypatch) -> None:
+    """migrations/versions/0004, the Alembic recipe of a move to the default
+    version: a table of version 2 (0003) comes out with every fingerprint
+    hashing.fingerprint(body, version=3) and its comment recording 3, as the
+    model declares (autogenerate after it: nothing); its downgrade gives the
+    version 2 fingerprints back."""
+    from pysimhash_sql import hashing
+
+    monkeypatch.delenv("SIMHASH_DATABASE_URL", raising=False)
+    cfg = alembic_config(MIGRATIONS, simhash_url)
+    command.upgrade(cfg, "0003")
+    bodies = ["Order 1234 shipped on 2024-05-01 for 99.99 USD", "Order 9876 shipped on 2025-11-30 for 15.00 USD",
+              "近似重复检测，在每一种语言中。"]
+    for i, body in enumerate(bodies):
+        simhash_db.execute("INSERT INTO documents (url, body, fingerprint) VALUES (%s, %s, simhash_v2(%s))",
+                           (f"https://example.org/{i}", body, body))
+
+    def stored() -> tuple[list[str], str]:
+        rows = simhash_db.execute("SELECT body, fingerprint::text FROM documents ORDER BY url").fetchall()
+        comment = simhash_db.execute("SELECT col_description('documents'::regclass, 4)").fetchone()[0]
+        return [fp for _, fp in rows], comment
+
+    assert stored() == ([str(hashing.simhash_v2(b)) for b in bodies], "simhash text spec 2")
+    command.upgrade(cfg, "head")
+    assert stored() == ([str(hashing.fingerprint(b, version=3)) for b in bodies], "simhash text spec 3")
+    assert hashing.simhash_v2(bodies[0]) == hashing.simhash_v2(bodies[1]) != hashing.simhash_v3(bodies[0])
+    command.check(cfg)
+    command.downgrade(cfg, "0003")
+    assert stored() == ([str(hashing.simhash_v2(b)) for b in bodies], "simhash text spec 2")
 
 
 def test_offline_sql_of_the_reference_migration(simhash_url, capsys) -> None:

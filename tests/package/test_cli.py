@@ -121,7 +121,8 @@ def test_blocks_must_exceed_distance() -> None:
 
 # -- fingerprint -------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("options", "sql"), [((), "simhash_v2(%s)"),  # the latest text spec by default
+@pytest.mark.parametrize(("options", "sql"), [((), "simhash_v3(%s)"),  # the latest text spec by default
+                                              (("--spec-version", "2"), "simhash_v2(%s)"),
                                               (("--spec-version", "1", "--shingle-size", "2"), "simhash(%s, 2)")])
 def test_fingerprint_of_a_directory_equals_sql_simhash(shared_db: psycopg.Connection, options, sql: str) -> None:
     out = run("fingerprint", *options, str(CORPUS)).stdout.splitlines()
@@ -146,7 +147,51 @@ def test_fingerprint_on_many_cores_gives_the_same_lines(tmp_path: Path, options)
     assert len(one.splitlines()) == len(docs)
     assert run(*args, "--jobs", "3").stdout == one
     assert run(*args, env={**os.environ, "PYSIMHASH_SQL_PURE_PYTHON": "1"}).stdout == one
+    assert run(*args, env={**os.environ, "PYSIMHASH_SQL_STDLIB_JSON": "1"}).stdout == one
     assert_user_error(run(*args, "--jobs", "0", ok=False), "--jobs must be at least 1")
+
+
+def multi_block_jsonl(path: Path, records: int = 700) -> dict[int, str]:
+    """JSON Lines of several of cli/jsonl.py's blocks (BLOCK_BYTES), with CR LF
+    line ends, blank lines, malformed lines (one not UTF-8, one with a lone surrogate) spread
+    over them, and no final line end; returns the malformed lines' numbers
+    and what is wrong with each."""
+    from pysimhash_sql.cli.jsonl import BLOCK_BYTES
+
+    lines, malformed = [], {}
+    for i in range(records):
+        text = f"record {i} of a corpus in blocks, about the fox number {i % 97} " * (24 + i % 11)
+        lines.append(json.dumps({"id": i, "text": text}).encode() + (b"\r" if i % 5 == 0 else b""))
+        if i % 7 == 3:
+            lines.append(b"")
+        if i % 293 == 100:
+            lines.append(b'{"id": "x", "text": "not closed')
+            malformed[len(lines)] = "not JSON"
+        if i % 577 == 200:
+            lines.append('{"id": "y", "text": "caf\xe9"}'.encode("latin-1"))
+            malformed[len(lines)] = "not UTF-8"
+        if i % 613 == 300:  # half of an emoji: JSON's escape of a lone surrogate
+            lines.append(b'{"id": "z", "text": "caf\\u00e9 \\ud83d and no more"}')
+            malformed[len(lines)] = "'text' holds a lone surrogate (\\ud83d), not Unicode text"
+    path.write_bytes(b"\n".join(lines))
+    assert path.stat().st_size > 2 * BLOCK_BYTES
+    return malformed
+
+
+def test_fingerprint_jsonl_in_blocks_the_same_on_any_cores_and_parser(tmp_path: Path) -> None:
+    """JSON Lines parsed and fingerprinted in blocks (cli/jsonl.py): the same
+    output, and the same report of the malformed lines at their numbers, with
+    1, 2 or 3 jobs, the standard library's json alone, and the pure-Python
+    fingerprints (in worker processes)."""
+    malformed = multi_block_jsonl(tmp_path / "docs.jsonl")
+    args = ("fingerprint", "--verbose", "--format", "jsonl", str(tmp_path / "docs.jsonl"))
+    one = run(*args, "--jobs", "1", ok=False)
+    assert_skipped(one, *(f"docs.jsonl, line {number}: {why}" for number, why in malformed.items()))
+    assert len(one.stdout.splitlines()) == 700
+    for options, env in [(("--jobs", "2"), {}), (("--jobs", "3"), {}), ((), {"PYSIMHASH_SQL_STDLIB_JSON": "1"}),
+                         (("--jobs", "2"), {"PYSIMHASH_SQL_PURE_PYTHON": "1"})]:
+        again = run(*args, *options, env={**os.environ, **env}, ok=False)
+        assert (again.returncode, again.stdout, again.stderr) == (one.returncode, one.stdout, one.stderr), env
 
 
 def test_shingle_size_is_version_one_s() -> None:
@@ -164,7 +209,7 @@ def test_fingerprint_jsonl_in_and_out(tmp_path: Path) -> None:
     from pysimhash_sql import hashing
 
     assert [json.loads(line) for line in out.splitlines()] == [
-        {"id": str(d["key"]), "fingerprint": hashing.simhash_v2(d["body"])} for d in docs
+        {"id": str(d["key"]), "fingerprint": hashing.simhash_v3(d["body"])} for d in docs
     ]
 
 
@@ -212,9 +257,9 @@ def test_binary_files_are_reported_and_skipped_latin1_is_read(tmp_path: Path) ->
     result = run("fingerprint", "--verbose", str(mixed_directory(tmp_path)), ok=False)
     assert_skipped(result, "image.png|binary|skipped")
     assert fingerprints_of(result) == {
-        "empty.txt": hashing.simhash_v2(""),
-        "latin1.txt": hashing.simhash_v2(LATIN1_TEXT),  # detected: the same text as UTF-8 would give
-        "utf8.txt": hashing.simhash_v2("the quick brown fox jumps over the lazy dog"),
+        "empty.txt": hashing.simhash_v3(""),
+        "latin1.txt": hashing.simhash_v3(LATIN1_TEXT),  # detected: the same text as UTF-8 would give
+        "utf8.txt": hashing.simhash_v3("the quick brown fox jumps over the lazy dog"),
     }
     hidden = run("fingerprint", "--verbose", "--hidden", str(tmp_path / "docs"), ok=False)
     assert_skipped(hidden, "image.png|binary")
@@ -228,7 +273,7 @@ def test_encoding_option(tmp_path: Path) -> None:
     path = tmp_path / "cyrillic.txt"
     text = "Съешь же ещё этих мягких французских булок, да выпей чаю"
     path.write_bytes(text.encode("koi8_r"))
-    assert fingerprints_of(run("fingerprint", "--encoding", "koi8-r", str(path))) == {str(path): hashing.simhash_v2(text)}
+    assert fingerprints_of(run("fingerprint", "--encoding", "koi8-r", str(path))) == {str(path): hashing.simhash_v3(text)}
     assert_skipped(run("fingerprint", "--verbose", "--encoding", "utf-8", str(path), ok=False), "cyrillic.txt|not utf-8 text")
 
 
@@ -277,9 +322,9 @@ def test_ingest_directory_fingerprints_in_the_server_or_locally_alike(db: psycop
     server = documents(db)
     assert len(server) == len(list(CORPUS.iterdir()))
     assert server == documents(db, "local_docs")
-    mismatched = db.execute("SELECT count(*) FROM documents WHERE fingerprint <> simhash_v2(body)").fetchone()
+    mismatched = db.execute("SELECT count(*) FROM documents WHERE fingerprint <> simhash_v3(body)").fetchone()
     assert mismatched == (0,)
-    assert column_spec(db, "documents") == "simhash text spec 2"  # the table knows its version
+    assert column_spec(db, "documents") == "simhash text spec 3"  # the table knows its version: the latest
 
     run("ingest", "--dsn", dsn, str(CORPUS))  # again: every name is there already
     assert documents(db) == server
@@ -321,7 +366,7 @@ def test_ingest_makes_the_index_asked_for_and_keeps_it(db: psycopg.Connection, t
 def test_ingest_jsonl_from_stdin_with_pg_environment_variables(db: psycopg.Connection) -> None:
     info = db.info
     env = {**os.environ, "PGHOST": info.host, "PGPORT": str(info.port), "PGUSER": info.user, "PGDATABASE": info.dbname}
-    # distinct words, not numbers: text spec 2 (the default) reads numbers as separators
+    # distinct words (text spec 2 read numbers as separators; 3, the default, counts them)
     words = [chr(97 + i % 26) + chr(97 + i // 26) for i in range(50)]
     lines = "".join(json.dumps({"id": f"doc{i}", "text": f"document {w} " * 5}) + "\n" for i, w in enumerate(words))
     run("ingest", "--table", "public.docs", "--fingerprints", "local", "-", input=lines, env=env)
@@ -542,12 +587,17 @@ def test_plain_backend_ingest(db: psycopg.Connection, plain_url, tmp_path: Path)
     """ingest into a database without the extension: a bigint column, the
     fingerprints the extension computes, the plain index the queries use; a
     later ingest (auto) keeps the table's back end."""
+    from pysimhash_sql import hashing
+
     dsn = plain_dsn(plain_url)
     run("ingest", "--dsn", db.info.dsn, str(CORPUS))
     run("ingest", "--dsn", dsn, "--backend", "plain", "--batch-size", "7", str(CORPUS))
     with psycopg.connect(dsn, autocommit=True) as conn:
         stored = conn.execute("SELECT name, body, fingerprint FROM documents ORDER BY name").fetchall()
         assert [(name, body, str(fp % 2**64)) for name, body, fp in stored] == documents(db)
+        # the default text spec, computed here: version 3, recorded as the column's
+        assert all(fp % 2**64 == hashing.fingerprint(body, version=3) for _, body, fp in stored)
+        assert column_spec(conn, "documents") == "simhash text spec 3"
         assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'simhash'").fetchone() == (0,)
         (definition,) = fingerprint_indexes_plain(conn)
         assert "USING gin ((ARRAY[" in definition and "fastupdate=off" in definition
@@ -633,6 +683,8 @@ def test_nearest_by_value_file_and_row_is_brute_force(db: psycopg.Connection, ne
     check(run("nearest", "--dsn", dsn, "--file", str(tmp_path / "page.txt")).stdout, hashing.simhash(text), 10)
     db.execute(text_spec.comment_on_column_sql("documents", "fingerprint", 2))
     check(run("nearest", "--dsn", dsn, "--file", str(tmp_path / "page.txt")).stdout, hashing.simhash_v2(text), 10)
+    db.execute(text_spec.comment_on_column_sql("documents", "fingerprint", 3))
+    check(run("nearest", "--dsn", dsn, "--file", str(tmp_path / "page.txt")).stdout, hashing.simhash_v3(text), 10)
     assert_user_error(run("nearest", "--dsn", dsn, "--id", "7", ok=False), "no row id = 7")
     assert_user_error(run("nearest", "--dsn", dsn, "--fingerprint", "0xZZ", ok=False), "--fingerprint")
     assert_user_error(run("nearest", "--dsn", dsn, "--fingerprint", "1", "-n", "0", ok=False), "--count")

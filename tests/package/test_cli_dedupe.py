@@ -9,6 +9,7 @@ import bz2
 import gzip
 import json
 import lzma
+import os
 from pathlib import Path
 
 import psycopg
@@ -181,7 +182,7 @@ def test_removed_names_each_removed_document_and_its_kept_one(tmp_path: Path) ->
     expected = []
     for i in (i for i in range(len(records)) if i not in kept):
         j = clusters[i]  # the first of the cluster: kept by the rule "first"
-        d = hashing.hamming_distance(hashing.simhash_v2(records[i]["text"]), hashing.simhash_v2(records[j]["text"]))
+        d = hashing.hamming_distance(*(hashing.fingerprint(records[k]["text"], version=3) for k in (i, j)))  # the default
         expected.append({"id": records[i]["id"], "duplicate_of": records[j]["id"], "distance": d})
     assert removed == expected and removed
 
@@ -199,6 +200,37 @@ def test_malformed_records_are_reported_and_skipped_or_refused(tmp_path: Path) -
     assert_user_error(strict, "c.jsonl, line 5: not JSON", "nothing written")
     assert (tmp_path / "out.jsonl").read_bytes() == b"before\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl", "out.jsonl"]
+
+
+def test_jsonl_in_blocks_the_same_on_any_cores_and_parser(tmp_path: Path) -> None:
+    """JSON Lines parsed and fingerprinted in blocks (cli/jsonl.py), written
+    back a block at a time: the same output, --removed and report of the
+    malformed lines at their numbers with 1, 2 or 3 jobs, the standard
+    library's json alone and the pure-Python fingerprints (in worker
+    processes); --strict refuses the first malformed line."""
+    from test_cli import multi_block_jsonl
+
+    malformed = multi_block_jsonl(tmp_path / "c.jsonl")
+    results = []
+    for options, env in [(("--jobs", "1"), {}), (("--jobs", "2"), {}), (("--jobs", "3"), {}),
+                         ((), {"PYSIMHASH_SQL_STDLIB_JSON": "1"}), (("--jobs", "2"), {"PYSIMHASH_SQL_PURE_PYTHON": "1"})]:
+        n = len(results)
+        result = run("dedupe", str(tmp_path / "c.jsonl"), "-o", str(tmp_path / f"out{n}.jsonl"), "--removed",
+                     str(tmp_path / f"removed{n}.jsonl"), "--keep", "longest", "--verbose", *options,
+                     env={**os.environ, **env}, skips=True)
+        results.append((result.stderr, (tmp_path / f"out{n}.jsonl").read_bytes(),
+                        (tmp_path / f"removed{n}.jsonl").read_bytes()))
+    assert all(r == results[0] for r in results), [r == results[0] for r in results]
+    stderr, out, removed = results[0]
+    for number, why in malformed.items():
+        assert f"c.jsonl, line {number}: {why}" in stderr
+    lines = (tmp_path / "c.jsonl").read_bytes().split(b"\n")
+    records = [line + b"\n" for number, line in enumerate(lines, 1) if line.strip() and number not in malformed]
+    assert set(out.splitlines(keepends=True)) <= set(records) and removed  # the very lines, CR LF and all
+    assert len(out.splitlines()) + len(removed.splitlines()) == len(records)
+    first = min(malformed)
+    assert_user_error(run("dedupe", str(tmp_path / "c.jsonl"), "-o", str(tmp_path / "s.jsonl"), "--strict",
+                          ok=False), f"c.jsonl, line {first}: {malformed[first]}", "--strict")
 
 
 def test_mistakes_are_one_line(tmp_path: Path) -> None:

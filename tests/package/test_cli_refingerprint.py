@@ -1,8 +1,9 @@
 """pysimhash-sql refingerprint (pysimhash_sql/cli/refingerprint.py) and the
-text spec version of the CLI's tables: a version 1 table moved to version 2
-while writers insert and update rows, interrupted and resumed, on the
-extension and on the plain back end; every row checked against the brute
-force (its text fingerprinted here) at the end."""
+text spec version of the CLI's tables: a version 1 table moved to the default
+version (3) while writers insert and update rows, interrupted and resumed, on
+the extension and on the plain back end; a version 2 table moved to version 3
+and back; every row checked against the brute force (its text fingerprinted
+here) at the end; a database whose extension predates simhash_v3 refused."""
 
 from __future__ import annotations
 
@@ -29,9 +30,10 @@ def body(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 40)))
 
 
-def make_v1_table(conn: psycopg.Connection, plain_backend: bool = False) -> None:
+def make_v1_table(conn: psycopg.Connection, plain_backend: bool = False, version: int = 1) -> None:
     """A table as ingest made it before versions were recorded: version 1
-    fingerprints, no comment, a near-duplicate index, NOT NULL."""
+    fingerprints, no comment, a near-duplicate index, NOT NULL (``version``
+    2: as ingest made it with version 2 the default, its comment recording it)."""
     rng = random.Random(28)
     bodies = [body(rng) for _ in range(ROWS)]
     fp_type = "bigint" if plain_backend else "simhash64"
@@ -39,7 +41,9 @@ def make_v1_table(conn: psycopg.Connection, plain_backend: bool = False) -> None
                  f"fingerprint {fp_type} NOT NULL)")
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)",
-                        [(b, stored(hashing.simhash(b), plain_backend)) for b in bodies])
+                        [(b, stored(hashing.fingerprint(b, version=version), plain_backend)) for b in bodies])
+    if version != 1:
+        conn.execute(text_spec.comment_on_column_sql("docs", "fingerprint", version))
     if plain_backend:
         conn.execute(plain.PlainLayout().index_sql("docs_fingerprint_idx", "docs", "fingerprint"))
     else:
@@ -76,9 +80,10 @@ def write_as_the_application(dsn: str, plain_backend: bool, seed: int, stop: thr
             time.sleep(0.005)
 
 
-def assert_moved_to_v2(conn: psycopg.Connection, plain_backend: bool = False, version: int = 2) -> None:
-    """Every row's fingerprint is its text's version 2 (or ``version``)
-    fingerprint, computed here (brute force); the column records it, kept NOT
+def assert_moved(conn: psycopg.Connection, plain_backend: bool = False,
+                 version: int = hashing.TEXT_SPEC_VERSION_LATEST) -> None:
+    """Every row's fingerprint is its text's fingerprint of ``version`` (the
+    default: the latest), computed here (brute force); the column records it, kept NOT
     NULL and its index; nothing of the move is left; the index answers as
     brute force does."""
     assert wrong_rows(conn, version, plain_backend) == []
@@ -127,14 +132,14 @@ def test_refingerprint_with_writers_interrupted_and_resumed(db: psycopg.Connecti
         filled = 0
         while proc.poll() is None and filled < 50:
             filled = conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs'::regclass AND "
-                                  "attname = 'fingerprint_v2'").fetchone()[0] and \
-                conn.execute("SELECT count(fingerprint_v2) FROM docs").fetchone()[0]
+                                  "attname = 'fingerprint_v3'").fetchone()[0] and \
+                conn.execute("SELECT count(fingerprint_v3) FROM docs").fetchone()[0]
             time.sleep(0.005)
         conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                      "WHERE application_name = 'pysimhash-sql refingerprint'")
         assert proc.wait(timeout=60) == 1, proc.stderr.read()
         assert column_spec(conn, "docs") is None
-        assert 50 <= conn.execute("SELECT count(fingerprint_v2) FROM docs").fetchone()[0] < ROWS
+        assert 50 <= conn.execute("SELECT count(fingerprint_v3) FROM docs").fetchone()[0] < ROWS
         assert wrong_rows(conn, 1, plain_backend) == []  # the application's column untouched
 
         # resumed, while the application writes
@@ -146,19 +151,78 @@ def test_refingerprint_with_writers_interrupted_and_resumed(db: psycopg.Connecti
         assert errors == []
         assert counts["inserted"] > 0 and counts["updated"] > 0
         progress = results[0].stderr
-        assert "rows to fingerprint with text spec version 2" in progress and "CREATE INDEX CONCURRENTLY" in progress
-        assert "holds text spec version 2 fingerprints now" in progress
-        assert_moved_to_v2(conn, plain_backend)
+        # the default: the latest version
+        assert "rows to fingerprint with text spec version 3" in progress and "CREATE INDEX CONCURRENTLY" in progress
+        assert "holds text spec version 3 fingerprints now" in progress
+        assert_moved(conn, plain_backend, version=3)
         assert "nothing to do" in refingerprint(dsn).stderr
 
 
 def test_fingerprints_computed_here_into_a_simhash64_column(db: psycopg.Connection) -> None:
     """--backend plain on a database with the extension: the command computes
-    the fingerprints (as where simhash_v2 is missing) into the simhash64 column."""
+    the fingerprints (as where simhash_v3 is missing) into the simhash64 column."""
     make_v1_table(db)
-    assert "holds text spec version 2 fingerprints now" in refingerprint(db.info.dsn, "--backend", "plain",
+    assert "holds text spec version 3 fingerprints now" in refingerprint(db.info.dsn, "--backend", "plain",
                                                                          "--jobs", "2").stderr
-    assert_moved_to_v2(db)
+    assert_moved(db, version=3)
+
+
+@pytest.mark.parametrize("backend", ["extension", "plain"])
+def test_a_version_2_table_moves_to_version_3_and_back(db: psycopg.Connection, plain_url, backend: str) -> None:
+    """A table of version 2, the default before version 3: refingerprint
+    without --to moves it to version 3, every row exactly
+    hashing.fingerprint(text, version=3) (the server's simhash_v3 in the
+    extension's trigger, the command's on the plain back end); --keep-old
+    keeps the version 2 fingerprints as they were, and --to 2 moves back."""
+    plain_backend = backend == "plain"
+    dsn = plain_dsn(plain_url) if plain_backend else db.info.dsn
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        make_v1_table(conn, plain_backend, version=2)
+        before = dict(conn.execute("SELECT id, fingerprint::text FROM docs").fetchall())
+        moved = refingerprint(dsn, "--keep-old").stderr
+        assert "rows to fingerprint with text spec version 3" in moved and "kept in fingerprint_v2" in moved
+        rows = conn.execute("SELECT body, fingerprint::text FROM docs").fetchall()
+        assert [fp for _, fp in rows] == [str(stored(hashing.fingerprint(text, version=3), plain_backend))
+                                          for text, _ in rows]
+        assert wrong_rows(conn, 3, plain_backend) == [] and column_spec(conn, "docs") == "simhash text spec 3"
+        assert dict(conn.execute("SELECT id, fingerprint_v2::text FROM docs").fetchall()) == before
+        assert column_spec(conn, "docs", "fingerprint_v2") == "simhash text spec 2"
+        assert "nothing to do" in refingerprint(dsn).stderr
+        # the application writes version 3 now; the extension's trigger keeps version 2 in step
+        conn.execute("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)",
+                     ("Order 1234 shipped", stored(hashing.simhash_v3("Order 1234 shipped"), plain_backend)))
+        assert conn.execute("SELECT fingerprint_v2::text FROM docs WHERE body = 'Order 1234 shipped'").fetchone() == (
+            None if plain_backend else str(hashing.simhash_v2("Order 1234 shipped")),)
+        back = refingerprint(dsn, "--to", "2").stderr
+        assert "holds text spec version 2 fingerprints now" in back
+        assert_moved(conn, plain_backend, version=2)
+
+
+def test_an_extension_without_simhash_v3_is_refused_not_replaced(db: psycopg.Connection) -> None:
+    """The extension at 1.3 (simhash_v2, no simhash_v3): the default move is
+    refused before anything changes, naming the extension version to update
+    to; --to 2 and --backend plain (version 3 computed here) still work;
+    ingest keeps version 3 too, computing it here, never another version."""
+    db.execute("DROP EXTENSION simhash")
+    db.execute("CREATE EXTENSION simhash VERSION '1.3'")
+    dsn = db.info.dsn
+    make_v1_table(db)
+    assert_user_error(refingerprint(dsn, ok=False),
+                      "this database has no simhash_v3(text), text spec version 3: it comes with the simhash "
+                      "extension 1.4 (ALTER EXTENSION simhash UPDATE)", "--backend plain")
+    assert column_spec(db, "docs") is None and wrong_rows(db, 1, False) == []
+    assert db.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs'::regclass "
+                      "AND attname LIKE 'fingerprint\\_v%'").fetchone() == (0,)  # nothing made
+    assert "holds text spec version 2 fingerprints now" in refingerprint(dsn, "--to", "2").stderr
+    assert_moved(db, version=2)
+    assert "holds text spec version 3 fingerprints now" in refingerprint(dsn, "--backend", "plain").stderr
+    assert_moved(db, version=3)
+    run("ingest", "--dsn", dsn, "--table", "new_docs", "--batch-size", "3", str(CORPUS))
+    assert column_spec(db, "new_docs") == "simhash text spec 3"
+    rows = db.execute("SELECT body, fingerprint::text FROM new_docs").fetchall()
+    assert rows and all(fp == str(hashing.simhash_v3(text)) for text, fp in rows)
+    db.execute("ALTER EXTENSION simhash UPDATE")
+    assert db.execute("SELECT count(*) FROM new_docs WHERE fingerprint <> simhash_v3(body)").fetchone() == (0,)
 
 
 @pytest.mark.parametrize("backend", ["extension", "plain"])
@@ -173,7 +237,7 @@ def test_keep_old_keeps_the_old_fingerprints_for_a_rollback(db: psycopg.Connecti
     with psycopg.connect(dsn, autocommit=True) as conn:
         make_v1_table(conn, plain_backend)
         before = dict(conn.execute("SELECT id, fingerprint::text FROM docs").fetchall())
-        assert 'kept in fingerprint_v1' in refingerprint(dsn, "--keep-old").stderr
+        assert 'kept in fingerprint_v1' in refingerprint(dsn, "--to", "2", "--keep-old").stderr
         assert wrong_rows(conn, 2, plain_backend) == []
         assert dict(conn.execute("SELECT id, fingerprint_v1::text FROM docs").fetchall()) == before
         assert column_spec(conn, "docs", "fingerprint_v1") == "simhash text spec 1"
@@ -202,7 +266,7 @@ def test_keep_old_keeps_the_old_fingerprints_for_a_rollback(db: psycopg.Connecti
         assert "keeps no old fingerprints" in refingerprint(dsn, "--drop-kept").stderr
         conn.execute("INSERT INTO docs (body, fingerprint) VALUES (%s, %s)",
                      ("harbour", stored(hashing.simhash("harbour"), plain_backend)))
-        assert_moved_to_v2(conn, plain_backend, version=1)
+        assert_moved(conn, plain_backend, version=1)
         conn.execute("ALTER TABLE docs ADD COLUMN fingerprint_v1 bigint")
         assert_user_error(refingerprint(dsn, "--keep-old", ok=False), "has a column fingerprint_v1 already")
 
@@ -222,7 +286,7 @@ def test_refingerprint_refuses_what_it_cannot_move(db: psycopg.Connection) -> No
 
 
 def test_ingest_keeps_a_table_s_version(db: psycopg.Connection) -> None:
-    """ingest makes new tables version 2; into a table it made before
+    """ingest makes new tables of the latest version (3); into a table it made before
     versions were recorded it keeps adding version 1; a version the table
     does not hold is refused."""
     dsn = db.info.dsn
@@ -236,9 +300,15 @@ def test_ingest_keeps_a_table_s_version(db: psycopg.Connection) -> None:
                       "old_docs.fingerprint holds text spec version 1 fingerprints, not 2",
                       "refingerprint --table old_docs --column fingerprint --to 2")
     run("ingest", "--dsn", dsn, "--table", "new_docs", str(CORPUS))
-    assert column_spec(db, "new_docs") == "simhash text spec 2"
-    assert_user_error(run("ingest", "--dsn", dsn, "--table", "new_docs", "--spec-version", "1", str(CORPUS), ok=False),
-                      "holds text spec version 2 fingerprints, not 1")
+    assert column_spec(db, "new_docs") == "simhash text spec 3"
+    assert_user_error(run("ingest", "--dsn", dsn, "--table", "new_docs", "--spec-version", "2", str(CORPUS), ok=False),
+                      "holds text spec version 3 fingerprints, not 2")
+    # a version 2 table (made when 2 was the default) keeps taking version 2, the default notwithstanding
+    run("ingest", "--dsn", dsn, "--table", "v2_docs", "--spec-version", "2", str(CORPUS))
+    db.execute("DELETE FROM v2_docs WHERE name > 'm'")
+    run("ingest", "--dsn", dsn, "--table", "v2_docs", str(CORPUS))
+    assert column_spec(db, "v2_docs") == "simhash text spec 2"
+    assert db.execute("SELECT count(*) FROM v2_docs WHERE fingerprint <> simhash_v2(body)").fetchone() == (0,)
 
 
 UNIQUES = """SELECT c.relname, coalesce(pg_get_constraintdef(con.oid), pg_get_indexdef(c.oid)), i.indisvalid,
@@ -292,7 +362,7 @@ def test_unique_constraints_and_indexes_move_with_the_column(db: psycopg.Connect
                 conn.execute("INSERT INTO docs (body, fingerprint) VALUES ('', %s)", (taken,))
             assert refused.value.diag.constraint_name == "docs_fingerprint_key"
         refingerprint(dsn, "--drop-kept")
-        assert_moved_to_v2(conn, plain_backend, version=1)
+        assert_moved(conn, plain_backend, version=1)
 
 
 @pytest.mark.parametrize("backend", ["extension", "plain"])
@@ -315,7 +385,7 @@ def test_a_unique_constraint_the_new_version_breaks_is_refused(db: psycopg.Conne
                          (text, stored(hashing.simhash(text), plain_backend)))
         before = uniques(conn)
         for options in ((), ("--keep-old",)):
-            result = refingerprint(dsn, *options, ok=False)
+            result = refingerprint(dsn, "--to", "2", *options, ok=False)
             *progress, error = result.stderr.splitlines()  # after the fill's progress: one line, no traceback
             assert result.returncode == 1 and all(line.startswith("pysimhash-sql refingerprint: ") for line in progress)
             key = stored(hashing.simhash_v2(texts[0]), plain_backend)
@@ -344,4 +414,4 @@ def test_constraints_the_move_would_lose_are_refused(db: psycopg.Connection) -> 
     assert_user_error(refingerprint(dsn, "--keep-old", ok=False),
                       "foreign key copies_original_fkey of table copies uses fingerprint")
     assert db.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = 'docs'::regclass "
-                      "AND attname = 'fingerprint_v2'").fetchone() == (0,)
+                      "AND attname LIKE 'fingerprint\\_v%'").fetchone() == (0,)  # no shadow column made

@@ -98,7 +98,7 @@ def test_fingerprint_html_files_in_a_directory(tmp_path: Path) -> None:
     for key in ARTICLES:
         assert fingerprints[f"{key}.html"] == simhash_html((tmp_path / f"{key}.html").read_bytes())
     assert fingerprints["latin1.htm"] == fingerprints["orchard.html"]
-    assert fingerprints["notes.txt"] == hashing.simhash_v2((tmp_path / "notes.txt").read_text())
+    assert fingerprints["notes.txt"] == hashing.simhash_v3((tmp_path / "notes.txt").read_text())  # the default
     assert all(row[2:] == ["", ""] for row in rows[1:])  # files have no URL or fetch date
     assert result.stderr == "pysimhash-sql: sport.html: 1 page without text to fingerprint " \
                             "(fewer than 20 tokens of main content) skipped\n" \
@@ -122,7 +122,7 @@ def test_ingest_a_warc_file_into_postgresql(db: psycopg.Connection, crawl, finge
     assert [(url, fetched.isoformat()) for _, url, fetched, _, _ in rows] == [(url, date) for url, date, _ in pages]
     assert [int(fp) for *_, fp, _ in rows] == [simhash_html(html, url) for url, _, html in pages]
     assert [body for *_, body in rows] == [extract_text(html, url) for url, _, html in pages]
-    assert db.execute("SELECT count(*) FROM documents WHERE fingerprint <> simhash_v2(body)").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM documents WHERE fingerprint <> simhash_v3(body)").fetchone() == (0,)
 
     # the crawler's question, in SQL: is a near-duplicate of this page stored already?
     fetched_again = simhash_html(article_page("library", 7)[1])

@@ -16,6 +16,7 @@ import sysconfig
 import sys
 import threading
 import time
+from functools import partial
 
 import numpy as np
 import pytest
@@ -62,9 +63,10 @@ def test_the_compiled_core_is_in_use() -> None:
     assert COMPILED.core.SIMD_LEVEL == COMPILED.core.CPU_SIMD_LEVEL
 
 
-def test_the_shared_vectors() -> None:
-    for vector in load_vectors():
-        assert_every_implementation_gives(int(vector["simhash_v2"], 16), vector["text"], 2)
+@pytest.mark.parametrize("version", [2, 3])
+def test_the_shared_vectors(version: int) -> None:
+    for vector in load_vectors(version):
+        assert_every_implementation_gives(int(vector[f"simhash_v{version}"], 16), vector["text"], version)
 
 
 @settings(max_examples=500, deadline=None)
@@ -80,26 +82,89 @@ def test_version_2_matches_the_reference(text: str) -> None:
 
 
 @settings(max_examples=500, deadline=None)
+@given(texts)
+def test_version_3_matches_the_reference(text: str) -> None:
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["12", "3.5", "x200", "the", "link", "中", "文", "٣", "①", " ", "\n", ", "]),
+                max_size=300))
+def test_version_3_numbers_and_repeats_match_the_reference(pieces: list[str]) -> None:
+    """Texts around the ramp's shares of numbers, with features past the cap."""
+    text = "".join(pieces)
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+
+
+@settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=200), st.integers(1, 4))
 def test_bytes_match_the_reference(data: bytes, size: int) -> None:
     """Bytes as they are: ill-formed UTF-8 included (version 2 reads each such sequence as a separator)."""
     assert COMPILED.simhash(data, size) == PURE.simhash(data, size)
     assert COMPILED.simhash_v2(data) == PURE.simhash_v2(data)
+    assert COMPILED.simhash_v3(data) == PURE.simhash_v3(data)
 
 
 def test_mixed_runs_match_the_reference() -> None:
     for text in mixed_texts(49, 20):
         assert COMPILED.simhash_v2(text) == PURE.simhash_v2(text), text[:200]
+        assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text), text[:200]
         assert COMPILED.simhash(text, 3) == PURE.simhash(text, 3), text[:200]
+
+
+# -- version 3's cap (pg_ext/src/core/text_v3.c): a sketch, its logs, walks in order by parts ----------
+
+def random_words(seed: int, count: int, digits: bool = False) -> list[str]:
+    """Words of random letters (and numbers, with digits): nearly every n-gram of them distinct."""
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyz" + ("0123456789" if digits else "")
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("times", [1, 31, 32, 33, 34, 65])
+@pytest.mark.parametrize("unit", ["the cat sat ", "abcde ", "x1 y2 ", "12 ", "近似重复", "a. ", "Ünïcödé — "])
+def test_version_3_at_the_cap_matches_the_reference(unit: str, times: int) -> None:
+    """A feature 32 times votes 32 times; 33 times, still 32 (each kind, with and without digits)."""
+    for text in (unit * times, "start " + unit * times + " end", unit * times + "tail" + unit * 2):
+        assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text), (unit, times)
+
+
+@pytest.mark.parametrize("size", [20_000, 400_000, 800_000])
+def test_version_3_many_hot_features_match_the_reference(size: int) -> None:
+    """Words of a small vocabulary: many features past the cap, many slots of the sketch hot; from
+    the logs (20 kB), and past the logs' room, walked again in parts (400 kB, 800 kB)."""
+    rng = random.Random(size)
+    vocabulary = random_words(size, 3000, digits=True) + ["中文", "é", "2024", "the"]
+    text = " ".join(rng.choice(vocabulary) for _ in range(size // 6))
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+    assert COMPILED.simhash_v3(text.encode()) == PURE.simhash_v3(text.encode())
+
+
+@pytest.mark.parametrize("digits", [False, True])
+def test_version_3_walks_in_parts_match_the_reference(digits: bool) -> None:
+    """More distinct features past the cap than one walk's table counts (cap_exact_limit: the text's
+    length / 64, some 7,000 here): the hash space is walked in parts, halved as the table fills."""
+    unit = " ".join(random_words(48 if digits else 49, 2_500, digits))  # some 15,000 distinct n-grams
+    text = (unit + " ") * 34
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
+    assert COMPILED.simhash_v3(text + " 2024 tail") == PURE.simhash_v3(text + " 2024 tail")
+
+
+def test_version_3_all_distinct_features_match_the_reference() -> None:
+    """A text of random hex past the logs' room: most of its n-grams past the cap, the shingles not."""
+    rng = random.Random(16)
+    text = " ".join(f"{rng.getrandbits(64):x}" for _ in range(40_000))
+    assert COMPILED.simhash_v3(text) == PURE.simhash_v3(text)
 
 
 @pytest.mark.parametrize("level", SIMD_LEVELS)
 def test_every_simd_level_gives_the_same_bits(level: str) -> None:
-    texts = mixed_texts(4949, 12) + [v["text"] for v in load_vectors()]
-    for version in (1, 2):
+    texts = mixed_texts(4949, 12) + [v["text"] for v in load_vectors(2) + load_vectors(3)]
+    reference = {1: lambda t: PURE.simhash(t, 3), 2: PURE.simhash_v2, 3: PURE.simhash_v3}
+    for version in (1, 2, 3):
         got = fingerprints_in_fresh_interpreter(texts, version, {"PYSIMHASH_SQL_SIMD": level})
         assert got["implementation"] == "c"
-        assert got["values"] == [PURE.simhash(t, 3) if version == 1 else PURE.simhash_v2(t) for t in texts]
+        assert got["values"] == [reference[version](t) for t in texts]
     cpu = COMPILED.core.CPU_SIMD_LEVEL
     assert got["simd"] == min(level, cpu, key=SIMD_LEVELS[::-1].index)
 
@@ -112,7 +177,7 @@ def test_a_wrong_simd_level_is_refused() -> None:
 
 def test_without_the_module_the_same_bits() -> None:
     texts = mixed_texts(7, 6) + ["", "a", "近似重复"]
-    for version in (1, 2):
+    for version in (1, 2, 3):
         got = fingerprints_in_fresh_interpreter(texts, version, {"PYSIMHASH_SQL_PURE_PYTHON": "1"})
         assert got["implementation"] == "python" and got["simd"] is None
         assert got["values"] == [int(v) for v in hashing.fingerprints(texts, version=version)]
@@ -121,7 +186,7 @@ def test_without_the_module_the_same_bits() -> None:
 # -- fingerprints(): many at once, in threads ----------------------------------------
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])  # 3: the reference's in both implementations, for now
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_fingerprints_in_threads_equal_one_by_one(version: int) -> None:
     texts = mixed_texts(11, 40) + [b"bytes \xff too", bytearray(b"a bytearray"), memoryview(b"a memoryview")]
     one_by_one = [hashing.fingerprint(text, version=version) for text in texts]
@@ -310,6 +375,26 @@ def test_fingerprint_batches_in_processes_for_the_pure_python_code() -> None:
     assert out[0] == "python"
     texts = [f"text {i} " * (i % 9 + 1) for i in range(60)]
     assert json.loads(out[1]) == hashing.fingerprints(texts, version=2)
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_in_order_and_fingerprint_values(jobs: int) -> None:
+    """in_order: a function of each item, in order, on jobs cores (what a
+    worker raises comes out where its item is); fingerprint_values: a batch's
+    fingerprints as plain ints, in the calling thread."""
+    texts = [f"item {i} of a stream " * (1 + i % 5) for i in range(40)]
+    batches = [texts[i:i + 3] for i in range(0, len(texts), 3)]
+    work = partial(hashing.fingerprint_values, version=2)
+    got = list(hashing.in_order(work, batches, jobs=jobs))
+    assert [fp for fps in got for fp in fps] == hashing.fingerprints(texts, version=2)
+    assert all(type(fp) is int for fps in got for fp in fps)
+    assert hashing.fingerprint_values(texts[:5], version=1, shingle_size=2) == [PURE.simhash(t, 2) for t in texts[:5]]
+    results = hashing.in_order(work, [texts[:2], ["a", 5], texts[2:4]], jobs=jobs)
+    assert next(results) == hashing.fingerprints(texts[:2], version=2)
+    with pytest.raises(TypeError):
+        next(results)
+    with pytest.raises(ValueError, match="shingle_size is a parameter of text spec version 1"):
+        hashing.fingerprint_values(["a"], version=2, shingle_size=3)
 
 
 def test_fingerprint_batches_refuses_bad_arguments() -> None:

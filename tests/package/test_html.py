@@ -23,7 +23,7 @@ def test_readme_example() -> None:
                             capture_output=True, text=True, check=True)
     text, fingerprint = result.stdout.splitlines()
     assert text.startswith("The harbour board has published") and "Home" not in text and "09:41" not in text
-    assert int(fingerprint) == hashing.simhash_v2(text)  # the latest text spec by default
+    assert int(fingerprint) == hashing.simhash_v3(text)  # the latest text spec by default
 
 
 def test_main_content_is_the_article_without_page_furniture() -> None:

@@ -123,7 +123,7 @@ def test_compressed_files_are_read_as_their_text(tmp_path: Path) -> None:
     assert result.stderr == "pysimhash-sql: skipped 2: 1 binary, 1 corrupt compressed data (--verbose lists each)\n"
     found = fingerprints_of(result)
     for name, text in texts.items():
-        assert found[name] == hashing.simhash_v2(text)
+        assert found[name] == hashing.simhash_v3(text)  # the default text spec
     verbose = run("fingerprint", "--verbose", str(tmp_path / "docs"), ok=False)
     lines = verbose.stderr.splitlines()
     assert len(lines) == 3 and "broken.gz: truncated gzip data; skipped" in lines[0] and "image.png: binary" in lines[1]

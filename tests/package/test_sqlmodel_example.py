@@ -17,13 +17,14 @@ example = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(example)
 
 BODIES = [f"Article {n % 7}: the harbour board publishes a new ferry timetable for spring{'!' * (n % 2)}"
-          for n in range(20)] + ["Volunteers replant the old orchard behind the school", ""]
+          for n in range(20)] + ["Volunteers replant the old orchard behind the school", ""] + [
+    "The lighthouse keeper logs every passing ship"]  # a version 3 fingerprint of 2**63 or more
 
 
 def test_sqlmodel_model_with_simhash(simhash_engine) -> None:
     result = example.store_and_query(simhash_engine, BODIES)
     fingerprints = result["fingerprints"]
-    assert sorted(fingerprints.values()) == sorted(hashing.simhash_v2(body) for body in BODIES)
+    assert sorted(fingerprints.values()) == sorted(hashing.simhash_v3(body) for body in BODIES)
     assert any(fp >= 2**63 for fp in fingerprints.values()) and any(fp < 2**63 for fp in fingerprints.values())
     assert [tuple(p) for p in sorted(result["pairs"])] == brute_force_pairs(fingerprints.items(), 3)
     for pk, near in result["near"].items():

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import BigInteger, Column, MetaData, Table, Text, func, insert, select, text
+from sqlalchemy import BigInteger, Column, MetaData, Table, Text, column, func, insert, select, text
 from sqlalchemy.exc import StatementError
 
 from pysimhash_sql import hashing, text_spec
@@ -34,7 +34,9 @@ def test_values_carry_their_version_and_stay_ints() -> None:
     assert text_spec.spec_of(v2) == 2 and text_spec.spec_of(int(v2)) is None and text_spec.spec_of("1") is None
     assert type(hashing.compute([1, 2, 3])) is int  # simhash-py's drop-in: untouched
     page = "<html><body><p>" + " ".join(["the harbour board publishes a ferry timetable"] * 5) + "</p></body></html>"
-    assert simhash_html(page).text_spec == TEXT_SPEC_VERSION_LATEST == 2
+    assert simhash_html(page).text_spec == TEXT_SPEC_VERSION_LATEST == 3
+    assert simhash_html(page) == hashing.simhash_v3(simhash_html.__globals__["extract_text"](page))
+    assert simhash_html(page, version=2) == hashing.simhash_v2(simhash_html.__globals__["extract_text"](page))
     assert simhash_html(page, version=1) == hashing.simhash(simhash_html.__globals__["extract_text"](page))
     with pytest.raises(ValueError, match="shingle_size: a parameter of text spec version 1"):
         simhash_html(page, None, 3)
@@ -52,21 +54,47 @@ def test_check_spec_refuses_the_other_version_only() -> None:
             SimHash64(text_spec=bad) if bad is not None else text_spec.check_version(bad, "text_spec")
 
 
-def test_version_3_is_the_python_packages_until_sql_has_it() -> None:
-    """Values and columns take version 3; the tools and SQL expressions offer the
-    versions the extension computes, and their default stays the latest of those."""
-    from pysimhash_sql.cli import build_parser
+def test_version_3_is_the_default_of_every_tool() -> None:
+    """One home for the default, TEXT_SPEC_VERSION_LATEST: 3, computed in SQL
+    by simhash_v3 (extension 1.4); every tool that fingerprints text takes it
+    unless told another version."""
+    import inspect
 
+    from pysimhash_sql import corpus_dedupe, html
+    from pysimhash_sql.cli import build_parser
+    from pysimhash_sql.cli.fingerprint import text_spec_of
+    from pysimhash_sql.cli.settings import Settings
+
+    assert TEXT_SPEC_VERSION_LATEST == hashing.TEXT_SPEC_VERSION_LATEST == text_spec.TEXT_SPEC_VERSION_LATEST == 3
+    assert text_spec.SQL_SPEC_VERSIONS == text_spec.TEXT_SPEC_VERSIONS == (1, 2, 3)
+    assert [text_spec.sql_function(v) for v in (1, 2, 3)] == ["simhash", "simhash_v2", "simhash_v3"]
+    assert text_spec.SQL_FUNCTIONS_SINCE == {1: "1.0", 2: "1.3", 3: "1.4"}
     v3 = hashing.fingerprint(TEXT, version=3)
     assert v3.text_spec == 3 and SimHash64(text_spec=3).text_spec == 3
-    with pytest.raises(ValueError, match="computed with version 3"):
+    with pytest.raises(ValueError, match=r"computed with version 3.*SQL simhash_v2\(text\)"):
         text_spec.check_spec(v3, 2, "docs.fp")
-    assert text_spec.SQL_SPEC_VERSIONS == (1, 2) and TEXT_SPEC_VERSION_LATEST == 2
-    assert [text_spec.sql_function(v) for v in (1, 2)] == ["simhash", "simhash_v2"]
-    with pytest.raises(ValueError, match="text spec version 3 is computed by the Python package only"):
-        text_spec.sql_function(3)
+    # the CLI: every command with --spec-version, and refingerprint's --to
+    parser = build_parser()
+    for argv in (["fingerprint", "x.txt"], ["ingest", "x.txt"], ["report", "x.txt"], ["dedupe", "x", "-o", "y"]):
+        assert text_spec_of(Settings.parsed(parser.parse_args(argv)))[0] == 3, argv
+        assert text_spec_of(Settings.parsed(parser.parse_args([*argv, "--spec-version", "2"])))[0] == 2, argv
+    assert parser.parse_args(["refingerprint"]).to == 3
+    assert parser.parse_args(["fingerprint", "--spec-version", "3", "x.txt"]).spec_version == 3
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["fingerprint", "--spec-version", "3", "x.txt"])
+        parser.parse_args(["fingerprint", "--spec-version", "4", "x.txt"])
+    # Python: html and the corpus dedupe; SQLAlchemy's func.simhash_v3 is typed with its version
+    for function in (html.simhash_html, corpus_dedupe.dedupe_records, corpus_dedupe.dedupe_table_indices):
+        assert inspect.signature(function).parameters["version"].default == 3, function
+    assert func.simhash_v3(column("body")).type.text_spec == 3
+    assert func.simhash_v2(column("body")).type.text_spec == 2 and func.simhash(column("body")).type.text_spec == 1
+
+
+def test_the_message_of_a_missing_function_names_its_extension_version() -> None:
+    message = text_spec.missing_function_message(3)
+    assert message == ("this database has no simhash_v3(text), text spec version 3: it comes with the simhash "
+                       "extension 1.4 (ALTER EXTENSION simhash UPDATE)")
+    assert "simhash_v2(text)" in text_spec.missing_function_message(2) and "extension 1.3" in \
+        text_spec.missing_function_message(2)
 
 
 def test_comments_record_the_version() -> None:

@@ -140,8 +140,9 @@ def test_version_one_is_unchanged():
 def test_fingerprint_dispatches_by_version():
     text = "近似重复检测，在每一种语言中。"
     assert fingerprint(text, version=2) == simhash_v2(text) != simhash(text)
-    # The tools' default: the latest version SQL computes (3 is the Python package's until then).
-    assert hashing.TEXT_SPEC_VERSION_LATEST == max(text_spec.SQL_SPEC_VERSIONS) == 2
+    # The tools' default: the latest version, which SQL computes too (version 3, simhash_v3;
+    # version 2 stays as it is, chosen explicitly)
+    assert hashing.TEXT_SPEC_VERSION_LATEST == max(text_spec.SQL_SPEC_VERSIONS) == 3
     assert hashing.TEXT_SPEC_VERSIONS == (1, 2, 3)
     for bad in (0, 4, True, "2", None):
         with pytest.raises(ValueError, match="version"):

@@ -26,10 +26,13 @@ def test_sql_tour_runs(db: psycopg.Connection) -> None:
     ).fetchall()
     assert found == brute_force
     assert len(found) >= 50 * 6  # 50 bodies, 4 identical rows each
-    # the tour's claim about version 2
+    # the tour's claims about version 3, the default
     tour = readme_blocks("SQL tour", "sql")[0]
-    claim = next(line for line in tour.splitlines() if line.startswith("SELECT simhash_v2(") and "-- true" in line)
+    claim = next(line for line in tour.splitlines() if line.startswith("SELECT simhash_v3(") and "-- true" in line)
     assert db.execute(claim.split(";")[0]).fetchone()[0] is True
+    far = next(line for line in tour.splitlines() if line.startswith("SELECT simhash_v3(") and "-- far" in line)
+    assert db.execute(far.split(";")[0]).fetchone()[0] > 3
+    assert db.execute(far.split(";")[0].replace("simhash_v3", "simhash_v2")).fetchone()[0] == 0
 
     q = "simhash('page 7 of the quick brown fox')"
     db.execute("SET enable_seqscan = off")
@@ -58,7 +61,7 @@ def test_python_tour_runs() -> None:
     near = hashing.simhash("The quick brown fox jumped over the lazy dog")
     lines = result.stdout.splitlines()
     assert lines[0] == str(hashing.hamming_distance(fp, near))
-    assert lines[1] == "True"  # version 2 ignores punctuation
+    assert lines[1] == "True"  # version 3, the default, ignores punctuation
     assert lines[2] == "True"  # version 3 counts the numbers of a page made of them
     assert int(lines[3]) == hashing.compute([hashing.unsigned_hash(word.encode()) for word in "abcd"])
     pairs = ast.literal_eval(lines[4])

@@ -51,8 +51,9 @@ def write_jsonl(path: Path, records: list[dict], extra_lines: dict[int, str] | N
 
 def expected_clusters(records: list[dict], distance: int) -> dict[int, int]:
     """Position -> the smallest position of its cluster, for the records in a
-    cluster (brute force over their version 2 fingerprints)."""
-    fps = {i: hashing.simhash_v2(r["text"]) for i, r in enumerate(records)}
+    cluster (brute force over their fingerprints of the default text spec
+    version, which dedupe computes)."""
+    fps = {i: hashing.fingerprint(r["text"], version=hashing.TEXT_SPEC_VERSION_LATEST) for i, r in enumerate(records)}
     return brute_force_clusters(fps, distance)
 
 

@@ -24,7 +24,8 @@ SIMD_LEVELS = ("avx512", "avx2", "none")
 
 def fingerprint_by_implementation(text, version: int, shingle_size: int = 3) -> dict[str, int]:
     """The fingerprint of text by each implementation, by its name."""
-    return {name: impl.simhash(text, shingle_size) if version == 1 else impl.simhash_v2(text)
+    return {name: impl.simhash(text, shingle_size) if version == 1
+            else impl.simhash_v2(text) if version == 2 else impl.simhash_v3(text)
             for name, impl in IMPLEMENTATIONS.items()}
 
 

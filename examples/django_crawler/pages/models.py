@@ -11,7 +11,7 @@ class Page(models.Model):
     url = models.URLField(unique=True, max_length=2000)
     domain = models.CharField(max_length=253)
     title = models.TextField(blank=True)
-    fingerprint = SimhashField(text_spec=2)  # text spec version 2: simhash_html's default
+    fingerprint = SimhashField(text_spec=3)  # text spec version 3: simhash_html's default
     fetched_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

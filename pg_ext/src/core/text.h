@@ -1,6 +1,6 @@
 /*
  * text.h — the text fingerprints of every spec version (docs/fingerprint-spec.md
- * §3 and §6): their entry points, and what they share: features handed to a
+ * §3, §6 and §8): their entry points, and what they share: features handed to a
  * callback, XXH3-64 (xxhash.h, inlined), their hashes voted in batches.
  */
 #ifndef SIMHASH_CORE_TEXT_H
@@ -42,6 +42,19 @@ extern SimhashStatus text_v2_walk_tokens(const char *text, size_t len, int64_t u
 extern SimhashStatus text_v2_walk_features(const char *text, size_t len, int64_t unused,
 										   FeatureCallback emit, void *arg);
 
+/* Receives one feature that votes, with its votes (version 3's walk of features). */
+typedef void (*WeightedFeatureCallback) (const char *data, size_t len, int64_t votes, void *arg);
+
+/*
+ * Version 3 (text_v3.c): the fingerprint; the tokens (size unused); the
+ * features that vote with their votes, the token shingles first.
+ */
+extern SimhashStatus text_v3_fingerprint(const char *text, size_t len, uint64_t *result);
+extern SimhashStatus text_v3_walk_tokens(const char *text, size_t len, int64_t unused,
+										 FeatureCallback emit, void *arg);
+extern SimhashStatus text_v3_walk_features(const char *text, size_t len,
+										   WeightedFeatureCallback emit, void *arg);
+
 /* The fingerprint of feature hashes (spec §1, simhash-py's compute), and weighted (§2). */
 extern uint64_t hashes_fingerprint(const uint64_t *hashes, size_t n);
 extern SimhashStatus weighted_hashes_fingerprint(const uint64_t *hashes, const double *weights,
@@ -58,6 +71,9 @@ typedef struct HashBatch
 {
 	SimhashVote vote;
 	int			n;
+	/* Shown every hash as it is voted, with seen_arg (or NULL): version 3's cap (text_v3.c). */
+	void		(*seen) (const uint64_t *hashes, size_t n, void *arg);
+	void	   *seen_arg;
 	uint64_t	hashes[HASH_BATCH];
 } HashBatch;
 
@@ -66,6 +82,18 @@ hash_batch_init(HashBatch *batch)
 {
 	vote_init(&batch->vote);
 	batch->n = 0;
+	batch->seen = NULL;
+	batch->seen_arg = NULL;
+}
+
+/* The batch's first n hashes are voted (and shown to seen); the batch is then empty. */
+static inline void
+hash_batch_vote(HashBatch *batch, int n)
+{
+	vote_add_hashes(&batch->vote, batch->hashes, n);
+	if (batch->seen != NULL)
+		batch->seen(batch->hashes, n, batch->seen_arg);
+	batch->n = 0;
 }
 
 static inline void
@@ -73,10 +101,7 @@ hash_batch_add(HashBatch *batch, uint64_t hash)
 {
 	batch->hashes[batch->n++] = hash;
 	if (batch->n == HASH_BATCH)
-	{
-		vote_add_hashes(&batch->vote, batch->hashes, batch->n);
-		batch->n = 0;
-	}
+		hash_batch_vote(batch, batch->n);
 }
 
 /* A FeatureCallback: hashes the feature (spec §3.4) into the batch of arg. */
@@ -90,8 +115,7 @@ batch_feature(const char *data, size_t len, void *arg)
 static inline void
 hash_batch_flush(HashBatch *batch)
 {
-	vote_add_hashes(&batch->vote, batch->hashes, batch->n);
-	batch->n = 0;
+	hash_batch_vote(batch, batch->n);
 }
 
 static inline uint64_t

@@ -17,23 +17,9 @@
  * without reading memory back (8 at a time with AVX-512, 4 with AVX2) and
  * voted in vectors.
  */
-#include "core/text.h"
+#include "core/text_walk.h"
 
 #include "core/unicode_tables.h"
-
-/*
- * The features of version 2 (spec §6.4): shingles of V2_TOKEN_SHINGLE tokens,
- * each voting V2_TOKEN_WEIGHT times, and n-grams of V2_CHAR_GRAM characters of
- * the tokens joined by single spaces, each voting V2_CHAR_WEIGHT times (a size
- * of 0 leaves that part out); with V2_RUNS_ONCE, a feature whose hash is the
- * hash of the feature of its part just before it does not vote.  Python's home
- * of the same constants: pysimhash_sql/hashing.py.
- */
-#define V2_TOKEN_SHINGLE 3
-#define V2_TOKEN_WEIGHT 1
-#define V2_CHAR_GRAM 5
-#define V2_CHAR_WEIGHT 2
-#define V2_RUNS_ONCE true
 
 /* XXH3 hashes an input of 4 to 8 bytes by one formula: ASCII n-grams are hashed in registers. */
 #define V2_CHAR_GRAM_IN_REGISTER (V2_CHAR_GRAM >= 4 && V2_CHAR_GRAM <= 8)
@@ -71,28 +57,6 @@ static char ascii_token_byte[128];
 /* Whether those are the ASCII letters, lowered (digits separate: write_ascii_word8 assumes it). */
 static bool ascii_word8_ok = false;
 
-/*
- * What a walk over a text emits: the features of each part (size 0: none).
- * Every function of the walk takes it as an argument of its own, never inside
- * the TokenWriter (whose address escapes): so, inlined into a caller whose
- * parts are a const local, the sizes and callbacks are constants.
- */
-typedef struct FeatureParts
-{
-	int32_t		token_size;		/* shingles of this many tokens */
-	int32_t		char_size;		/* n-grams of this many characters */
-	FeatureCallback emit_token;
-	FeatureCallback emit_char;
-	void	   *token_arg;
-	void	   *char_arg;
-	/* Called with each arg before the buffer moves, and at the end (or NULL). */
-	void		(*settle) (void *arg);
-	/*
-	 * The fingerprint's parts (token_arg and char_arg are PartVotes of the
-	 * V2_* sizes): runs of ASCII go through ascii_run_voting.
-	 */
-	bool		vote_ascii;
-} FeatureParts;
 
 typedef struct TokenWriter
 {
@@ -105,6 +69,12 @@ typedef struct TokenWriter
 	size_t		recent_chars[RECENT_CHARS]; /* start of character j at [j % RECENT_CHARS] */
 	int64_t		nchars;			/* characters written (the joining spaces too) */
 	int64_t		ascii_tail;		/* how many of the last characters written are ASCII */
+	/* With parts->digits only (version 3): */
+	bool		open_digit;		/* the open token is a number */
+	bool		last_solo;		/* the last character (not dropped) was SOLO */
+	int64_t		digit_end;		/* 1 + the index of the last digit character (0: none) */
+	int64_t		last_number;	/* 1 + the index of the last number token (0: none) */
+	TextCounts	counts;
 } TokenWriter;
 
 static inline uint32_t
@@ -294,16 +264,45 @@ write_utf8(TokenWriter *w, const FeatureParts *parts, uint32_t c)
 	char_written(w, parts, start);
 }
 
-/* One normalised character c of the given kind (spec §6.3). */
+/* A digit 0-9 with parts->digits (spec §8.2): a number is a token of its own. */
+static SH_ALWAYS_INLINE void
+put_digit(TokenWriter *w, const FeatureParts *parts, uint32_t c)
+{
+	if (w->open && !w->open_digit)
+		end_token(w, parts);
+	if (!w->open)
+	{
+		begin_token(w, parts);
+		w->open_digit = true;
+		w->counts.numbers++;
+		w->last_number = w->ntokens + 1;
+	}
+	/* Before the n-gram it ends is emitted. */
+	w->digit_end = w->nchars + 1;
+	write_ascii(w, parts, (char) c);
+}
+
+/*
+ * One normalised character c of the given kind (spec §6.3; with
+ * parts->digits, §8.2: digits 0-9, SEPARATOR in the tables, make numbers).
+ */
 static SH_ALWAYS_INLINE void
 put_char(TokenWriter *w, const FeatureParts *parts, uint32_t c, uint32_t kind)
 {
 	switch (kind)
 	{
 		case UNICODE_WORD:
+			if (parts->digits && w->open && w->open_digit)
+				end_token(w, parts);
 			if (!w->open)
+			{
 				begin_token(w, parts);
+				if (parts->digits)
+					w->open_digit = false;
+			}
 			write_utf8(w, parts, c);
+			if (parts->digits)
+				w->last_solo = false;
 			break;
 		case UNICODE_SOLO:
 			if (w->open)
@@ -311,8 +310,22 @@ put_char(TokenWriter *w, const FeatureParts *parts, uint32_t c, uint32_t kind)
 			begin_token(w, parts);
 			write_utf8(w, parts, c);
 			end_token(w, parts);
+			if (parts->digits)
+			{
+				w->counts.solo_following += w->last_solo;
+				w->last_solo = true;
+			}
 			break;
 		case UNICODE_SEPARATOR:
+			if (parts->digits)
+			{
+				w->last_solo = false;
+				if (c - '0' < 10)
+				{
+					put_digit(w, parts, c);
+					break;
+				}
+			}
 			if (w->open)
 				end_token(w, parts);
 			break;
@@ -421,12 +434,32 @@ typedef struct PartVotes
 	uint64_t		last;			/* the hash of the part's feature just before */
 	bool		any;			/* there was one */
 	HashBatch  *batch;
+	/*
+	 * Version 3's (or NULL): the features with a digit 0-9, told by the
+	 * writer's last digit and number (part of the n-grams, chars, or of the
+	 * shingles).
+	 */
+	HashBatch  *digit_batch;
+	const TokenWriter *writer;
+	bool		chars;
 	FeatureCallback emit;
 	void	   *arg;
 	int			npending;
 	const char *pending_data[PENDING_FEATURES];
 	size_t		pending_len[PENDING_FEATURES];
+	bool		pending_digit[PENDING_FEATURES];
 } PartVotes;
+
+/* With a digit_batch: whether the feature just emitted has a digit (spec §8.4). */
+static SH_ALWAYS_INLINE bool
+feature_has_digit(const PartVotes *part)
+{
+	const TokenWriter *w = part->writer;
+
+	if (part->chars)
+		return w->digit_end > SH_MAX(0, w->nchars - V2_CHAR_GRAM);
+	return w->last_number > SH_MAX(0, w->ntokens - V2_TOKEN_SHINGLE);
+}
 
 /* Whether a feature of this hash votes (the runs rule), remembering it. */
 static SH_ALWAYS_INLINE bool
@@ -450,7 +483,7 @@ settle_part(void *arg)
 		uint64_t		hash = XXH3_64bits(part->pending_data[k], part->pending_len[k]);
 
 		if (part_votes(part, hash))
-			hash_batch_add(part->batch, hash);
+			hash_batch_add(part->pending_digit[k] ? part->digit_batch : part->batch, hash);
 	}
 	part->npending = 0;
 }
@@ -464,6 +497,7 @@ part_feature(const char *data, size_t len, void *arg)
 	{
 		part->pending_data[part->npending] = data;
 		part->pending_len[part->npending] = len;
+		part->pending_digit[part->npending] = part->digit_batch != NULL && feature_has_digit(part);
 		if (++part->npending == PENDING_FEATURES)
 			settle_part(part);
 	}
@@ -631,7 +665,7 @@ vote_ascii_gram(HashBatch *batch, const char *norm, size_t j, uint64_t *last, in
 	*last = hash;
 	if (*nbatch == HASH_BATCH)
 	{
-		vote_add_hashes(&batch->vote, batch->hashes, *nbatch);
+		hash_batch_vote(batch, *nbatch);
 		*nbatch = 0;
 	}
 	batch->hashes[(*nbatch)++] = hash;
@@ -664,7 +698,7 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, size_t from, size_t to
 
 		if (vectors_end == j)
 		{
-			vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+			hash_batch_vote(batch, nbatch);
 			nbatch = 0;
 			continue;
 		}
@@ -685,7 +719,7 @@ vote_ascii_grams_with(PartVotes *chars, const char *norm, size_t from, size_t to
 	/* A full batch is voted at once (hash_batch_add's rule). */
 	if (nbatch == HASH_BATCH)
 	{
-		vote_add_hashes(&batch->vote, batch->hashes, nbatch);
+		hash_batch_vote(batch, nbatch);
 		nbatch = 0;
 	}
 	chars->last = last;
@@ -740,14 +774,19 @@ vote_ascii_grams(PartVotes *chars, const char *norm, size_t from, size_t to)
  *   3. the token shingles the noted ends finish, hashed and voted
  *      (shingles_ended).
  * It starts where every n-gram it ends is all ASCII and an n-gram came before
- * (ascii_voting_ready).  Its state lives in locals, not in w: a byte stored
+ * (ascii_voting_ready).  With version 3's digits, it takes no digit and starts
+ * where none is among the last V2_CHAR_GRAM - 1 characters: its n-grams have
+ * none, and its shingles have one where a number is among the last tokens
+ * before it (w->last_number).  Its state lives in locals, not in w: a byte stored
  * through a char pointer may alias anything in memory, so the compiler would
  * read every field of w back after each byte.
  */
 static SH_ALWAYS_INLINE bool
-ascii_voting_ready(const TokenWriter *w)
+ascii_voting_ready(const TokenWriter *w, const FeatureParts *parts, unsigned char next)
 {
-	return V2_CHAR_GRAM_IN_REGISTER && w->nchars >= V2_CHAR_GRAM && w->ascii_tail >= V2_CHAR_GRAM - 1;
+	return V2_CHAR_GRAM_IN_REGISTER && w->nchars >= V2_CHAR_GRAM && w->ascii_tail >= V2_CHAR_GRAM - 1 &&
+		(!parts->digits ||
+		 ((unsigned char) (next - '0') >= 10 && w->nchars - w->digit_end >= V2_CHAR_GRAM - 1));
 }
 
 /*
@@ -775,7 +814,9 @@ shingles_ended(TokenWriter *w, PartVotes *tokens, const size_t *ends, int nends,
 			uint64_t		hash = XXH3_64bits(w->norm + first, ends[k] - first);
 
 			if (part_votes(tokens, hash))
-				hash_batch_add(tokens->batch, hash);
+				hash_batch_add(tokens->digit_batch != NULL &&
+							   w->last_number > w->ntokens - V2_TOKEN_SHINGLE ?
+							   tokens->digit_batch : tokens->batch, hash);
 		}
 		start = ends[k] + 1;
 	}
@@ -845,10 +886,10 @@ write_ascii_word8(char *norm, size_t *pos, size_t *ends, int *nends, int *word, 
 	return 0;
 }
 
-/* Pass 1 over in[i, end) up to the first byte >= 0x80: returns where it stopped. */
+/* Pass 1 over in[i, end) up to the first byte >= 0x80 (or digit, with digits): returns where it stopped. */
 static SH_ALWAYS_INLINE size_t
 write_ascii_run(char *norm, size_t *pos, size_t *ends, int *nends, int *word,
-				const unsigned char *in, size_t i, size_t end)
+				const unsigned char *in, size_t i, size_t end, bool digits)
 {
 	while (i < end)
 	{
@@ -860,7 +901,7 @@ write_ascii_run(char *norm, size_t *pos, size_t *ends, int *nends, int *word,
 			uint64_t		x;
 
 			memcpy(&x, in + i, sizeof(x));
-			if ((x & TOP_BITS) == 0)
+			if ((x & TOP_BITS) == 0 && (!digits || BYTES_IN(x, '0', '9') == 0))
 			{
 				one_by_one = write_ascii_word8(norm, pos, ends, nends, word, x);
 				if (one_by_one == 0)
@@ -873,7 +914,7 @@ write_ascii_run(char *norm, size_t *pos, size_t *ends, int *nends, int *word,
 #endif
 		for (; one_by_one > 0 && i < end; one_by_one--, i++)
 		{
-			if (in[i] >= 0x80)
+			if (in[i] >= 0x80 || (digits && (unsigned char) (in[i] - '0') < 10))
 				return i;
 			write_ascii_byte(norm, pos, ends, nends, word, in[i]);
 		}
@@ -881,9 +922,9 @@ write_ascii_run(char *norm, size_t *pos, size_t *ends, int *nends, int *word,
 	return i;
 }
 
-static SH_NOINLINE size_t
-ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
-				 const unsigned char *in, size_t i, size_t end)
+static SH_ALWAYS_INLINE size_t
+ascii_run_voting_with(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
+					  const unsigned char *in, size_t i, size_t end, bool digits)
 {
 	char	   *norm = w->norm;
 	const size_t	start = w->pos;
@@ -900,7 +941,7 @@ ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 	/* After a finished token, the joining space (taken back if no word follows). */
 	if (!was_open)
 		norm[pos++] = ' ';
-	i = write_ascii_run(norm, &pos, ends, &nends, &word, in, i, end);
+	i = write_ascii_run(norm, &pos, ends, &nends, &word, in, i, end, digits);
 	/* The space after the last word stays only if a word follows. */
 	if (!word)
 		pos--;
@@ -915,7 +956,25 @@ ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 	w->nchars += written;
 	w->ascii_tail += written;
 	w->pos = pos;
+	/* Version 3's: the open token is a word; an ASCII character came after any SOLO one. */
+	w->open_digit = false;
+	w->last_solo = false;
 	return i;
+}
+
+/* Version 2's tokens (digits separate), and version 3's (digits stop the run). */
+static SH_NOINLINE size_t
+ascii_run_voting(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
+				 const unsigned char *in, size_t i, size_t end)
+{
+	return ascii_run_voting_with(w, tokens, chars, in, i, end, false);
+}
+
+static SH_NOINLINE size_t
+ascii_run_voting_digits(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
+						const unsigned char *in, size_t i, size_t end)
+{
+	return ascii_run_voting_with(w, tokens, chars, in, i, end, true);
 }
 
 /*
@@ -942,6 +1001,17 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 	w.open = false;
 	w.nchars = 0;
 	w.ascii_tail = 0;
+	w.open_digit = false;
+	w.last_solo = false;
+	w.digit_end = 0;
+	w.last_number = 0;
+	memset(&w.counts, 0, sizeof(w.counts));
+	/* Version 3's parts tell a feature's digits by the writer's. */
+	if (parts->digits && parts->vote_ascii)
+	{
+		((PartVotes *) parts->token_arg)->writer = &w;
+		((PartVotes *) parts->char_arg)->writer = &w;
+	}
 
 	while (i < len)
 	{
@@ -960,16 +1030,20 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 			next_check = i + SIMHASH_CORE_CHECK_BYTES;
 		}
 		/* ASCII: at most a space and the byte each. */
-		if (parts->vote_ascii && in[i] < 0x80 && ascii_voting_ready(&w))
-			i = ascii_run_voting(&w, parts->token_arg, parts->char_arg, in, i, run_end);
+		if (parts->vote_ascii && in[i] < 0x80 && ascii_voting_ready(&w, parts, in[i]))
+			i = (parts->digits ? ascii_run_voting_digits : ascii_run_voting)
+				(&w, parts->token_arg, parts->char_arg, in, i, run_end);
 		for (; i < run_end && in[i] < 0x80; i++)
 		{
 			char		b = ascii_token_byte[in[i]];
 
-			if (parts->vote_ascii && ascii_voting_ready(&w))
+			if (parts->vote_ascii && ascii_voting_ready(&w, parts, in[i]))
 				break;
 
-			if (b != 0)
+			if (parts->digits)
+				put_char(&w, parts, b != 0 ? (uint32_t) (unsigned char) b : in[i],
+						 b != 0 ? UNICODE_WORD : UNICODE_SEPARATOR);
+			else if (b != 0)
 			{
 				if (!w.open)
 					begin_token(&w, parts);
@@ -998,6 +1072,11 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 		parts->emit_char(w.norm, w.pos, parts->char_arg);
 	settle_parts(&w, parts);
 	simhash_core_host.free(w.norm);
+	if (parts->digits && parts->counts != NULL)
+	{
+		w.counts.tokens = w.ntokens;
+		*parts->counts = w.counts;
+	}
 	return SIMHASH_OK;
 }
 
@@ -1010,7 +1089,7 @@ text_v2_fingerprint(const char *text, size_t len, uint64_t *result)
 				char_batch;
 	PartVotes	tokens = {.batch = &token_batch};
 	PartVotes	chars = {.batch = &char_batch};
-	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER, false, NULL};
 	SimhashVote vote;
 	SimhashStatus status;
 
@@ -1033,7 +1112,7 @@ text_v2_fingerprint(const char *text, size_t len, uint64_t *result)
 SimhashStatus
 text_v2_walk_tokens(const char *text, size_t len, int64_t unused, FeatureCallback emit, void *arg)
 {
-	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL, false};
+	const FeatureParts parts = {1, 0, emit, emit, arg, arg, NULL, false, false, NULL};
 
 	(void) unused;
 	return for_each_feature_v2(text, len, &parts);
@@ -1053,16 +1132,39 @@ text_v2_walk_features(const char *text, size_t len, int64_t unused, FeatureCallb
 	for (int k = 0; V2_TOKEN_SHINGLE > 0 && k < V2_TOKEN_WEIGHT && status == SIMHASH_OK; k++)
 	{
 		PartVotes	tokens = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL, false};
+		const FeatureParts parts = {V2_TOKEN_SHINGLE, 0, part_feature, part_feature, &tokens, &tokens, NULL, false, false, NULL};
 
 		status = for_each_feature_v2(text, len, &parts);
 	}
 	for (int k = 0; V2_CHAR_GRAM > 0 && k < V2_CHAR_WEIGHT && status == SIMHASH_OK; k++)
 	{
 		PartVotes	chars = {.emit = emit,.arg = arg};
-		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL, false};
+		const FeatureParts parts = {0, V2_CHAR_GRAM, part_feature, part_feature, &chars, &chars, NULL, false, false, NULL};
 
 		status = for_each_feature_v2(text, len, &parts);
 	}
 	return status;
+}
+
+/* ---------- version 3's tokens (text_walk.h) ---------- */
+
+SimhashStatus
+text_walk_numbers(const char *text, size_t len, const FeatureParts *given)
+{
+	FeatureParts parts = *given;
+
+	/* Digits make numbers; ascii_run_voting's parts are the fingerprint's only. */
+	parts.digits = true;
+	parts.vote_ascii = false;
+	return for_each_feature_v2(text, len, &parts);
+}
+
+SimhashStatus
+text_walk_numbers_voting(const char *text, size_t len, HashBatch batches[4], TextCounts *counts)
+{
+	PartVotes	tokens = {.batch = &batches[0],.digit_batch = &batches[1]};
+	PartVotes	chars = {.batch = &batches[2],.digit_batch = &batches[3],.chars = true};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER, true, counts};
+
+	return for_each_feature_v2(text, len, &parts);
 }

@@ -276,6 +276,15 @@ vote_merge_times(SimhashVote *into, const SimhashVote *from, int64_t times)
 		into->count[i] += times * from->count[i];
 }
 
+/* Adds one hash's vote `times` times (fewer where times < 0: version 3's cap takes votes back). */
+void
+vote_add_hash_times(SimhashVote *vote, uint64_t hash, int64_t times)
+{
+	vote->nvotes += times;
+	for (int i = 0; i < SIMHASH64_BITS; i++)
+		vote->count[i] += times * (int64_t) ((hash >> i) & 1);
+}
+
 uint64_t
 vote_result(const SimhashVote *vote)
 {

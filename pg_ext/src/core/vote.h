@@ -31,6 +31,7 @@ extern void vote_init(SimhashVote *vote);
 extern void vote_add_hashes(SimhashVote *vote, const uint64_t *hashes, size_t n);
 extern void vote_merge(SimhashVote *into, const SimhashVote *from);
 extern void vote_merge_times(SimhashVote *into, const SimhashVote *from, int64_t times);
+extern void vote_add_hash_times(SimhashVote *vote, uint64_t hash, int64_t times);
 extern uint64_t vote_result(const SimhashVote *vote);
 
 extern void weighted_vote_init(SimhashWeightedVote *vote);

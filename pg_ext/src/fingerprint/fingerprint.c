@@ -111,6 +111,17 @@ simhash_text(PG_FUNCTION_ARGS)
 	PG_RETURN_SIMHASH64(result);
 }
 
+Datum
+text_fingerprint_datum(FunctionCallInfo fcinfo, TextFingerprintFunction fingerprint)
+{
+	int			len;
+	const char *data = text_arg_utf8(fcinfo, 0, &len);
+	simhash64	result;
+
+	report_core_status(fingerprint(data, len, &result));
+	PG_RETURN_SIMHASH64(result);
+}
+
 /* ---------- the steps, exposed: tokens, shingles, feature hash ---------- */
 
 static void

@@ -19,6 +19,10 @@ extern const char *text_arg_utf8(FunctionCallInfo fcinfo, int argno, int *len);
 /* A status of the core other than SIMHASH_OK as an error, with its SQLSTATE. */
 extern void report_core_status(SimhashStatus status);
 
+/* The fingerprint of the text argument 0 by a version's function of the core (core/text.h). */
+typedef SimhashStatus (*TextFingerprintFunction) (const char *text, size_t len, uint64_t *result);
+extern Datum text_fingerprint_datum(FunctionCallInfo fcinfo, TextFingerprintFunction fingerprint);
+
 /* The features of the text argument 0 as a text[], in the server encoding. */
 extern Datum features_array(FunctionCallInfo fcinfo, FeatureWalk walk, int32 size);
 

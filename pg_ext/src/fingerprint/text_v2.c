@@ -9,12 +9,7 @@ PG_FUNCTION_INFO_V1(simhash_text_v2);
 Datum
 simhash_text_v2(PG_FUNCTION_ARGS)
 {
-	int			len;
-	const char *data = text_arg_utf8(fcinfo, 0, &len);
-	simhash64	result;
-
-	report_core_status(text_v2_fingerprint(data, len, &result));
-	PG_RETURN_SIMHASH64(result);
+	return text_fingerprint_datum(fcinfo, text_v2_fingerprint);
 }
 
 PG_FUNCTION_INFO_V1(simhash_v2_tokens);

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from pysimhash_sql import hashing
 from toolbox.implementations import assert_every_implementation_gives
+from toolbox.text_vectors import load_vectors
 
 MASK64 = 2**64 - 1
 
@@ -201,3 +202,68 @@ def test_text_v2_repeated_letters_match_sql(simd_db: psycopg.Connection) -> None
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(300, 3000)))
         got = simd_db.execute("SELECT simhash_v2(%s)::text", (text,)).fetchone()[0]
         assert_every_implementation_gives(int(got), text, 2)
+
+
+# -- the text fingerprint version 3 (spec §8) ---------------------------------------
+
+# Every script, with numbers among them: digits of every form (ASCII, full
+# width, circled, superscript, fractions, other scripts' digits).
+number_pieces = st.sampled_from(["0", "12", "3.5", "2024-05-01", "x200", "１２", "①", "²", "½", "٣", "३", "〇"])
+number_texts = st.lists(st.one_of(script_characters, number_pieces), max_size=80).map("".join)
+
+
+def v3_row(db: psycopg.Connection, text: str) -> tuple:
+    """simhash_v3, its tokens, and its features with their votes as (feature, votes) pairs."""
+    row = db.execute(
+        "SELECT simhash_v3(t)::text, simhash_v3_tokens(t), f.features, f.votes"
+        " FROM (SELECT %s::text AS t) x, LATERAL ("
+        "  SELECT coalesce(array_agg(feature ORDER BY n), '{}') AS features,"
+        "         coalesce(array_agg(votes ORDER BY n), '{}') AS votes"
+        "  FROM simhash_v3_features(t) WITH ORDINALITY AS f(feature, votes, n)) f", (text,)
+    ).fetchone()
+    return row[0], row[1], list(zip(row[2], row[3]))
+
+
+@settings(max_examples=600, deadline=None)
+@given(number_texts)
+def test_text_v3_matches_sql(shared_db: psycopg.Connection, text: str) -> None:
+    row = v3_row(shared_db, text)
+    assert int(row[0]) == hashing.fingerprint(text, version=3)
+    assert_every_implementation_gives(int(row[0]), text, 3)
+    assert row[1] == hashing.tokenize_v3(text)
+    assert row[2] == hashing.features_v3(text)
+
+
+def test_text_v3_features_past_the_cap_match_sql(shared_db: psycopg.Connection) -> None:
+    """Features 32, 33 and many more times: each votes at its first 32 occurrences only, in
+    simhash_v3_features too (which counts the features of its sketch's hot slots)."""
+    rng = random.Random(4848)
+    texts = [unit * times for unit in ("the cat sat ", "x1 y2 ", "近似重复") for times in (32, 33, 50)]
+    texts.append(" ".join(rng.choice(["a", "b1", "the", "中文", "2024", "Ünï"]) for _ in range(5_000)))
+    for text in texts:
+        row = v3_row(shared_db, text)
+        assert int(row[0]) == hashing.fingerprint(text, version=3)
+        assert row[2] == hashing.features_v3(text)
+
+
+def test_text_v3_vectors_match_sql(shared_db: psycopg.Connection) -> None:
+    for vector in load_vectors(3):
+        got = shared_db.execute("SELECT simhash_v3(%s)::text", (vector["text"],)).fetchone()[0]
+        assert int(got) == int(vector["simhash_v3"], 16), vector["name"]
+        assert_every_implementation_gives(int(got), vector["text"], 3)
+
+
+def test_text_v3_long_texts_match_sql(simd_db: psycopg.Connection) -> None:
+    """Texts far longer than C's first buffer and table of counts: a template
+    repeated far apart (the cap), tables of figures (the ramp), every script."""
+    rng = random.Random(48)
+    words = ["Word", "ÜNÏCODE", "日本語の", "한국어", "ภาษา", "٣", " ", "\n", ", ", "2025", "12.99", "x86_64"]
+    texts = [
+        "".join(rng.choice(words) for _ in range(100_000)),
+        "\n".join(f"* [{rng.randint(0, 99)}] see https://example.org/commit by author {i}" for i in range(5_000)),
+        " ".join(f"{rng.randint(0, 10**6)} item {i % 50}" for i in range(20_000)),
+        "한" * 100_000,
+    ]
+    for text in texts:
+        got = simd_db.execute("SELECT simhash_v3(%s)::text", (text,)).fetchone()[0]
+        assert_every_implementation_gives(int(got), text, 3)

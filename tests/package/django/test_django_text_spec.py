@@ -1,6 +1,7 @@
 """The text spec version in Django (pysimhash_sql/text_spec.py): a
 SimhashField that declares its version records it as the column comment and
-refuses values of the other one; Simhash(..., version=2) is simhash_v2; two
+refuses values of the other one; Simhash(..., version=2) is simhash_v2 and
+version=3 simhash_v3 (the default of new models); two
 expressions of different versions are never compared."""
 
 from __future__ import annotations
@@ -49,6 +50,25 @@ def test_simhash_function_by_version() -> None:
     stored = insert_unless_near_duplicate(Page, {"body": TEXT, "fp": Simhash(Value(TEXT), version=2)},
                                           fingerprint="fp")
     assert stored.inserted and Page.objects.get(pk=stored.pk).fp == hashing.simhash_v2(TEXT)
+
+
+def test_version_3_the_default_in_django() -> None:
+    """Simhash(..., version=3) is simhash_v3, bit for bit hashing's and
+    simhash_html's default; a SimhashField(text_spec=3), what new models
+    declare (TEXT_SPEC_VERSION_LATEST), takes it and refuses version 2;
+    Simhash(expr) stays simhash(text), version 1, as SQL's name says."""
+    from pysimhash_sql.text_spec import TEXT_SPEC_VERSION_LATEST
+
+    assert TEXT_SPEC_VERSION_LATEST == 3
+    Page.objects.create(body=TEXT)
+    row = Page.objects.annotate(v3=Simhash("body", version=3), v1=Simhash("body")).values("v3", "v1").get()
+    assert (row["v3"], row["v3"].text_spec) == (hashing.fingerprint(TEXT, version=TEXT_SPEC_VERSION_LATEST), 3)
+    assert (row["v1"], row["v1"].text_spec) == (hashing.simhash(TEXT), 1)
+    field = declared(TEXT_SPEC_VERSION_LATEST)
+    assert field.db_comment == "simhash text spec 3" and field.get_prep_value(row["v3"]) == row["v3"]
+    with pytest.raises(ValueError, match="holds text spec version 3 fingerprints, but this value was computed "
+                                         r"with version 2.*simhash_v3\(text\)"):
+        field.get_prep_value(hashing.simhash_v2(TEXT))
 
 
 def test_two_expressions_of_different_versions_are_refused() -> None:
