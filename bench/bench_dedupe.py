@@ -3,11 +3,16 @@ one corpus of real text with near-duplicates injected (dedupe_corpus.py):
 precision, recall and F1 of the removed documents, documents/s and MB/s,
 and peak memory (the largest resident set of the run's processes, from
 wait4); then the in-memory engine's state per document at --state documents
-(default 10M), from which 100M is said.
+(default 10M), from which 100M is said; with --size, the size run: that many
+documents end to end through the command (dedupe_corpus.repeated: the corpus
+repeated with varied copies, plain JSON Lines), its peak per document and
+the 100M figure said from it.
 
     make bench BENCH=dedupe                                   # 200,000 documents
     make bench BENCH=dedupe BENCH_ARGS="--documents 50000 --state 1000000"
     make bench BENCH=dedupe BENCH_ARGS="--skip-text-dedup"    # ours only
+    make bench BENCH=dedupe BENCH_ARGS="--documents 0 --state 0 --size 10000000"   # the size run alone
+    make bench BENCH=dedupe BENCH_ARGS="--documents 0 --state 100000000"  # 100M fingerprints searched
 
 text-dedup runs with its defaults (character 3-grams, 64 bits, 3 bits
 apart, 4 blocks) on as many processes as --jobs (default every core), as we do.
@@ -25,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 import dedupe_corpus
 
@@ -47,11 +54,16 @@ def run_measured(argv: list[str], env: dict | None = None) -> tuple[float, float
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def ours(corpus: Path, work: Path, jobs: int, dsn: str | None) -> tuple[float, float, float, set[int]]:
-    removed = work / "removed.jsonl"
-    argv = [CLI, "dedupe", str(corpus), "-o", str(work / "out.jsonl"), "--removed", str(removed), "--jobs", str(jobs)]
-    seconds, cpu, mib = run_measured(argv + (["--dsn", dsn] if dsn else []))
-    return seconds, cpu, mib, {json.loads(line)["id"] for line in removed.read_text().splitlines()}
+def ours(corpus: Path, work: Path, jobs: int, dsn: str | None,
+         removed: bool = True) -> tuple[float, float, float, set[int]]:
+    """pysimhash-sql dedupe's run (and with ``removed``, the ids it removed: --removed)."""
+    listed = work / "removed.jsonl"
+    argv = [CLI, "dedupe", str(corpus), "-o", str(work / "out.jsonl"), "--jobs", str(jobs)]
+    argv += (["--removed", str(listed)] if removed else []) + (["--dsn", dsn] if dsn else [])
+    seconds, cpu, mib = run_measured(argv)
+    if not removed:
+        return seconds, cpu, mib, set()
+    return seconds, cpu, mib, {json.loads(line)["id"] for line in listed.read_text().splitlines()}
 
 
 def text_dedup(corpus: Path, work: Path, jobs: int, total: int) -> tuple[float, float, float, set[int]]:
@@ -79,8 +91,7 @@ def one_core_mb_s(corpus: dedupe_corpus.Corpus, sample: int = 3000) -> float:
 
 STATE_SCRIPT = """
 import sys, time, numpy as np, resource
-from pysimhash_sql.corpus_dedupe import Collector, lean_allocations
-lean_allocations()  # as pysimhash-sql dedupe
+from pysimhash_sql.corpus_dedupe import Collector
 def resident():  # bytes resident now
     return int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize()
 n = int(sys.argv[1]); rng = np.random.default_rng(1)
@@ -112,6 +123,43 @@ def state(documents: int, keep: str) -> tuple[float, float, float, int]:
     return (held - base) / documents, (peak - base) / documents, float(out[3]), int(out[4])
 
 
+def lines_of(path: Path) -> int:
+    with open(path, "rb") as stream:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: stream.read(1 << 24), b""))
+
+
+def size_run(documents: int, jobs: int) -> None:
+    """``documents`` documents end to end through the command (no --removed:
+    the dedupe's own memory), beside a run of its first ROUND_DOCUMENTS //
+    10 documents for the fixed part (the interpreter, the modules): the peak
+    per document past that, and 100M documents said from it."""
+    corpus = dedupe_corpus.repeated(documents)
+    size = corpus.path.stat().st_size
+    work = Path(tempfile.mkdtemp(prefix="bench-dedupe-size-"))
+    try:
+        small = work / "small.jsonl"
+        with open(corpus.path, "rb") as src, open(small, "wb") as dst:
+            for _, line in zip(range(dedupe_corpus.ROUND_DOCUMENTS // 10), src):
+                dst.write(line)
+        _, _, fixed, _ = ours(small, work, jobs, None, removed=False)
+        load = os.getloadavg()[0]
+        seconds, cpu, mib, _ = ours(corpus.path, work, jobs, None, removed=False)
+        kept = lines_of(work / "out.jsonl")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    should = documents - len(np.unique(corpus.groups))
+    per_document = (mib - fixed) * 2**20 / documents
+    print(f"\nsize run: {documents:,} documents, {size / 1e9:.1f} GB of JSON Lines (dedupe_corpus.repeated), "
+          f"{jobs} jobs, load {load:.1f} on {os.cpu_count()} CPUs at the start, {os.getloadavg()[0]:.1f} at the end")
+    print(f"  {seconds:.0f} s wall ({documents / seconds:,.0f} documents/s, {size / 1e6 / seconds:.1f} MB/s), "
+          f"{cpu:.0f} CPU-s ({documents / cpu:,.0f} documents a CPU-second); removed {documents - kept:,} "
+          f"(copies injected: {should:,})")
+    print(f"  peak resident {mib:,.0f} MiB, {mib * 2**20 / documents:.1f} bytes a document; "
+          f"{fixed:.0f} MiB at {dedupe_corpus.ROUND_DOCUMENTS // 10:,} documents (the fixed part): "
+          f"{per_document:.1f} bytes a document past it; 100M documents: "
+          f"{(fixed * 2**20 + per_document * 1e8) / 2**30:.1f} GiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=200_000, help="corpus size (default 200,000)")
@@ -120,11 +168,28 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--skip-text-dedup", action="store_true")
     parser.add_argument("--skip-dsn", action="store_true")
+    parser.add_argument("--size", type=int, default=0,
+                        help="documents of the size run end to end (dedupe_corpus.repeated; default 0: none)")
     parser.add_argument("--quick", action="store_true", help="20,000 documents, state at 1M")
     args, _ = parser.parse_known_args()
     if args.quick:
         args.documents, args.state = 20_000, 1_000_000
 
+    if args.documents:
+        compare(args)
+    if args.size:
+        size_run(args.size, args.jobs)
+    if args.state:
+        print(f"\nthe in-memory engine's state at {args.state:,} documents (30 % near copies), "
+              f"resident bytes a document (load {os.getloadavg()[0]:.1f}):")
+        for keep in ("first", "longest"):
+            held, peak, seconds, removed = state(args.state, keep)
+            print(f"  --keep {keep:8} held {held:5.1f}, at the search's peak {peak:5.1f} "
+                  f"({seconds:.1f} s, {removed:,} removed); 100M documents: {peak * 1e8 / 2**30:.1f} GiB")
+
+
+def compare(args) -> None:
+    """The corpus of --documents through ours and text-dedup's, side by side."""
     corpus = dedupe_corpus.build(args.documents)
     work = Path(tempfile.mkdtemp(prefix="bench-dedupe-"))
     try:
@@ -174,13 +239,6 @@ def main() -> None:
               f"= {size / 1e6 / wall / (args.jobs * mb_s):.2f} x jobs x one core's (goal >= 0.5 x cores)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if args.state:
-        print(f"\nthe in-memory engine's state at {args.state:,} documents (30 % near copies), "
-              "resident bytes a document:")
-        for keep in ("first", "longest"):
-            held, peak, seconds, removed = state(args.state, keep)
-            print(f"  --keep {keep:8} held {held:5.1f}, at the search's peak {peak:5.1f} "
-                  f"({seconds:.1f} s, {removed:,} removed); 100M documents: {peak * 1e8 / 2**30:.1f} GiB")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,14 @@ share line below), placed at a random later position.
 
 The ground truth is the groups (an original and its copies): dedupe should
 remove all but one of each group, and nothing else.
+
+For a size run past what the text gives (bench_dedupe.py --size, 10M
+documents), ``repeated`` writes a corpus of ROUND_DOCUMENTS documents
+repeated with varied copies: round r > 0 is every document of the first
+put through a cipher of its own (each script's letters permuted, the same
+permutation for a letter's upper and lower case), so every round's
+documents are new ones (their fingerprints unrelated to the first round's)
+while each round keeps the first's near-duplicates, the same groups.
 """
 
 from __future__ import annotations
@@ -24,8 +32,11 @@ import gzip
 import json
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 import fingerprint_corpus
 import fingerprint_quality
@@ -35,6 +46,12 @@ PIECE_CHARS = (200, 1_600)
 COPY_SHARE = 0.3
 COPY_KINDS = ("line", "span", "typography", "case", "marks", "repost")
 _SPACES = re.compile(r"\s+")
+ROUND_DOCUMENTS = 200_000
+LETTERS = [  # (lower case, upper case or None) ranges of letters each round's cipher permutes
+    ("a", "A", 26), ("\u0430", "\u0410", 32), ("\u03b1", "\u0391", 17), ("\u0621", None, 26),
+    ("\u0e01", None, 46), ("\u3041", None, 86), ("\u30a1", None, 90), ("\u4e00", None, 20902),
+    ("\uac00", None, 11172),
+]
 
 
 def repost(text: str, rng: random.Random) -> str:
@@ -129,6 +146,58 @@ def build(documents: int, seed: int = 1) -> Corpus:
     temporary.rename(path)
     truth.write_text(json.dumps(groups))
     return Corpus(path, groups)
+
+
+def cipher(round_number: int) -> dict[int, str]:
+    """str.translate's table of a round: each range of LETTERS permuted
+    (seeded by the round), a letter's upper case as its lower case."""
+    table: dict[int, str] = {}
+    for lower, upper, size in LETTERS:
+        moved = list(range(size))
+        random.Random(f"{round_number}:{lower}").shuffle(moved)
+        for first in filter(None, (lower, upper)):
+            table.update({ord(first) + i: chr(ord(first) + j) for i, j in enumerate(moved)})
+    return table
+
+
+@dataclass
+class Repeated:
+    """``repeated``'s corpus: plain JSON Lines {"id", "text"} and its groups
+    (numpy, int64: each document's original's position)."""
+
+    path: Path
+    groups: np.ndarray
+
+
+def repeated(documents: int, seed: int = 1) -> Repeated:
+    """A corpus of ``documents`` documents (cached under build/, plain JSON
+    Lines: the size run reads no compression): build(ROUND_DOCUMENTS)
+    repeated, each round after the first through its cipher (module doc)."""
+    path = CORPUS_DIR / f"dedupe-{fingerprint_corpus.CORPUS_VERSION}-{documents}-{seed}-repeated.jsonl"
+    truth = path.with_suffix(".groups.npy")
+    if path.exists() and truth.exists():
+        return Repeated(path, np.load(truth))
+    base = build(ROUND_DOCUMENTS, seed)
+    texts = [record["text"] for record in base.records()]
+    base_groups = np.array(base.groups, np.int64)
+    groups = np.concatenate([base_groups + r * len(texts) for r in range(-(-documents // len(texts)))])[:documents]
+    temporary = path.with_suffix(".part")
+    with open(temporary, "w", encoding="utf-8") as out:
+        for position, text in zip(range(documents), _rounds(texts)):
+            out.write(json.dumps({"id": position, "text": text}, ensure_ascii=False) + "\n")
+    temporary.rename(path)
+    np.save(truth, groups)
+    return Repeated(path, groups)
+
+
+def _rounds(texts: list[str]) -> Iterator[str]:
+    yield from texts
+    round_number = 1
+    while True:
+        table = cipher(round_number)
+        for text in texts:
+            yield text.translate(table)
+        round_number += 1
 
 
 def scores(groups: list[int], removed: set[int]) -> tuple[float, float, float]:

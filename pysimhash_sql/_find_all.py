@@ -10,10 +10,17 @@ exactly as simhash-cpp does; the C code widens the first blocks
 from __future__ import annotations
 
 import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from itertools import combinations
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], np.uint8)
 
@@ -57,30 +64,60 @@ def extension_block_masks(blocks: int) -> list[int]:
     return masks
 
 
-def _block_values(h: np.ndarray, masks: list[int]) -> list[np.ndarray]:
-    """Each block's bits of every hash, shifted down, in the narrowest unsigned
+def _block_dtype(mask: int) -> tuple[int, type]:
+    """A block's shift (its lowest bit) and the narrowest unsigned type that holds its bits."""
+    shift = (mask & -mask).bit_length() - 1
+    width = mask.bit_length() - shift
+    return shift, next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if np.iinfo(t).bits >= width)
+
+
+def _block_of(h: np.ndarray, mask: int) -> np.ndarray:
+    """A block's bits of every hash, shifted down, in the narrowest unsigned
     type that holds them (8 or 16 bits: numpy's stable argsort is a radix sort)."""
-    values = []
-    for mask in masks:
-        shift = (mask & -mask).bit_length() - 1
-        width = mask.bit_length() - shift
-        dtype = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if np.iinfo(t).bits >= width)
-        values.append(((h >> np.uint64(shift)) & np.uint64(mask >> shift)).astype(dtype))
-    return values
+    shift, dtype = _block_dtype(mask)
+    return ((h >> np.uint64(shift)) & np.uint64(mask >> shift)).astype(dtype)
+
+
+def index_dtype(rows: int) -> np.dtype:
+    """The positions of ``rows`` rows: uint32 (4 bytes) up to 2**32 rows, int64
+    past that (the search's sorted positions and pairs, dedupe's labels)."""
+    return np.dtype(np.uint32) if rows <= 1 << 32 else np.dtype(np.int64)
 
 
 SLICE_ROWS = 65_536
-"""_tables_ending_at's slices: about this many rows sorted by a group's last
+"""pair_batches's slices: about this many rows sorted by a group's last
 block, cut where its value changes.  A pair agrees on the last block, so it
 lies in one slice, and each slice's sorts and gathers stay in the CPU's
 caches: at 10M rows the search takes half the time of whole-array passes
 (1M: the same), 16K and 256K rows measured slower."""
 
+SORT_CHUNK_ROWS = 1 << 18
+"""The rows a group's order is sorted by at a time (_group_order's counting
+sort): its temporaries are a chunk's (about 10 MiB a thread), never an int64
+a row."""
+
+COUNTING_SORT_BITS = 16
+"""Blocks of at most this many bits are sorted by counting (2**bits counts a
+chunk); wider ones (fewer than 4 blocks) by numpy's argsort of the whole column."""
+
 
 def row_pairs(h: np.ndarray, masks: list[int], k: int, threads: int | None = 1,
               slice_rows: int = SLICE_ROWS) -> tuple[np.ndarray, np.ndarray]:
     """Every pair of rows (a < b, indices into the uint64 array ``h``) within k
-    bits, each once, in no order; ``masks``: the blocks (0 <= k < len(masks)).
+    bits, each once, in no order (pair_batches's, in two arrays)."""
+    found = list(pair_batches(h, masks, k, threads, slice_rows))
+    if not found:
+        return (np.empty(0, np.intp),) * 2
+    return (np.concatenate([a for a, _ in found]).astype(np.intp, copy=False),
+            np.concatenate([b for _, b in found]).astype(np.intp, copy=False))
+
+
+def pair_batches(h: np.ndarray, masks: list[int], k: int, threads: int | None = 1,
+                 slice_rows: int = SLICE_ROWS,
+                 sort_chunk_rows: int = SORT_CHUNK_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every pair of rows (a < b, indices into the uint64 array ``h``, of
+    index_dtype) within k bits, each once, a slice's pairs at a time, in no
+    order; ``masks``: the blocks (0 <= k < len(masks)).
 
     Each table is a choice of len(masks) - k blocks; its rows are sorted by
     those blocks' values, least significant first, each pass numpy's stable
@@ -90,62 +127,138 @@ def row_pairs(h: np.ndarray, masks: list[int], k: int, threads: int | None = 1,
     combinations() order it agrees on (it differs in every block before the
     table's last one that the table does not hold), whatever order the
     tables are searched in.  The tables are searched grouped by their last
-    block, so each block's first pass is sorted once, and in slices of
-    that order (``slice_rows``, a pair agrees on the last block); the groups run in
+    block, one group after another: the group's rows are sorted by that block
+    once (_group_order: a row's position in 4 bytes, the only array of the
+    group as long as ``h``), and searched in slices of that order
+    (``slice_rows``, a pair agrees on the last block), the slices in
     ``threads`` threads (None: one per CPU, search_threads), numpy's sorts
-    and gathers releasing the GIL."""
-    values = _block_values(h, masks)
+    and gathers releasing the GIL.  What the search holds beside ``h`` is the
+    one order and the slices in flight: the memory does not grow with the
+    threads nor with the pairs, which the caller takes as they come."""
     per_table = len(masks) - k
-    lasts = range(len(masks) - 1, per_table - 2, -1)  # the groups of most tables first
-    threads = min(search_threads() if threads is None else threads, len(lasts))
-    if threads > 1:
-        with ThreadPoolExecutor(threads) as pool:
-            groups = list(pool.map(lambda last: _tables_ending_at(h, values, masks, k, last, slice_rows), lasts))
-    else:
-        groups = [_tables_ending_at(h, values, masks, k, last, slice_rows) for last in lasts]
-    found = [pairs for group in groups for pairs in group]
-    if not found:
-        return (np.empty(0, np.intp),) * 2
-    return np.concatenate([a for a, _ in found]), np.concatenate([b for _, b in found])
+    threads = search_threads() if threads is None else threads
+    with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
+        for last in range(len(masks) - 1, per_table - 2, -1):  # the groups of most tables first
+            order, bounds = _group_order(h, masks[last], slice_rows, sort_chunk_rows, pool)
+            tables = list(combinations(range(last), per_table - 1))
+
+            def search(lo_hi: tuple[int, int], last: int = last, tables: list = tables,
+                       order: np.ndarray = order) -> tuple[np.ndarray, np.ndarray]:
+                return _slice_pairs(h, masks, k, last, tables, order[lo_hi[0]:lo_hi[1]])
+
+            yield from _in_order(pool, search, zip(bounds, bounds[1:]), 2 * threads)
+            del order, search
 
 
 def search_threads() -> int:
-    """The threads row_pairs uses by default: the CPUs this process may run on."""
+    """The threads pair_batches uses by default: the CPUs this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _slice_bounds(sorted_keys: np.ndarray, rows: int) -> list[int]:
-    """Positions cutting the sorted array ``sorted_keys`` into slices of about
-    ``rows`` entries, each cut where the key changes (a run never spans two)."""
-    changes = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
-    wanted = np.arange(rows, sorted_keys.size, rows)
+def _in_order(pool: ThreadPoolExecutor | None, function: Callable[[T], U], items: Iterable[T],
+              window: int) -> Iterator[U]:
+    """function(item) of each item, in order, at most ``window`` in flight in
+    the pool (None: here, one at a time): the results are not all held."""
+    if pool is None:
+        yield from map(function, items)
+        return
+    pending: deque = deque()
+    for item in items:
+        pending.append(pool.submit(function, item))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def _group_order(h: np.ndarray, mask: int, slice_rows: int, chunk_rows: int,
+                 pool: ThreadPoolExecutor | None) -> tuple[np.ndarray, list[int]]:
+    """The rows of ``h`` in the order of one block's value (stable), as
+    index_dtype positions, and the bounds cutting that order into slices of
+    about ``slice_rows`` rows where the value changes (a run never spans two).
+
+    A block of up to COUNTING_SORT_BITS bits is sorted by counting, a chunk of
+    ``chunk_rows`` rows at a time (in the pool's threads): every chunk's values
+    counted, then a window of chunks (one a thread) counted again and their
+    rows, argsorted within the chunk, put at their places; nothing as long as
+    ``h`` but the order itself."""
+    rows = h.size
+    shift, _ = _block_dtype(mask)
+    if (mask >> shift).bit_length() > COUNTING_SORT_BITS:
+        values = _block_of(h, mask)
+        order = np.argsort(values, kind="stable").astype(index_dtype(rows))
+        values = values[order]
+        return order, _slice_bounds(np.flatnonzero(values[1:] != values[:-1]) + 1, rows, slice_rows)
+    buckets = (mask >> shift) + 1
+    starts = range(0, rows, chunk_rows)
+    run = pool.map if pool is not None else map
+
+    def count(s: int) -> np.ndarray:
+        return np.bincount(_block_of(h[s:s + chunk_rows], mask), minlength=buckets)
+
+    totals = np.zeros(buckets + 1, np.int64)
+    for c in run(count, starts):
+        totals[1:] += c
+    np.cumsum(totals, out=totals)  # totals[v]: where the run of value v starts
+    order = np.empty(rows, index_dtype(rows))
+
+    def place(chunk: tuple[int, np.ndarray, np.ndarray]) -> None:
+        s, cursor, counts = chunk  # cursor[v]: where the chunk's run of value v goes
+        values = _block_of(h[s:s + chunk_rows], mask)
+        local = np.argsort(values, kind="stable")
+        ranked = values[local]
+        cursor -= np.cumsum(counts) - counts  # less where each value's run starts in the chunk
+        where = cursor[ranked]
+        where += np.arange(ranked.size)
+        local += s
+        order[where] = local
+
+    cursor = totals[:-1].copy()
+    window = getattr(pool, "_max_workers", 1)
+    for first in range(0, len(starts), window):  # a window of chunks placed at once, each where the ones before end
+        chunks = starts[first:first + window]
+        placing = []
+        for s, counts in zip(chunks, run(count, chunks)):
+            placing.append((s, cursor.copy(), counts))
+            cursor += counts
+        list(run(place, placing))
+    changes = np.unique(totals[(totals > 0) & (totals < rows)])
+    return order, _slice_bounds(changes, rows, slice_rows)
+
+
+def _slice_bounds(changes: np.ndarray, size: int, rows: int) -> list[int]:
+    """Positions cutting a sorted array of ``size`` entries whose key changes
+    at the positions ``changes`` (increasing) into slices of about ``rows``
+    entries, each cut where the key changes (a run never spans two)."""
+    wanted = np.arange(rows, size, rows)
     at = np.searchsorted(changes, wanted)
     cuts = np.unique(changes[at[at < changes.size]])
-    return [0, *cuts.tolist(), sorted_keys.size]
+    return [0, *cuts.tolist(), size]
 
 
-def _tables_ending_at(h: np.ndarray, values: list[np.ndarray], masks: list[int], k: int,
-                      last: int, slice_rows: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """row_pairs's pairs (a < b) of the tables whose last block is ``last``, a
-    pair of arrays per table and slice of about ``slice_rows`` rows."""
-    found = []
-    first_order = np.argsort(values[last], kind="stable")
-    last_sorted = values[last][first_order]
-    bounds = _slice_bounds(last_sorted, slice_rows)
-    tables = list(combinations(range(last), len(masks) - k - 1))
-    for lo, hi in zip(bounds, bounds[1:]):
-        for rest in tables:
-            a, b = _table_slice_pairs(h, values, k, rest, first_order[lo:hi], last_sorted[lo:hi])
-            # the first table the pair agrees on: every block before `last` the table does not hold differs
-            x = h[a] ^ h[b]
-            keep = np.ones(x.size, bool)
-            for j in set(range(last)) - set(rest):
-                keep &= (x & np.uint64(masks[j])) != 0
-            found.append((np.minimum(a, b)[keep], np.maximum(a, b)[keep]))
-    return found
+def _slice_pairs(h: np.ndarray, masks: list[int], k: int, last: int, tables: list[tuple[int, ...]],
+                 rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pair_batches's pairs (a < b, positions in ``h``) of the tables whose
+    last block is ``last`` among a slice's ``rows`` (positions sorted by that
+    block): the slice's hashes and blocks gathered once, searched by local
+    positions."""
+    hs = h[rows]
+    values = {j: _block_of(hs, masks[j]) for j in {last, *(j for rest in tables for j in rest)}}
+    found_a, found_b = [], []
+    for rest in tables:
+        a, b = _table_slice_pairs(hs, values, k, rest, np.arange(hs.size), values[last])
+        # the first table the pair agrees on: every block before `last` the table does not hold differs
+        x = hs[a] ^ hs[b]
+        keep = np.ones(x.size, bool)
+        for j in set(range(last)) - set(rest):
+            keep &= (x & np.uint64(masks[j])) != 0
+        a, b = rows[a[keep]], rows[b[keep]]
+        found_a.append(np.minimum(a, b))
+        found_b.append(np.maximum(a, b))
+    return np.concatenate(found_a), np.concatenate(found_b)
 
 
-def _table_slice_pairs(h: np.ndarray, values: list[np.ndarray], k: int, rest: tuple[int, ...],
+def _table_slice_pairs(h: np.ndarray, values: dict[int, np.ndarray], k: int, rest: tuple[int, ...],
                        first_order: np.ndarray, last_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The pairs within k bits of a slice's rows (``first_order``, sorted by
     the last block, whose values are ``last_sorted``) that agree on the

@@ -16,26 +16,39 @@ Arrow table (pyarrow, the ``parquet`` extra; a Hugging Face dataset's
     kept = dedupe_records([{"text": "a b c"}, {"text": "a b c"}])   # [0]
 
 How: every text is fingerprinted (text spec version 3 by default,
-TEXT_SPEC_VERSION_LATEST, as SQL's simhash_v3(text); on every core: ``fingerprint_batch``); every pair of
-fingerprints within ``distance`` bits is found (the package's numpy find_all,
-_find_all.row_pairs, its search in threads); the pairs link documents into
-clusters (connected components); of each cluster one document is kept, by
-the keep rule: ``"first"`` (the first in input order), ``"longest"`` (the
-most characters) or a field's name (the highest value of that field: a date
-in ISO 8601, a score; documents without it count as lowest), ties going to
-the first in input order.  The result depends only on the input and the
-arguments: the same input gives the same kept documents.
+TEXT_SPEC_VERSION_LATEST, as SQL's simhash_v3(text); on every core:
+``fingerprint_batch``); every pair of fingerprints within ``distance`` bits
+is found (the package's numpy find_all, _find_all.pair_batches, its search
+in threads); the pairs link documents into clusters (connected components: Forest, joined as the pairs come); of
+each cluster one document is kept, by the keep rule: ``"first"`` (the first
+in input order), ``"longest"`` (the most characters) or a field's name (the
+highest value of that field: a date in ISO 8601, a score; documents without
+it count as lowest), ties going to the first in input order.  The result
+depends only on the input and the arguments: the same input gives the same
+kept documents.
 
-State: the fingerprints (8 bytes a document; ``"longest"``: 4 more, a
-field: its values), the texts never held beyond a batch.  The search takes
-more while it runs: about 54 bytes a document resident at its peak in all
-(with lean_allocations, as the command line runs it; docs/cli.md, "dedupe").
+Memory, a document's bytes (positions are uint32 up to 2**32 documents,
+int64 past that: _find_all.index_dtype).  Held between the readings: its
+fingerprint (8); ``"longest"``: its length (4); a field: its value (a
+number 8, a string its UTF-8) and 5 (KeepValues).  The search adds its
+forest's parent (4, which becomes the cluster labels) and one block's
+sorted order (4, one group of tables at a time, whatever the threads); the
+pairs are never all held (PAIR_BATCH at a time) and every other temporary
+is a slice's or a chunk's.  The keep rule adds the kept document of each
+(4, ``"first"``: the labels themselves) and a flag (1).  So 16 bytes a
+document at the search ("longest" 20), 13 at the end ("longest" 21), plus
+the fixed part (the interpreter, a few chunks' temporaries):
+bench_dedupe.py measured 19 bytes a document resident at the peak at 10M
+("longest" 25), 16 at 100M: 1.5 GiB ("longest" 24: 2.2 GiB; docs/cli.md,
+"dedupe").
 """
 
 from __future__ import annotations
 
+import struct
+from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, TypeVar
@@ -43,7 +56,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import hashing
-from ._find_all import block_masks, default_blocks, popcount, row_pairs
+from ._find_all import SLICE_ROWS, block_masks, default_blocks, index_dtype, pair_batches, popcount
 from .text_spec import TEXT_SPEC_VERSION_LATEST, check_version
 
 __all__ = ["KEEP_RULES", "DEFAULT_DISTANCE", "Clusters", "dedupe_records", "dedupe_table",
@@ -101,6 +114,91 @@ def keep_value(value: Any) -> tuple:
     return (1, value) if not isinstance(value, str) else (2, value)
 
 
+INT, FLOAT = struct.Struct("<q"), struct.Struct("<d")  # KeepValues's numbers
+SETTLED_VALUES = 1 << 16
+"""A keep field's values KeepValues.settle joins into one bytes object."""
+
+
+class KeepValues:
+    """A keep field's values in input order, held as bytes: a batch's values
+    in one bytes object (each a kind byte, then 0 missing, 1 an int64, 2 a
+    float64, 3 a string in UTF-8, 4 a larger int's digits) and where each
+    ends (uint32), so a document costs its value (a number 8 bytes, a string
+    its UTF-8) and 5 bytes, not a Python object.
+    ``ranks`` gives the standing of some documents' values among themselves:
+    the keep rule compares only a cluster's members."""
+
+    def __init__(self) -> None:
+        self.texts: list[bytes] = []
+        self.ends: list[np.ndarray] = []
+        self.starts = [0]  # the first document of each batch, and the count after the last
+
+    def add(self, values: Sequence[Any]) -> None:
+        encoded = []
+        for value in values:
+            kind = keep_value(value)[0]  # ValueError for a list, an object, a bool
+            if kind == 0:
+                encoded.append(b"\x00")
+            elif kind == 2:
+                encoded.append(b"\x03" + value.encode("utf-8", "surrogatepass"))
+            elif isinstance(value, float):
+                encoded.append(b"\x02" + FLOAT.pack(value))
+            elif -(1 << 63) <= value < 1 << 63:
+                encoded.append(b"\x01" + INT.pack(value))
+            else:
+                encoded.append(b"\x04" + repr(value).encode())
+        self.texts.append(b"".join(encoded))
+        self.ends.append(np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded))).astype(np.uint32))
+        self.starts.append(self.starts[-1] + len(encoded))
+
+    def __len__(self) -> int:
+        return self.starts[-1]
+
+    def settle(self, documents: int = SETTLED_VALUES) -> None:
+        """The batches joined into runs of about ``documents`` values (once
+        read: the many small objects of the reading let go, their memory
+        given back by release_free_memory rather than left in holes)."""
+        texts: list[bytes] = []
+        ends: list[np.ndarray] = []
+        starts = [0]
+        first = 0
+        for last in range(1, len(self.texts) + 1):
+            if last < len(self.texts) and self.starts[last] - self.starts[first] < documents:
+                continue
+            offsets = np.cumsum([0] + [len(t) for t in self.texts[first:last - 1]], dtype=np.int64)
+            joined = [e.astype(np.int64) + o for e, o in zip(self.ends[first:last], offsets)]
+            texts.append(b"".join(self.texts[first:last]))
+            ends.append(np.concatenate(joined).astype(index_dtype(len(texts[-1]))))
+            starts.append(self.starts[last])
+            self.texts[first:last] = self.ends[first:last] = [None] * (last - first)  # a run at a time let go
+            first = last
+        self.texts, self.ends, self.starts = texts, ends, starts
+
+    def value(self, i: int) -> tuple:
+        """keep_value of document i's value."""
+        batch = bisect_right(self.starts, i) - 1
+        j = i - self.starts[batch]
+        ends = self.ends[batch]
+        text = self.texts[batch][int(ends[j - 1]) if j else 0:int(ends[j])]
+        kind, body = text[0], text[1:]
+        if kind == 0:
+            return (0, 0)
+        if kind == 3:
+            return (2, body.decode("utf-8", "surrogatepass"))
+        return (1, INT.unpack(body)[0] if kind == 1 else FLOAT.unpack(body)[0] if kind == 2 else int(body))
+
+    def ranks(self, rows: np.ndarray) -> np.ndarray:
+        """The standing of the values of documents ``rows`` among themselves (int64, higher better)."""
+        values = [self.value(i) for i in rows.tolist()]
+        position = {value: n for n, value in enumerate(sorted(set(values)))}
+        return np.fromiter((position[v] for v in values), np.int64, len(values))
+
+
+def array_ranks(rank: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """ranks of documents from an array of every document's standing."""
+    return lambda rows: rank[rows].astype(np.int64)
+
+
 class Collector:
     """The per-document state of a dedupe, gathered in input order a batch at a
     time: the fingerprints, and what the keep rule needs (``"longest"``: the
@@ -110,7 +208,7 @@ class Collector:
         self.keep = check_keep(keep)
         self.parts: list[np.ndarray] = []
         self.lengths: list[np.ndarray] = []
-        self.values: list[tuple] = []
+        self.values = KeepValues()
 
     @property
     def by_field(self) -> bool:
@@ -121,7 +219,7 @@ class Collector:
         if self.keep == "longest":
             self.lengths.append(np.fromiter(map(len, texts), np.int32, len(texts)))
         elif self.by_field:
-            self.values += map(keep_value, values)
+            self.values.add(values)
 
     def collect(self, batches: Iterable[tuple[Sequence[str], Sequence[Any] | None]], version: int,
                 jobs: int | None = None) -> Collector:
@@ -131,21 +229,25 @@ class Collector:
         return self
 
     def fingerprints(self) -> np.ndarray:
-        """Every fingerprint in one array (the batches' arrays let go)."""
+        """Every fingerprint in one array, and ``"longest"``'s lengths in one,
+        a field's values settled (the batches' objects let go, their memory
+        given back: release_free_memory)."""
         if len(self.parts) != 1:
             self.parts = [np.concatenate(self.parts) if self.parts else np.empty(0, np.uint64)]
+            if self.keep == "longest":
+                self.lengths = [np.concatenate(self.lengths) if self.lengths else np.empty(0, np.int32)]
+            elif self.by_field:
+                self.values.settle()
+            release_free_memory()
         return self.parts[0]
 
-    def rank(self) -> np.ndarray | None:
-        """Each document's standing under the keep rule (higher kept), None for "first"."""
+    def rank(self) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The standing under the keep rule (higher kept) of some documents
+        among themselves, as a function of their positions; None for "first"."""
         if self.keep == "longest":
-            self.lengths = [np.concatenate(self.lengths) if self.lengths else np.empty(0, np.int32)]
-            return self.lengths[0]
-        if self.by_field:
-            distinct = sorted(set(self.values))
-            position = {value: i for i, value in enumerate(distinct)}
-            return np.fromiter((position[v] for v in self.values), np.int64, len(self.values))
-        return None
+            self.fingerprints()
+            return array_ranks(self.lengths[0])
+        return self.values.ranks if self.by_field else None
 
     def clusters(self, distance: int = DEFAULT_DISTANCE, threads: int | None = None,
                  labels: np.ndarray | None = None) -> Clusters:
@@ -160,53 +262,128 @@ class Collector:
 # -- clusters --------------------------------------------------------------------------
 
 
-def find_clusters(fps: np.ndarray, distance: int = DEFAULT_DISTANCE, threads: int | None = None) -> np.ndarray:
+PAIR_BATCH = 1 << 18
+"""Pairs find_clusters gathers before it unions them (2 MiB of uint32 pairs;
+the union's temporaries about 10 MiB)."""
+
+CHUNK_ROWS = 1 << 20
+"""Documents a pass over every document takes at a time (labels, the keep
+rule, is_own): its temporaries are a chunk's, never an int64 a document."""
+
+
+def find_clusters(fps: np.ndarray, distance: int = DEFAULT_DISTANCE, threads: int | None = None, *,
+                  slice_rows: int = SLICE_ROWS, pair_batch: int = PAIR_BATCH,
+                  chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
     """For each document (a uint64 fingerprint), the smallest index of its
-    cluster: the documents linked by pairs within ``distance`` bits (as
-    simhash_clusters's cluster_id: the smallest id); a document in no pair is
-    its own.  The pairs: _find_all.row_pairs, in ``threads`` threads (None:
-    one per CPU)."""
+    cluster (index_dtype: uint32 up to 2**32 documents, int64 past that): the
+    documents linked by pairs within ``distance`` bits (as simhash_clusters's
+    cluster_id: the smallest id); a document in no pair is its own.  The
+    pairs: _find_all.pair_batches, in ``threads`` threads (None: one per
+    CPU), in slices of ``slice_rows``, joined as they come (``pair_batch`` at
+    a time) into one forest (Forest): never all held at once."""
     if not 0 <= distance < 64:
         raise ValueError(f"distance must be between 0 and 63, not {distance!r}")
     fps = np.ascontiguousarray(fps, np.uint64)
-    a, b = row_pairs(fps, block_masks(default_blocks(distance)), distance, threads)
-    return components(fps.size, a, b)
+    forest = Forest(fps.size)
+    pending: list[tuple[np.ndarray, np.ndarray]] = []
+    held = 0
+    for a, b in pair_batches(fps, block_masks(default_blocks(distance)), distance, threads, slice_rows):
+        pending.append((a, b))
+        held += a.size
+        if held >= pair_batch:
+            forest.union(*map(np.concatenate, zip(*pending)))
+            pending, held = [], 0
+    if pending:
+        forest.union(*map(np.concatenate, zip(*pending)))
+    return forest.labels(chunk_rows)
+
+
+class Forest:
+    """Union-find over n nodes in one array of index_dtype (4 bytes a node
+    below 2**32 nodes), in numpy: each node's parent is at most itself, so a
+    tree's root is its smallest node, the component's label."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = np.arange(n, dtype=index_dtype(n))
+
+    def roots(self, x: np.ndarray) -> np.ndarray:
+        r = self.parent[x]
+        while True:
+            up = self.parent[r]
+            if np.array_equal(up, r):
+                return r
+            r = up
+
+    def union(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Joins the trees of each edge (a[i], b[i]): each edge's larger root
+        hooked onto its smaller, rounds until every edge's ends share a root;
+        the ends' paths compressed on the way."""
+        parent = self.parent
+        while a.size:
+            ra, rb = self.roots(a), self.roots(b)
+            parent[a], parent[b] = ra, rb
+            differ = ra != rb
+            a, b, ra, rb = a[differ], b[differ], ra[differ], rb[differ]
+            parent[np.maximum(ra, rb)] = np.minimum(ra, rb)  # roots hooked onto smaller nodes
+
+    def labels(self, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+        """Each node's root, the parent array itself flattened, a chunk at a
+        time in increasing order (the chunks before are flat: a parent is at
+        most its node)."""
+        parent = self.parent
+        for start in range(0, parent.size, chunk_rows):
+            part = parent[start:start + chunk_rows]
+            while True:
+                up = parent[part]
+                if np.array_equal(up, part):
+                    break
+                part[...] = up
+        return parent
 
 
 def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Connected components of n nodes linked by the edges (a[i], b[i]), each
-    node labelled by its component's smallest node: hooking (each edge's larger
-    root onto its smaller) and pointer jumping, in numpy, over the nodes in an
-    edge only."""
-    labels = np.arange(n, dtype=np.int64)
-    if a.size == 0:
-        return labels
-    a, b = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
-    nodes, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
-    ea, eb = inverse[:a.size], inverse[a.size:]
-    parent = np.arange(nodes.size)  # nodes is sorted: a smaller local index is a smaller node
-    while True:
-        ra, rb = parent[ea], parent[eb]
-        differ = ra != rb
-        if not differ.any():
-            break
-        np.minimum.at(parent, np.maximum(ra, rb)[differ], np.minimum(ra, rb)[differ])
-        while True:  # every node straight to its root
-            up = parent[parent]
-            if np.array_equal(up, parent):
-                break
-            parent = up
-    labels[nodes] = nodes[parent]
-    return labels
+    node labelled by its component's smallest node (Forest)."""
+    forest = Forest(n)
+    forest.union(np.asarray(a, forest.parent.dtype), np.asarray(b, forest.parent.dtype))
+    return forest.labels()
 
 
-def is_own(values: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+def is_own(values: np.ndarray, chunk: int = CHUNK_ROWS) -> np.ndarray:
     """values[i] == i for each i, a chunk at a time (no array of every index)."""
     out = np.empty(values.size, bool)
     for start in range(0, values.size, chunk):
         part = values[start:start + chunk]
         np.equal(part, np.arange(start, start + part.size), out=out[start:start + part.size])
     return out
+
+
+def best_of_clusters(labels: np.ndarray, rank: Callable[[np.ndarray], np.ndarray],
+                     chunk: int = CHUNK_ROWS) -> np.ndarray:
+    """For each document, the document kept of its cluster: the highest
+    ``rank`` (of given documents among themselves: Collector.rank), ties to
+    the smallest index; a chunk of documents at a time
+    (each chunk's members against the best found so far of their clusters),
+    then each member pointed at its cluster's best: one array beside the
+    labels, the rest a chunk's."""
+    kept = labels.copy()
+    for start in range(0, labels.size, chunk):
+        part = labels[start:start + chunk]
+        members = np.flatnonzero(part != np.arange(start, start + part.size)) + start  # not a cluster's first
+        if not members.size:
+            continue
+        clusters = np.unique(labels[members])
+        candidates = np.concatenate([kept[clusters], members])  # the best so far first: it has the smaller index
+        of = np.concatenate([clusters, labels[members]])
+        ordered = np.lexsort((candidates, -rank(candidates), of))  # by cluster, best first
+        first = np.ones(ordered.size, bool)
+        first[1:] = of[ordered[1:]] != of[ordered[:-1]]
+        kept[clusters] = candidates[ordered[first]]
+    for start in range(0, labels.size, chunk):
+        part = labels[start:start + chunk]
+        members = part != np.arange(start, start + part.size)
+        kept[start:start + chunk][members] = kept[part[members]]
+    return kept
 
 
 @dataclass(frozen=True)
@@ -221,19 +398,13 @@ class Clusters:
     keep_mask: np.ndarray
 
     @classmethod
-    def of(cls, fps: np.ndarray, labels: np.ndarray, rank: np.ndarray | None = None) -> Clusters:
+    def of(cls, fps: np.ndarray, labels: np.ndarray,
+           rank: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None) -> Clusters:
         """The kept document of each cluster: the highest ``rank`` (None: the
         first, the label itself), ties to the smallest index."""
-        kept = labels
-        if rank is not None:
-            kept = labels.copy()
-            rows = np.flatnonzero(~is_own(labels))  # members of a cluster, its first left out
-            rows = np.union1d(rows, labels[rows])
-            ordered = rows[np.lexsort((rows, -rank[rows], labels[rows]))]  # by cluster, best first
-            first = np.ones(ordered.size, bool)
-            first[1:] = labels[ordered[1:]] != labels[ordered[:-1]]
-            best = ordered[first]  # each cluster's kept document, in the order of the clusters' labels
-            kept[rows] = best[np.searchsorted(labels[best], labels[rows])]
+        if isinstance(rank, np.ndarray):
+            rank = array_ranks(rank)
+        kept = labels if rank is None else best_of_clusters(labels, rank)
         return cls(fps, labels, kept, is_own(kept))
 
     def __len__(self) -> int:
@@ -247,7 +418,11 @@ class Clusters:
 
     def count(self) -> int:
         """Clusters of two or more documents."""
-        return int(np.unique(self.labels[~is_own(self.labels)]).size)
+        has_members = np.zeros(self.labels.size, bool)  # a byte a document, not a sort of the members
+        for start in range(0, self.labels.size, CHUNK_ROWS):
+            part = self.labels[start:start + CHUNK_ROWS]
+            has_members[part[part != np.arange(start, start + part.size)]] = True
+        return int(np.count_nonzero(has_members))
 
     def distance(self, i: int) -> int:
         """Bits between document i and the one kept of its cluster."""
@@ -256,29 +431,22 @@ class Clusters:
 
 # -- memory --------------------------------------------------------------------------
 
-LARGE_ALLOCATION = 1 << 20
-"""glibc's malloc serves allocations of this many bytes or more with mmap and
-gives them back when freed (lean_allocations).  Its default threshold grows
-with the blocks freed, up to 32 MiB, so the search's many arrays of a few
-MiB (its slices, in threads) are then carved from the heap, whose freed
-space stays resident: bench_dedupe.py measured 81 bytes a document at the
-search's peak by default, 54 with this (4M documents); 64 KiB gave 50 at
-twice the time."""
 
-
-def lean_allocations() -> bool:
-    """Makes glibc's malloc give large blocks back to the system as they are
-    freed (LARGE_ALLOCATION), for a process that holds a large corpus's
-    fingerprints (pysimhash-sql dedupe calls it; the library never does by
-    itself: it is the whole process's setting).  False where there is no glibc."""
+def release_free_memory() -> bool:
+    """Gives the free pages in the middle of glibc's heap back to the system
+    (malloc_trim): the reading's many small arrays, once concatenated, leave
+    holes that otherwise stay resident through the search.  False where
+    there is no glibc.  (The search's temporaries are a slice's or a chunk's,
+    so glibc's own mmap threshold serves it: forcing large blocks to mmap,
+    as dedupe did when the search held arrays as long as the corpus, left
+    the peak at 19.3 bytes a document at 10M and took 1.4 times as long.)"""
     import ctypes
 
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return False
-    m_mmap_threshold = -3
-    return bool(libc.mallopt(m_mmap_threshold, LARGE_ALLOCATION))
+    return bool(libc.malloc_trim(0))
 
 
 # -- over records and tables ---------------------------------------------------------

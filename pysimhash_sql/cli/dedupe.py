@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .. import corpus_dedupe
-from .._find_all import popcount
+from .._find_all import index_dtype, popcount
 from ..corpus_dedupe import BATCH_DOCUMENTS, Clusters, Collector
 from ..text_spec import TEXT_SPEC_VERSION_LATEST
 from .compression import compressing, compression_of_file, compression_of_name, open_stream
@@ -423,7 +423,7 @@ def database_labels(args, fps: np.ndarray) -> np.ndarray:
     from ..progress import track_progress
     from .database import connect, database_backend
 
-    labels = np.arange(fps.size, dtype=np.int64)
+    labels = np.arange(fps.size, dtype=index_dtype(fps.size))  # 4 bytes a document, as find_clusters's
     with connect(args.dsn) as conn:
         backend = database_backend(conn, args, None)
         conn.execute(f"CREATE TEMP TABLE simhash_dedupe (id bigint, fingerprint {backend.column_type})")
@@ -534,7 +534,6 @@ def dedupe_command(args) -> None:
     from .fingerprint import fingerprinter
 
     check(args)
-    corpus_dedupe.lean_allocations()
     fingerprinter(args)  # --spec-version and --shingle-size checked
     version = args.spec_version or TEXT_SPEC_VERSION_LATEST
     if version == 1 and args.shingle_size not in (None, 3):

@@ -33,16 +33,16 @@ from functools import partial
 from typing import Any, BinaryIO
 
 from .. import hashing
-from ..corpus_dedupe import LARGE_ALLOCATION
 from .errors import NotText, UserError
 
 # Bytes of JSON Lines a worker takes at a time: enough that handing a block over
 # and back costs little beside parsing and fingerprinting it (a block's texts
-# are one batch of the core), and below the size from which glibc's malloc maps
-# a block afresh, its pages faulted in each time (corpus_dedupe.LARGE_ALLOCATION,
-# as dedupe sets it): read at 2.4 GB a CPU-second in blocks of 512 KiB, 0.5 in
-# blocks of 2 MiB.
-BLOCK_BYTES = LARGE_ALLOCATION // 2
+# are one batch of the core), and small enough that glibc's malloc serves it
+# from its heap rather than mapping a block afresh, its pages faulted in each
+# time: read at 2.4 GB a CPU-second in blocks of 512 KiB, 0.5 in blocks of 2 MiB
+# (measured when dedupe set malloc's mmap threshold to 1 MiB; it no longer sets
+# it: corpus_dedupe.release_free_memory).
+BLOCK_BYTES = 1 << 19
 
 # A line's record as a command reads it: (its text, what the command keeps of
 # it) or None (a line to pass over); NotText(why) when it is malformed; a

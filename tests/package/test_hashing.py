@@ -528,6 +528,28 @@ def test_row_pairs_in_slices_equal_brute_force(slice_rows):
     assert found == brute_force_id_pairs(list(enumerate(hashes)), 3)
 
 
+@pytest.mark.parametrize("blocks, k, sort_chunk_rows", [(5, 3, 1), (5, 3, 97), (4, 2, 250), (3, 1, 64)])
+def test_pair_batches_sorted_in_chunks_equal_brute_force(blocks, k, sort_chunk_rows):
+    # Each group's order sorted by counting a chunk of rows at a time (blocks
+    # of up to 16 bits; 3 blocks are wider: argsorted whole), the slices
+    # searched in threads, each pair once in 4-byte positions.
+    rng = random.Random(blocks * 100 + sort_chunk_rows)
+    hashes = clustered_hashes(rng, 900)
+    fps = np.array(hashes, np.uint64)
+    for threads in (1, 3):
+        batches = list(_find_all.pair_batches(fps, _find_all.block_masks(blocks), k, threads, slice_rows=40,
+                                              sort_chunk_rows=sort_chunk_rows))
+        assert {a.dtype for a, _ in batches} == {np.dtype(np.uint32)}
+        a, b = (np.concatenate(side) for side in zip(*batches))
+        found = sorted(zip(a.tolist(), b.tolist(), _find_all.popcount(fps[a] ^ fps[b]).tolist()))
+        assert found == brute_force_id_pairs(list(enumerate(hashes)), k)
+
+
+def test_positions_are_4_bytes_up_to_2_to_the_32_rows():
+    assert _find_all.index_dtype(0) == _find_all.index_dtype(1 << 32) == np.uint32  # positions up to 2**32 - 1
+    assert _find_all.index_dtype((1 << 32) + 1) == np.int64
+
+
 def test_id_pairs_refuse_an_id_twice():
     fps = np.array([1, 2, 3], np.uint64)
     assert sorted(_find_all.id_pairs(np.array([3, 1, 2], np.int64), fps, 3)) == [(1, 2, 1), (1, 3, 2), (2, 3, 1)]
