@@ -303,7 +303,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, help="pages per language and length bucket (120)")
     parser.add_argument("--copies", type=int, default=1, help="copies of each kind per page (1)")
     parser.add_argument("--docs", type=int, help="documents of the false-pair corpus (all)")
-    parser.add_argument("--designs", help="version 2 designs, comma-separated (" + ",".join(DESIGNS) + ")")
+    parser.add_argument("--designs", help="designs through the stand-in hash, comma-separated, or none ("
+                        + ",".join(DESIGNS) + ")")
     parser.add_argument("--kinds", help="copies measured, comma-separated (" + ",".join(fq.COPIES) + ")")
     parser.add_argument("--skip-false-pairs", action="store_true")
     parser.add_argument("--skip-recall", action="store_true")
@@ -314,7 +315,8 @@ def main() -> None:
     limit = args.docs or (5000 if args.quick else None)
     global SHIPPED_ROW
     SHIPPED_ROW = not args.skip_shipped
-    designs = [fq.parse_design(s) for s in (args.designs.split(",") if args.designs else DESIGNS)]
+    designs = [] if args.designs == "none" else [
+        fq.parse_design(s) for s in (args.designs.split(",") if args.designs else DESIGNS)]
     try:
         docs = corpus.load()
     except FileNotFoundError as e:

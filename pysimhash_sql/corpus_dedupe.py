@@ -45,6 +45,7 @@ bench_dedupe.py measured 19 bytes a document resident at the peak at 10M
 
 from __future__ import annotations
 
+import math
 import struct
 from bisect import bisect_right
 from collections import deque
@@ -105,9 +106,10 @@ def check_keep(keep: str) -> str:
 
 def keep_value(value: Any) -> tuple:
     """A field's value as the keep rule orders it: missing (None) lowest, then
-    numbers, then strings (an ISO 8601 date orders as its string); ValueError
-    for any other kind (a list, an object)."""
-    if value is None:
+    numbers, then strings (an ISO 8601 date orders as its string); NaN (which
+    JSON Lines may hold) counts as missing, as it orders against nothing;
+    ValueError for any other kind (a list, an object)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return (0, 0)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"a keep field's value must be a number or a string, not {type(value).__name__}")

@@ -116,3 +116,15 @@ def test_keep_values_are_held_as_text_and_ranked_as_they_order() -> None:
     assert held.ranks(rows).tolist() == [2, 1, 1, 0, 2]
     with pytest.raises(ValueError, match="number or a string, not list"):
         held.add([[1]])
+
+
+def test_nan_keep_values_count_as_missing_whatever_the_order() -> None:
+    # JSON Lines may hold NaN: it orders against nothing, so it counts as missing (lowest),
+    # and the document kept does not depend on the order NaNs are met or hashed in
+    text = "The quick brown fox jumps over the lazy dog, again and again and again, all day long."
+    records = [{"text": text, "score": float("nan")}, {"text": text + "!", "score": 1.5},
+               {"text": text + "?", "score": float("nan")}, {"text": text + ".", "score": None}]
+    assert corpus_dedupe.keep_value(float("nan")) == corpus_dedupe.keep_value(None)
+    assert dedupe_records(records, keep="score", jobs=1) == [1]
+    nans = [{"text": text + "!" * i, "score": float("nan")} for i in range(4)]
+    assert all(dedupe_records(nans, keep="score", jobs=1) == [0] for _ in range(5))  # ties: the first
