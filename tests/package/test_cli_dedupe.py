@@ -328,8 +328,11 @@ def test_dsn_clusters_are_the_extension_s(db: psycopg.Connection, tmp_path: Path
     assert len(set(clusters.values())) == 1 and len(clusters) == 4  # one cluster of the whole chain
 
 
-def test_docs_example(tmp_path: Path) -> None:
-    """docs/cli.md's dedupe of the shipped corpus, as written, and its Python example."""
+@pytest.mark.parametrize("document, section", [("docs/cli.md", "Deduplicating a corpus: dedupe"),
+                                               ("docs/dedupe.md", "One command")])
+def test_docs_example(tmp_path: Path, document: str, section: str) -> None:
+    """The dedupe of the shipped corpus as docs/cli.md and docs/dedupe.md write it,
+    and docs/dedupe.md's Python example."""
     import subprocess
     import sys
 
@@ -338,8 +341,7 @@ def test_docs_example(tmp_path: Path) -> None:
     from toolbox.readme import readme_blocks, run_example
 
     (tmp_path / "examples").symlink_to(ROOT / "examples")
-    section = "Deduplicating a corpus: dedupe"
-    out = run_example(readme_blocks(section, document="docs/cli.md")[0], cwd=tmp_path, env={},
+    out = run_example(readme_blocks(section, document=document)[0], cwd=tmp_path, env={},
                       path=[Path(CLI).parent])
     removed = [json.loads(line) for line in (tmp_path / "removed.jsonl").read_text().splitlines()]
     kept = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
@@ -347,7 +349,7 @@ def test_docs_example(tmp_path: Path) -> None:
     assert len(kept) + len(removed) == len(list((ROOT / "examples" / "corpus").iterdir()))
     marked = [json.loads(line) for line in (tmp_path / "marked.jsonl").read_text().splitlines()]
     assert len(marked) == len(kept) + len(removed) and sum(m["kept"] for m in marked) == len(kept)
-    python = readme_blocks(section, "python", "docs/cli.md")[1]
+    python = readme_blocks("In Python", "python", "docs/dedupe.md")[1]
     assert subprocess.run([sys.executable, "-c", python], capture_output=True, text=True,
                           check=True).stdout == "[0, 2]\n"
 
