@@ -193,6 +193,43 @@ def test_one_distance_beyond_work_mem(db) -> None:
             assert_nearest(db, rows, q, n)
 
 
+# The scan's own context (the TIDs returned), and the hash that kept them before.
+SCAN_MEMORY = """SELECT coalesce(sum(total_bytes), 0) FROM pg_backend_memory_contexts
+                 WHERE name IN ('simhash_mih ordering scan', 'simhash_mih rows returned')"""
+
+
+def test_ties_across_run_sets_and_pending_rows_each_once(db) -> None:
+    """Thousands of rows at each of a few distances, built, flushed into run
+    sets and left pending, bands narrowed by a small work_mem: every LIMIT
+    gives the nearest rows exactly, each once (the rows of a distance are told
+    apart by TID, those of the distances done by the packed TIDs kept: 8
+    bytes a row returned)."""
+    rng = random.Random(62)
+    q = rng.getrandbits(64)
+    near = [q, flip_random(q, 1, rng), flip_random(q, 2, rng)]
+    def row(i: int) -> int | None:
+        return near[i % 3] if i % 5 else rng.choice([None, rng.getrandbits(64)])
+    rows = {i: row(i) for i in range(12_000)}
+    load(db, rows)
+    add_rows(db, rows, {i: row(i) for i in range(12_000, 13_000)})
+    stats = mih_stats(db, "docs_fp")
+    assert stats["run_sets"] >= 2 and stats["pending_rows"] > 0, stats
+    db.execute("SET work_mem = '64kB'")
+    db.execute("SET enable_seqscan = off")
+    db.execute("SET enable_sort = off")
+    try:
+        for n in (1, 3000, 3467, 3468, 7000, 10_399, 10_400, 10_401, 12_000, None):
+            assert_nearest(db, rows, q, n)
+        with db.transaction():
+            db.execute("DECLARE far CURSOR FOR " + NEAREST.format(where="", limit=""), (str(q), str(q)))
+            assert len(db.execute("FETCH 12000 FROM far").fetchall()) == 12_000
+            assert 0 < db.execute(SCAN_MEMORY).fetchone()[0] <= 12_000 * 16 + 64 * 1024
+            db.execute("CLOSE far")
+    finally:
+        for setting in ("work_mem", "enable_seqscan", "enable_sort"):
+            db.execute(f"RESET {setting}")
+
+
 def test_a_ball_bounds_the_growth(large_db, large) -> None:
     """`AND hamming_within(fp, c, k)`: the rows in the ball, nearest q first,
     the ball's centre q itself or another.  The bitmap scan is off: for a

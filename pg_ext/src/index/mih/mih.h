@@ -4,7 +4,8 @@
  * checked inside the index and only true matches reach the heap.
  *
  * The files, in layer order: each uses only the files above it (and the
- * extension's lower subsystems: simhash.h, blocks/, type/, index/), so they
+ * extension's lower subsystems: simhash.h, blocks/, type/, index/ but
+ * planner_support.c, which counts balls here: mih_count_within), so they
  * read best top to bottom, after this header.
  *   mih_utils.c         settings and the option `runs`, corruption reports,
  *                       page access, the metapage, the pending list's chains
@@ -569,8 +570,13 @@ extern bool mih_insert(Relation index, Datum *values, bool *isnull, ItemPointer 
 					   Relation heapRel, IndexUniqueCheck checkUnique, bool indexUnchanged,
 					   IndexInfo *indexInfo);
 
-/* mih_scan_pending.c, mih_scan_unindexed.c, mih_scan.c: a radius query (mih_scan.h) */
+/*
+ * mih_scan_pending.c, mih_scan_unindexed.c, mih_scan.c: a radius query
+ * (mih_scan.h); the rows of a ball counted, for the planner
+ * (planner_support.c, above simhash_mih)
+ */
 extern int64 mih_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern int64 mih_count_within(Relation index, uint64 center, int k, int64 limit, int max_probes);
 
 /* mih_scan_order.c: the ordering scan, and every scan's state */
 extern IndexScanDesc mih_beginscan(Relation index, int nkeys, int norderbys);

@@ -2,7 +2,8 @@
  * mih_scan.c — a radius query on simhash_mih: its keys (the scope folded
  * into the centre), the probe plan, the probes into every run of every run
  * set, the first run's TIDs of the matches found in later runs, the pending
- * list, all into the bitmap.
+ * list, all into the bitmap; or only counted, for the planner
+ * (mih_count_within).
  *
  * Layer (mih.h): above mih_utils.c, mih_scope.c, mih_page.c, mih_runs.c and
  * mih_scan_pending.c.
@@ -369,7 +370,7 @@ mih_probe_range(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uin
 
 		for (mih_run_seek(v, lo, &c); mih_run_key(v, &c, &key); c.j++)
 		{
-			if (key > hi)
+			if (key > hi || mih_count_full(s))
 				return;
 			if (simhash_popcount64(key ^ query) > k || found_in_earlier_run(s, t, unlead(key, mask)) ||
 				!mih_in_other_balls(s, unlead(key, mask)))
@@ -380,6 +381,8 @@ mih_probe_range(MihProbe *s, int t, BlockNumber first, uint64 lo, uint64 hi, uin
 
 				mih_found(s, &tid, unlead(key, mask));
 			}
+			else if (s->tbm == NULL && s->hits == NULL)
+				s->found++;		/* counted: a later run holds an entry a row */
 			else
 				add_lookup(s, unlead(key, mask));
 		}
@@ -486,7 +489,7 @@ mih_walk_run(MihProbe *s, int t, const uint64 *los, int n, uint64 span, bool exa
 		first[i] = mih_first_page(run, los[i]);
 	for (int i = 0; i < MIH_PREFETCH_PAGE && i < n; i++)
 		mih_prefetch_page(s->index, run, first[i]);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && !mih_count_full(s); i++)
 	{
 		mih_prefetch_probes(s->index, run, first, los, n, i);
 		mih_probe_range(s, t, first[i], los[i], los[i] + span, exact ? los[i] : query, exact ? 0 : k);
@@ -701,7 +704,7 @@ mih_hits_shrink(MihHits *hits)
 static void
 mih_scan_layout(MihProbe *s, const MihMeta *meta)
 {
-	for (s->set = 0; s->set < s->cache->nsets; s->set++)
+	for (s->set = 0; s->set < s->cache->nsets && !mih_count_full(s); s->set++)
 	{
 		if (s->plan)
 			mih_probe_set(s);
@@ -713,7 +716,8 @@ mih_scan_layout(MihProbe *s, const MihMeta *meta)
 						 lead_with(s->center, s->cache->blocks.mask[0]), s->k);
 		}
 	}
-	mih_scan_pending_list(s, meta);
+	if (!mih_count_full(s))
+		mih_scan_pending_list(s, meta);
 }
 
 /*
@@ -790,6 +794,57 @@ mih_scan_radius(MihProbe *s, double entries_per_probe, int whole_k)
 		pfree(s->probes[t]);
 	s->plan = NULL;
 	return planned;
+}
+
+/*
+ * The rows within k bits of center, counted up to `limit` (reaching it, the
+ * walks stop), for the planner's estimate of a radius query whose centre it
+ * knows (planner_support.c): one pass of the radius query, matches counted,
+ * not kept (an entry of a later run is a row: no lookups in the first).
+ * -1 where it is not answered: no plan for k within max_probes, or the
+ * index's pages were recycled during the pass (a hot standby's).  An index
+ * without scope columns: the centre is not folded.
+ */
+int64
+mih_count_within(Relation index, uint64 center, int k, int64 limit, int max_probes)
+{
+	MihProbe	s;
+	MihQuery	query;
+	SimhashProbePlan plan;
+	Buffer		meta_buffer;
+	MihMeta		meta;
+	int64		count = -1;
+
+	if (k < 0 || k > SIMHASH64_BITS || limit <= 0)
+		return -1;
+	memset(&s, 0, sizeof(s));
+	memset(&query, 0, sizeof(query));
+	query.probe.center = center;
+	query.probe.radius = k;
+	s.index = index;
+	s.query = &query;
+	s.center = center;
+	s.k = k;
+	s.count_limit = limit;
+	s.held.run = -1;
+	meta_buffer = mih_pin_meta(index, &meta);
+	mih_scan_guard(index, meta.nrecycles);
+	s.cache = mih_cache(index, &meta);
+	s.copies = s.cache->copies;
+	if (mih_plan(&s.cache->blocks, k, &plan) && plan.nkeys <= max_probes)
+	{
+		s.plan = &plan;
+		for (int t = 0; t < s.cache->blocks.nblocks; t++)
+			s.probes[t] = palloc(sizeof(uint64) * Max(plan.nkeys, 1));
+		mih_make_probes(&s);
+		mih_scan_layout(&s, &meta);
+		count = Min(s.found, limit);
+		for (int t = 0; t < s.cache->blocks.nblocks; t++)
+			pfree(s.probes[t]);
+	}
+	mih_scan_guard(NULL, 0);
+	ReleaseBuffer(meta_buffer);
+	return mih_counts_now(index).nrecycles == meta.nrecycles ? count : -1;
 }
 
 /*

@@ -71,8 +71,9 @@ typedef struct MihProbe
 	struct MihCache *cache;	/* the run sets' directories (mih_scan.c) */
 	const SimhashProbePlan *plan;	/* NULL when reading the first run whole */
 	int			set;
-	TIDBitmap  *tbm;			/* the matches go here, or (NULL) to hits */
+	TIDBitmap  *tbm;			/* the matches go here, or (NULL) to hits, or (both NULL) only counted */
 	MihHits    *hits;
+	int64		count_limit;	/* counting (mih_count_within): stop once found reaches it; 0: no limit */
 	uint64		center;
 	int			k;
 	const MihQuery *query;
@@ -101,6 +102,13 @@ mih_in_other_balls(const MihProbe *s, uint64 fp)
 	return true;
 }
 
+/* Whether a count has reached its limit (mih_count_within): the walks stop. */
+static inline bool
+mih_count_full(const MihProbe *s)
+{
+	return s->count_limit > 0 && s->found >= s->count_limit;
+}
+
 /* A match: into the bitmap, or with its distance into the hits. */
 static inline void
 mih_found(MihProbe *s, ItemPointer tid, uint64 fp)
@@ -115,6 +123,8 @@ mih_found(MihProbe *s, ItemPointer tid, uint64 fp)
 		tbm_add_tuples(s->tbm, tid, 1, true);
 		return;
 	}
+	if (hits == NULL)
+		return;					/* counted only */
 	distance = simhash_popcount64(fp ^ s->center);
 	if (distance <= hits->low || distance > hits->high)
 		return;

@@ -13,8 +13,21 @@
  * run set and the pending list (the sealed chain, the lanes) under its own
  * pin of the metapage, with the protections of the bitmap scan (snapshot,
  * recycling count: mih_scan_radius), so a flush or merge between two radii
- * moves rows, never hides one: every row within k bits is found at k.  A
- * row is returned once (the TIDs returned are kept).
+ * moves rows, never hides one: every row within k bits is found at k.
+ *
+ * Each row once.  A row found again by a later radius lies at a distance
+ * returned already, which the later radius skips (its band starts beyond
+ * it); the rows of one distance come in one radius, sorted by TID, so a
+ * repeat among them is the row before.  But a TID may stand in the index
+ * for two fingerprints: an entry a flush copied while VACUUM removed its
+ * row (mih.h), whose TID a new row took since, stays while that row lives
+ * (VACUUM removes dead TIDs only) or until a REINDEX; the executor,
+ * rechecking the distance, would return the new row twice, or stop at
+ * "index returned tuples in wrong order".  So the TIDs of the
+ * distances done are kept too, packed (8 bytes a row returned), sorted, and
+ * each row looked up there (a binary search); the rows of a distance join
+ * them when the next distance starts.  Only where no index can hold a TID
+ * twice could they be forgotten.
  *
  * Reading everything.  Where the next radius's plan has more probes than
  * the index has rows over MIH_ORDER_ENTRIES_PER_PROBE (a probe costs about
@@ -31,7 +44,7 @@
  * a limit MIH_ORDER_BAND_GROWTH times larger, never past work_mem.  A small
  * LIMIT reads the index once, keeping few rows; every row of a large index
  * takes a few reads.  Only the rows of one distance may exceed work_mem (they
- * are kept together), and the TIDs returned, kept to return each row once.
+ * are kept together), and the TIDs returned (8 bytes each: below).
  *
  * Keys.  A ball (`AND hamming_within(fp, q2, 12)`) bounds the growth: no row
  * lies further from q than d(q, q2) + 12; every row is checked against every
@@ -61,17 +74,20 @@
 #include "index/mih/mih_scan.h"
 
 #include "access/relscan.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 /*
  * Entries a probe costs about as much as, read in order (mih_scan_radius's
  * entries_per_probe): past a plan of rows / this many probes the scan reads
- * every entry instead.  At 1M random rows, warm: a radius query of 24,000
- * probes (k = 14) took 6.5 ms, about 0.27 us a probe, and reading the
- * index whole about 20 ns an entry.
+ * every entry instead.  It also prices the radii that find too few rows and
+ * are followed by the whole read anyway.  Retuned after the band (a whole
+ * read that keeps few rows) at 1M rows, interleaved (docs/design/mih.md):
+ * top-10 of random rows 36.1 ms at 16, 27.4 at 64, 22.3 at 256 (the index
+ * read whole after k = 8 rather than k = 14); lone rows of clustered data
+ * 34.1, 25.7, 20.5 ms; members unchanged.  At 256 the plans of k = 11
+ * (4,918 probes) and 14 (24,203) are probed from 1.3M and 6.2M rows on.
  */
-#define MIH_ORDER_ENTRIES_PER_PROBE 16.0
+#define MIH_ORDER_ENTRIES_PER_PROBE 256.0
 
 /*
  * The hits the first band of a scan keeps before narrowing (28 kB), each
@@ -81,6 +97,8 @@
  * read with a small band, every row of the index a few reads.
  */
 #define MIH_ORDER_FIRST_BAND_HITS 4096
+/* The distance of no group of rows (mih_order_close_group): not a distance, nor a NULL's -1. */
+#define MIH_ORDER_NO_GROUP (-2)
 #define MIH_ORDER_BAND_GROWTH 4
 
 typedef enum MihOrderPhase
@@ -110,7 +128,12 @@ typedef struct MihOrderScan
 	uint8	   *distances;
 	int64		nrows;
 	int64		next;
-	HTAB	   *returned;		/* TIDs returned */
+	/* The rows of the distance being returned: rows[group_start..next), at group_distance. */
+	int64		group_start;
+	int			group_distance;
+	/* The TIDs of the distances before it, packed (mih_tid_pack), sorted, distinct. */
+	uint64	   *returned;
+	int64		nreturned;
 } MihOrderScan;
 
 IndexScanDesc
@@ -144,7 +167,8 @@ mih_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys, ScanKey orderbys,
 	so->radius_context = AllocSetContextCreate(so->context, "simhash_mih ordering radius", ALLOCSET_DEFAULT_SIZES);
 	so->phase = MIH_ORDER_START;
 	so->returned = NULL;
-	so->nrows = so->next = 0;
+	so->nreturned = 0;
+	so->nrows = so->next = so->group_start = 0;
 }
 
 void
@@ -165,7 +189,6 @@ static bool
 mih_order_start(IndexScanDesc scan, MihOrderScan *so)
 {
 	ScanKey		order = scan->orderByData;
-	HASHCTL		ctl = {0};
 
 	if (!mih_read_keys(scan, &so->keys))
 		return false;
@@ -201,11 +224,70 @@ mih_order_start(IndexScanDesc scan, MihOrderScan *so)
 	so->step = 0;
 	so->done_radius = -1;
 	so->band_hits = MIH_ORDER_FIRST_BAND_HITS;
-	ctl.keysize = sizeof(ItemPointerData);
-	ctl.entrysize = sizeof(ItemPointerData);
-	ctl.hcxt = so->context;
-	so->returned = hash_create("simhash_mih rows returned", 1024, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	so->returned = NULL;
+	so->nreturned = 0;
+	so->group_start = 0;
+	so->group_distance = MIH_ORDER_NO_GROUP;
 	return true;
+}
+
+/*
+ * The rows of the distance returned last, rows[group_start..end) (sorted by
+ * TID, repeats allowed), merged into the TIDs returned before; the next
+ * distance starts at end.
+ */
+static void
+mih_order_close_group(MihOrderScan *so, int64 end)
+{
+	int64		i = 0,
+				j = so->group_start,
+				n = 0;
+	uint64	   *merged;
+
+	if (end > so->group_start)
+	{
+		merged = MemoryContextAllocHuge(so->context, (so->nreturned + end - so->group_start) * sizeof(uint64));
+		while (i < so->nreturned || j < end)
+		{
+			uint64		next = j == end || (i < so->nreturned && so->returned[i] <= mih_tid_pack(&so->rows[j])) ?
+				so->returned[i++] : mih_tid_pack(&so->rows[j++]);
+
+			if (n == 0 || merged[n - 1] != next)
+				merged[n++] = next;
+		}
+		if (so->returned)
+			pfree(so->returned);
+		so->returned = merged;
+		so->nreturned = n;
+	}
+	so->group_start = end;
+	so->group_distance = MIH_ORDER_NO_GROUP;
+}
+
+/* Whether a distance done (before the current one) returned the TID. */
+static bool
+mih_order_returned_before(const MihOrderScan *so, ItemPointer tid)
+{
+	uint64		packed = mih_tid_pack(tid);
+	int64		lo = 0,
+				hi = so->nreturned;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (so->returned[mid] < packed)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < so->nreturned && so->returned[lo] == packed;
+}
+
+static int
+mih_tid_order(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
 }
 
 /*
@@ -225,6 +307,7 @@ mih_order_next_radius(IndexScanDesc scan, MihOrderScan *so)
 	int			top;
 	bool		probed;
 
+	mih_order_close_group(so, so->nrows);
 	MemoryContextReset(so->radius_context);
 	old = MemoryContextSwitchTo(so->radius_context);
 	memset(&s, 0, sizeof(s));
@@ -261,8 +344,16 @@ mih_order_next_radius(IndexScanDesc scan, MihOrderScan *so)
 		pfree(hits.tids);
 		pfree(hits.distances);
 	}
+	/* Each distance's rows by TID: a repeat is the row before (mih_order_return). */
+	for (int d = 0; d <= SIMHASH64_BITS; d++)
+	{
+		int64		start = d == 0 ? 0 : count[d - 1];
+
+		if (count[d] - start > 1)
+			qsort(so->rows + start, count[d] - start, sizeof(ItemPointerData), mih_tid_order);
+	}
 	MemoryContextSwitchTo(old);
-	so->next = 0;
+	so->next = so->group_start = 0;
 	so->done_radius = Max(so->done_radius, top);
 	if (top < k)
 	{
@@ -275,14 +366,23 @@ mih_order_next_radius(IndexScanDesc scan, MihOrderScan *so)
 		so->phase = MIH_ORDER_UNINDEXED;
 }
 
-/* Returns the row tid unless it was returned already. */
+/*
+ * Returns row i unless it was returned already: the row before it at its
+ * distance (they are sorted by TID), or at a distance before.
+ */
 static bool
-mih_order_return(IndexScanDesc scan, MihOrderScan *so, ItemPointer tid, int distance)
+mih_order_return(IndexScanDesc scan, MihOrderScan *so, int64 i, int group, int distance)
 {
-	bool		seen;
+	ItemPointer tid = &so->rows[i];
 
-	hash_search(so->returned, tid, HASH_ENTER, &seen);
-	if (seen)
+	if (group != so->group_distance)
+	{
+		mih_order_close_group(so, i);
+		so->group_distance = group;
+	}
+	else if (ItemPointerEquals(&so->rows[i - 1], tid))
+		return false;
+	if (mih_order_returned_before(so, tid))
 		return false;
 	scan->xs_heaptid = *tid;
 	scan->xs_recheck = true;
@@ -307,9 +407,9 @@ mih_gettuple(IndexScanDesc scan, ScanDirection dir)
 		while (so->next < so->nrows)
 		{
 			int64		i = so->next++;
+			int			group = so->phase == MIH_ORDER_DONE ? -1 : so->distances[i];
 
-			if (mih_order_return(scan, so, &so->rows[i],
-								 so->phase == MIH_ORDER_DONE || so->null_distance ? -1 : so->distances[i]))
+			if (mih_order_return(scan, so, i, group, so->null_distance ? -1 : group))
 				return true;
 		}
 		switch (so->phase)
@@ -318,14 +418,17 @@ mih_gettuple(IndexScanDesc scan, ScanDirection dir)
 				mih_order_next_radius(scan, so);
 				break;
 			case MIH_ORDER_UNINDEXED:
+				mih_order_close_group(so, so->nrows);
 				MemoryContextReset(so->radius_context);
 				so->phase = MIH_ORDER_DONE;
-				so->next = so->nrows = 0;
+				so->next = so->nrows = so->group_start = 0;
 				if (!mih_holds_every_match(&so->keys))
 				{
 					MemoryContext old = MemoryContextSwitchTo(so->radius_context);
 
 					so->nrows = mih_unindexed_rows(scan, &so->rows);
+					if (so->nrows > 1)
+						qsort(so->rows, so->nrows, sizeof(ItemPointerData), mih_tid_order);
 					MemoryContextSwitchTo(old);
 				}
 				break;
