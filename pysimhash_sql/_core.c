@@ -436,7 +436,8 @@ set_simd_level(void)
 static int
 module_exec(PyObject *module)
 {
-	static const SimhashCoreHost host = {raw_alloc, raw_realloc, PyMem_RawFree, NULL};
+	/* No scratch: in a Python process the allocator keeps its memory between texts. */
+	static const SimhashCoreHost host = {raw_alloc, raw_realloc, PyMem_RawFree, NULL, NULL, NULL};
 
 	if (set_simd_level() < 0)
 		return -1;

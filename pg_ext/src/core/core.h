@@ -38,7 +38,20 @@ typedef struct SimhashCoreHost
 	void		(*free) (void *pointer);
 	/* Called every SIMHASH_CORE_CHECK_BYTES bytes of work, or NULL. */
 	void		(*check_interrupts) (void);
+
+	/*
+	 * Scratch memory kept across calls (so that a text's working memory is
+	 * not fresh pages each time), or NULL: scratch_take returns a block of
+	 * at least size bytes (at most SIMHASH_CORE_SCRATCH_LIMIT), or NULL where
+	 * the host has none (the caller allocates then); scratch_give hands it
+	 * back when the call is done.  One block at a time per thread.
+	 */
+	void	   *(*scratch_take) (size_t size);
+	void		(*scratch_give) (void *block);
 } SimhashCoreHost;
+
+/* The most scratch memory a call asks its host for (larger needs allocate and free). */
+#define SIMHASH_CORE_SCRATCH_LIMIT ((size_t) 4 << 20)
 
 extern SimhashCoreHost simhash_core_host;
 

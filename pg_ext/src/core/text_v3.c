@@ -56,12 +56,15 @@
  *     while it is rebuilt): at most some 110 MB, and about 1.5 times the
  *     text's length below.  The time grows with the number of distinct
  *     features in hot slots: one more walk per cap_exact_limit of them.
+ * The sketches and the logs' first rooms come from the host's scratch memory
+ * where it has some and they fit (SIMHASH_CORE_SCRATCH_LIMIT: texts up to
+ * about 1 MB), so that a backend does not fault in fresh pages for each text.
  * The logs hold a kind's hashes with and without a digit apart, not in the
  * order of the text: where one hash came both with and without a digit (two
  * features of one hash), which of its occurrences are past the cap depends on
  * the order, and that kind is walked again in order.
  */
-#define CAP_SKETCH_MIN_SLOTS 256
+#define CAP_SKETCH_MIN_BITS 8		/* 256 slots */
 #define CAP_SKETCH_MAX_SLOTS (1 << 22)
 #define CAP_LOG_LIMIT (1 << 18)
 #define CAP_EXACT_LIMIT_MIN (1 << 12)
@@ -92,16 +95,24 @@ sketch_hot(const HashSketch *sketch, uint64_t hash)
 	return sketch->counts[sketch_slot(sketch, hash)] > V3_MAX_VOTES;
 }
 
-/* A sketch of a power of two slots, about one for every two bytes of a text of len bytes. */
-static bool
-sketch_init(HashSketch *sketch, size_t len)
+/* The log2 of a sketch's slots: about one for every two bytes of a text of len bytes. */
+static int
+sketch_bits(size_t len)
 {
-	size_t		slots = CAP_SKETCH_MIN_SLOTS;
-	int			bits = 8;
+	int			bits = CAP_SKETCH_MIN_BITS;
 
-	while (slots < len / 2 && slots < CAP_SKETCH_MAX_SLOTS)
-		slots *= 2, bits++;
-	sketch->counts = simhash_core_host.alloc(slots);
+	while (((size_t) 1 << bits) < len / 2 && ((size_t) 1 << bits) < CAP_SKETCH_MAX_SLOTS)
+		bits++;
+	return bits;
+}
+
+/* A sketch of 2^bits slots in counts (its memory, NULL: allocated). */
+static bool
+sketch_init(HashSketch *sketch, int bits, uint8_t *counts)
+{
+	size_t		slots = (size_t) 1 << bits;
+
+	sketch->counts = counts != NULL ? counts : simhash_core_host.alloc(slots);
 	if (sketch->counts == NULL)
 		return false;
 	memset(sketch->counts, 0, slots);
@@ -272,12 +283,14 @@ typedef struct HashLog
 	uint64_t   *hashes;
 	size_t		n;
 	size_t		room;
+	bool		owned;			/* hashes allocated (not the host's scratch) */
 } HashLog;
 
 /* One kind's cap: its sketch, and its logs while they hold every hash voted. */
 struct KindCap
 {
 	HashSketch	sketch;
+	bool		sketch_owned;	/* its counts allocated (not the host's scratch) */
 	HashLog		logs[2];		/* without a digit, with one */
 	bool		logging;
 };
@@ -287,9 +300,10 @@ logs_drop(KindCap *kind)
 {
 	for (int f = 0; f < 2; f++)
 	{
-		if (kind->logs[f].hashes != NULL)
+		if (kind->logs[f].owned)
 			simhash_core_host.free(kind->logs[f].hashes);
 		kind->logs[f].hashes = NULL;
+		kind->logs[f].owned = false;
 		kind->logs[f].n = kind->logs[f].room = 0;
 	}
 	kind->logging = false;
@@ -317,16 +331,20 @@ cap_seen(const uint64_t *hashes, size_t n, void *arg)
 
 		while (room < log->n + n)
 			room *= 2;
-		grown = log->hashes == NULL ? simhash_core_host.alloc(room * sizeof(uint64_t)) :
-			simhash_core_host.realloc(log->hashes, room * sizeof(uint64_t));
+		grown = log->owned ? simhash_core_host.realloc(log->hashes, room * sizeof(uint64_t)) :
+			simhash_core_host.alloc(room * sizeof(uint64_t));
 		/* No memory for the logs: the kind is walked again instead. */
 		if (grown == NULL)
 		{
 			logs_drop(kind);
 			return;
 		}
+		/* A log outgrowing its room in the host's scratch leaves it. */
+		if (!log->owned && log->hashes != NULL)
+			memcpy(grown, log->hashes, log->n * sizeof(uint64_t));
 		log->hashes = grown;
 		log->room = room;
+		log->owned = true;
 	}
 	memcpy(log->hashes + log->n, hashes, n * sizeof(uint64_t));
 	log->n += n;
@@ -345,24 +363,48 @@ log_first_room(size_t len, int kind, int digit)
 	return SH_MAX(room, CAP_LOG_MIN_ROOM);
 }
 
-/* Each kind's sketch, and the batches ([0], [1] the token shingles', [2], [3] the n-grams') showing it. */
+/*
+ * Each kind's sketch, and the batches ([0], [1] the token shingles', [2], [3]
+ * the n-grams') showing it; with scratch (the host's scratch memory, where
+ * the sketches and the logs' first rooms fit in SIMHASH_CORE_SCRATCH_LIMIT)
+ * *scratch is the block to give back, else NULL.
+ */
 static bool
-caps_init(KindCap caps[2], HashBatch batches[4], size_t len)
+caps_init(KindCap caps[2], HashBatch batches[4], size_t len, void **scratch)
 {
+	int			bits = sketch_bits(len);
+	size_t		need = (size_t) 2 << bits;
+	uint8_t    *block = NULL;
+
+	for (int t = 0; t < 2; t++)
+		for (int f = 0; f < 2; f++)
+			need += log_first_room(len, t, f) * sizeof(uint64_t);
+	if (scratch != NULL && simhash_core_host.scratch_take != NULL && need <= SIMHASH_CORE_SCRATCH_LIMIT)
+		block = simhash_core_host.scratch_take(need);
+	if (scratch != NULL)
+		*scratch = block;
 	for (int t = 0; t < 2; t++)
 	{
 		memset(&caps[t], 0, sizeof(caps[t]));
-		if (!sketch_init(&caps[t].sketch, len))
+		if (!sketch_init(&caps[t].sketch, bits, block))
 		{
 			if (t == 1)
 				simhash_core_host.free(caps[0].sketch.counts);
 			return false;
 		}
+		caps[t].sketch_owned = block == NULL;
+		if (block != NULL)
+			block += (size_t) 1 << bits;
 		caps[t].logging = true;
 		for (int f = 0; f < 2; f++)
 		{
 			caps[t].logs[f].kind = &caps[t];
 			caps[t].logs[f].room = log_first_room(len, t, f);
+			if (block != NULL)
+			{
+				caps[t].logs[f].hashes = (uint64_t *) block;
+				block += caps[t].logs[f].room * sizeof(uint64_t);
+			}
 			batches[2 * t + f].seen = cap_seen;
 			batches[2 * t + f].seen_arg = &caps[t].logs[f];
 		}
@@ -371,13 +413,16 @@ caps_init(KindCap caps[2], HashBatch batches[4], size_t len)
 }
 
 static void
-caps_free(KindCap caps[2])
+caps_free(KindCap caps[2], void *scratch)
 {
 	for (int t = 0; t < 2; t++)
 	{
 		logs_drop(&caps[t]);
-		simhash_core_host.free(caps[t].sketch.counts);
+		if (caps[t].sketch_owned)
+			simhash_core_host.free(caps[t].sketch.counts);
 	}
+	if (scratch != NULL)
+		simhash_core_host.scratch_give(scratch);
 }
 
 /*
@@ -640,18 +685,19 @@ text_v3_fingerprint(const char *text, size_t len, uint64_t *result)
 	SimhashVote vote;
 	SimhashStatus status;
 	int64_t		ramp;
+	void	   *scratch;
 
 	*result = 0;
 	for (int k = 0; k < 4; k++)
 		hash_batch_init(&batches[k]);
-	if (!caps_init(caps, batches, len))
+	if (!caps_init(caps, batches, len, &scratch))
 		return SIMHASH_NO_MEMORY;
 	status = text_walk_numbers_voting(text, len, batches, &counts);
 	for (int k = 0; k < 4; k++)
 		hash_batch_flush(&batches[k]);
 	for (int t = 0; t < 2 && status == SIMHASH_OK; t++)
 		status = cap_kind(&caps[t], &batches[2 * t], &batches[2 * t + 1], text, len, t == 0);
-	caps_free(caps);
+	caps_free(caps, scratch);
 	ramp = number_ramp(&counts);
 	vote_init(&vote);
 	vote_merge_times(&vote, &batches[0].vote, feature_votes(V2_TOKEN_WEIGHT, false, ramp));
@@ -738,7 +784,8 @@ text_v3_walk_features(const char *text, size_t len, WeightedFeatureCallback emit
 
 	for (int k = 0; k < 4; k++)
 		hash_batch_init(&batches[k]);
-	if (!caps_init(caps, batches, len))
+	/* No scratch: emit may call the core again. */
+	if (!caps_init(caps, batches, len, NULL))
 		return SIMHASH_NO_MEMORY;
 	caps[0].logging = caps[1].logging = false;
 	status = text_walk_numbers_voting(text, len, batches, &counts);
@@ -761,6 +808,6 @@ text_v3_walk_features(const char *text, size_t len, WeightedFeatureCallback emit
 		if (status == SIMHASH_OK && kind.failed)
 			status = SIMHASH_NO_MEMORY;
 	}
-	caps_free(caps);
+	caps_free(caps, NULL);
 	return status;
 }

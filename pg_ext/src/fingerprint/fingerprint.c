@@ -32,10 +32,43 @@ core_check_interrupts(void)
 	CHECK_FOR_INTERRUPTS();
 }
 
+/*
+ * The core's scratch memory: one block for the backend's life, in
+ * TopMemoryContext, grown to the largest size asked (at most
+ * SIMHASH_CORE_SCRATCH_LIMIT), so that a text's working memory is not fresh
+ * pages from the system each time.  A call is never nested in another (the
+ * backend runs one at a time), and a call ended by an error leaves the block
+ * to the next one.
+ */
+static void *core_scratch;
+static size_t core_scratch_size;
+
+static void *
+core_scratch_take(size_t size)
+{
+	if (size > core_scratch_size)
+	{
+		if (core_scratch != NULL)
+			pfree(core_scratch);
+		core_scratch = NULL;
+		core_scratch_size = 0;
+		core_scratch = MemoryContextAlloc(TopMemoryContext, size);
+		core_scratch_size = size;
+	}
+	return core_scratch;
+}
+
+static void
+core_scratch_give(void *block)
+{
+	(void) block;
+}
+
 void
 simhash_fingerprint_init(void)
 {
-	const SimhashCoreHost host = {core_alloc, core_realloc, pfree, core_check_interrupts};
+	const SimhashCoreHost host = {core_alloc, core_realloc, pfree, core_check_interrupts,
+	core_scratch_take, core_scratch_give};
 
 	simhash_core_init(&host);
 }

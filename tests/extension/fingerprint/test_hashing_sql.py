@@ -267,3 +267,16 @@ def test_text_v3_long_texts_match_sql(simd_db: psycopg.Connection) -> None:
     for text in texts:
         got = simd_db.execute("SELECT simhash_v3(%s)::text", (text,)).fetchone()[0]
         assert_every_implementation_gives(int(got), text, 3)
+
+
+def test_text_v3_texts_one_after_another_match_sql(shared_db: psycopg.Connection) -> None:
+    """Texts in turn in one backend, which keeps the memory of the cap's sketches
+    and logs between calls (what the text before left in it, and a text past
+    what it keeps: SIMHASH_CORE_SCRATCH_LIMIT) and gives the same bits."""
+    rng = random.Random(4849)
+    words = ["the", "cat", "x1", "2024", "近似重复", "Ünï", " ", "\n"]
+    sizes = [300_000, 40, 20_000, 1_500_000, 7, 300_000, 33 * 4]
+    for size in sizes:
+        text = "".join(rng.choice(words) for _ in range(size // 3))
+        got = shared_db.execute("SELECT simhash_v3(%s)::text", (text,)).fetchone()[0]
+        assert int(got) == hashing.fingerprint(text, version=3), len(text)
