@@ -39,19 +39,36 @@ ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).with_name("pysimhash-sql"))
 
 
+# Linux keeps a process's largest resident set across exec, and a child forked
+# from this (large) process starts as large as it: run_measured's commands are
+# forked by this small launcher instead, which reports its child's own peak.
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write(f"\\n{sys.argv[1]} {usage.ru_maxrss}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+PEAK_MARKER = "peak-kib"
+
+
 def run_measured(argv: list[str], env: dict | None = None) -> tuple[float, float, float]:
     """Runs argv; its wall time and CPU time (user and system, of it and its
     children: the machine is shared, and CPU time moves far less with the
     load than wall time) in seconds, and the largest resident set of it and
-    its children (wait4's ru_maxrss) in MiB.  Fails if it does."""
+    its children (wait4's ru_maxrss, through LAUNCHER) in MiB.  Fails if it does."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen([sys.executable, "-c", LAUNCHER, PEAK_MARKER, *argv], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     stderr = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) not in (0, 3):
+    stderr, _, peak = stderr.rstrip(b"\n").rpartition(b"\n")
+    if os.waitstatus_to_exitcode(status) not in (0, 3) or not peak.startswith(PEAK_MARKER.encode()):
         sys.exit(f"{argv[:3]} failed: {stderr.decode(errors='replace')[-2000:]}")
-    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_utime + usage.ru_stime, int(peak.split()[1]) / 1024
 
 
 def ours(corpus: Path, work: Path, jobs: int, dsn: str | None,
