@@ -45,7 +45,7 @@ from .documents import JSONL_SUFFIXES, Reading, directory_files, has_pages, read
 from . import CLUSTER_FIELD, KEPT_FIELD
 from .errors import NotText, UserError
 from .fingerprint import jobs_of
-from .jsonl import blocks, json_loads, parsed_blocks, unicode_text
+from .jsonl import blocks, json_loads, json_value, parsed_blocks, unicode_text
 from .output import counted, progress, skipped
 
 PARQUET_SUFFIXES = (".parquet",)
@@ -224,14 +224,14 @@ def jsonl_record(line: bytes, text_field: str, keep: str | None, mark: bool) -> 
     if not line.strip():
         return None
     try:
-        record = json_loads(line, *([keep] if keep else []))
+        record, checked = json_value(line, *([keep] if keep else []))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise NotText(f"not JSON ({e.msg})" if isinstance(e, json.JSONDecodeError) else "not UTF-8 text") from None
     if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
         raise NotText(f"need an object with a string {text_field!r}")
     if mark and (CLUSTER_FIELD in record or KEPT_FIELD in record):
         raise UserError(f"already has a {CLUSTER_FIELD!r} or {KEPT_FIELD!r} field, which --mark adds")
-    return unicode_text(record[text_field], text_field), record.get(keep) if keep else None
+    return unicode_text(record[text_field], text_field, checked), record.get(keep) if keep else None
 
 
 def unchanged(read: int, clusters: Clusters, done: bool = False) -> None:

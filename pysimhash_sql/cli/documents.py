@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 from .compression import CorruptData, read_bytes
 from .errors import NotText, UserError
-from .jsonl import json_loads, unicode_text
+from .jsonl import json_value, unicode_text
 from .output import skipped
 from .pages import is_page_source, is_warc, page_documents
 
@@ -190,14 +190,14 @@ def jsonl_record(line: bytes, id_field: str, text_field: str) -> Document | None
     if not text.strip():
         return None
     try:
-        record = json_loads(text, id_field)
+        record, checked = json_value(text, id_field)
     except json.JSONDecodeError as e:
         raise NotText(f"not JSON ({e.msg})") from None
     if not isinstance(record, dict) or id_field not in record or not isinstance(record.get(text_field), str):
         raise NotText(f"need an object with {id_field!r} and a string {text_field!r}")
     name = record[id_field]
-    return Document(unicode_text(name, id_field) if isinstance(name, str) else str(name),
-                    unicode_text(record[text_field], text_field))
+    return Document(unicode_text(name, id_field, checked) if isinstance(name, str) else str(name),
+                    unicode_text(record[text_field], text_field, checked))
 
 
 def jsonl_text_and_name(line: bytes, id_field: str, text_field: str) -> tuple[str, str] | None:

@@ -125,9 +125,10 @@ ORJSON_SAFE_FLOAT = float(2**63)
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def unicode_text(value: str, field: str) -> str:
-    """value, a record's string field; NotText where it holds a lone surrogate."""
-    if not value.isascii() and (found := LONE_SURROGATE.search(value)):
+def unicode_text(value: str, field: str, checked: bool = False) -> str:
+    """value, a record's string field; NotText where it holds a lone surrogate
+    (unless ``checked``: json_value found it Unicode text already)."""
+    if not checked and not value.isascii() and (found := LONE_SURROGATE.search(value)):
         raise NotText(f"{field!r} holds a lone surrogate (\\u{ord(found.group()):04x}), not Unicode text")
     return value
 
@@ -149,6 +150,11 @@ JSON_PARSER = "json" if ORJSON_LOADS is None else "orjson"
 
 
 def json_loads(data: bytes | str, *read: str) -> Any:
+    """json.loads(data) (json_value's value)."""
+    return json_value(data, *read)[0]
+
+
+def json_value(data: bytes | str, *read: str) -> tuple[Any, bool]:
     """json.loads(data), faster by orjson where installed: the same
     exception, or the same value but in the fields of an object the caller
     does not read (orjson refuses what json reads otherwise: NaN, Infinity,
@@ -156,7 +162,9 @@ def json_loads(data: bytes | str, *read: str) -> Any:
     that is not; json then reads it).  ``read``: the fields whose values the
     caller uses; one that orjson could have read differently (a float that
     was an integer past 64 bits, a list, an object) has json read the record
-    again."""
+    again.  With it, whether every string in the value is Unicode text
+    already (orjson read it: it refuses lone surrogates), which unicode_text
+    then need not search."""
     if ORJSON_LOADS is not None:
         try:
             value = ORJSON_LOADS(data)
@@ -164,8 +172,8 @@ def json_loads(data: bytes | str, *read: str) -> Any:
             pass
         else:
             if not read or not isinstance(value, dict) or all(_orjson_safe(value.get(name)) for name in read):
-                return value
-    return json.loads(data)
+                return value, True
+    return json.loads(data), False
 
 
 def _orjson_safe(value: Any) -> bool:

@@ -11,9 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain, islice
-from typing import IO, TypeVar
-
-from tqdm import tqdm
+from typing import IO, Any, TypeVar
 
 from .errors import UserError
 
@@ -69,16 +67,31 @@ def started(rows: Iterable[T]) -> Iterator[T]:
     return chain(list(islice(rows, 1)), rows)
 
 
+def bars() -> Any:
+    """tqdm's progress bar class when stderr is a terminal, else None: tqdm
+    (about 50 ms of imports) is imported only to draw."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm
+
+
 def progress(items: Iterable[T], unit: str, total: int | None = None) -> Iterable[T]:
     """items, counted on a progress bar (count, rate) when stderr is a terminal;
     unchanged, and silent, when it is not."""
-    return tqdm(items, unit=unit, total=total, disable=not sys.stderr.isatty(), file=sys.stderr)
+    bar = bars()
+    return items if bar is None else bar(items, unit=unit, total=total, file=sys.stderr)
 
 
 def counted(batches: Iterable[T], unit: str, size: Callable[[T], int], total: int | None = None) -> Iterator[T]:
     """batches, their items (size(batch) a batch) counted on a progress bar as
     progress() counts items: on a terminal only."""
-    with tqdm(unit=unit, total=total, disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
+    tqdm = bars()
+    if tqdm is None:
+        yield from batches
+        return
+    with tqdm(unit=unit, total=total, file=sys.stderr) as bar:
         for batch in batches:
             bar.update(size(batch))
             yield batch
@@ -103,7 +116,8 @@ class Skipped:
         self.count += count
         self.reasons[reason or message.split(": ")[-1].removesuffix("; skipped")] += count
         if self.verbose:
-            tqdm.write(f"pysimhash-sql: {message}", file=sys.stderr)  # clear of a progress bar
+            tqdm = bars()  # clear of a progress bar, if one is drawn
+            (print if tqdm is None else tqdm.write)(f"pysimhash-sql: {message}", file=sys.stderr)
 
     @contextmanager
     def muted(self) -> Iterator[None]:

@@ -19,7 +19,8 @@ import pytest
 from pysimhash_sql import hashing
 from pysimhash_sql.cli import dedupe
 from pysimhash_sql.cli.documents import jsonl_text_and_name
-from pysimhash_sql.cli.jsonl import JSON_PARSER, blocks, json_loads, parsed_block, parsed_blocks
+from pysimhash_sql.cli.jsonl import (JSON_PARSER, LONE_SURROGATE, blocks, json_loads, json_value, parsed_block,
+                                     parsed_blocks)
 
 pytestmark = pytest.mark.major_independent
 
@@ -149,6 +150,30 @@ def test_json_loads_gives_json_s_values_and_errors(data: bytes) -> None:
         assert outcome(lambda d: json_loads(d, "a"), raw) == outcome(json.loads, raw)
         if outcome(json.loads, raw)[2] is not dict:  # values of fields not named: not compared
             assert outcome(json_loads, raw) == outcome(json.loads, raw)
+
+
+def strings_of(value) -> list[str]:
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [k, *strings_of(v)]]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_of(v)]
+    return [value] if isinstance(value, str) else []
+
+
+@pytest.mark.parametrize("data", ODD_JSON)
+def test_json_value_says_its_strings_are_unicode_text_only_when_they_are(data: bytes) -> None:
+    """json_value's second part (unicode_text then skips its search) is true
+    only for a value with no lone surrogate in any of its strings, and is
+    true for what orjson reads (the tests' environment has it)."""
+    for raw in [data, *([data.decode("utf-8")] if data.isascii() else [])]:
+        try:
+            value, checked = json_value(raw, "a")
+        except ValueError:
+            continue
+        if checked:
+            assert not any(LONE_SURROGATE.search(s) for s in strings_of(value))
+    assert json_value(b'{"a": "\\ud83d\\ude00 \xc3\xa9"}') == ({"a": "\U0001f600 \xe9"}, True)
+    assert json_value(b'{"a": "\\ud800"}') == ({"a": "\ud800"}, False)
 
 
 def test_the_parser_in_use_and_the_standard_library_s_alone() -> None:
