@@ -1,6 +1,6 @@
 """Text fingerprints in Python beside SQL's, side by side in one run.
 
-MB/s of UTF-8 of one core: SQL's simhash_v2(text) and simhash(text) (one
+MB/s of UTF-8 of one core: SQL's simhash_v3(text), simhash_v2(text) and simhash(text) (one
 backend, by its CPU time), the package's compiled core (hashing.COMPILED:
 pysimhash_sql._simhash_core, by this process's CPU time) and its pure-Python
 reference (hashing.PURE_PYTHON, on a tenth of the text), on English (the
@@ -28,8 +28,9 @@ from benchlib import CHINESE_MAN_PAGES, best_of, chinese_text, cpu_clock, docume
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 from pysimhash_sql import hashing  # noqa: E402
 from pysimhash_sql.cli.jsonl import JSON_PARSER  # noqa: E402
+from pysimhash_sql.text_spec import TEXT_SPEC_VERSION_LATEST  # noqa: E402
 
-SQL_FUNCTIONS = {2: "simhash_v2", 1: "simhash"}
+SQL_FUNCTIONS = {3: "simhash_v3", 2: "simhash_v2", 1: "simhash"}
 
 
 def mb(docs: list[str]) -> float:
@@ -61,7 +62,8 @@ def sql_rates(dsn: str, corpora: dict[str, list[str]], repeat: int) -> dict[tupl
 
 def python_rate(implementation, docs: list[str], version: int, repeat: int) -> float:
     """MB/s of one implementation, one document at a time, by this process's CPU time."""
-    one = implementation.simhash_v2 if version == 2 else (lambda doc: implementation.simhash(doc, 3))
+    one = {3: implementation.simhash_v3, 2: implementation.simhash_v2}.get(
+        version, lambda doc: implementation.simhash(doc, 3))
     seconds, _ = best_of(repeat, lambda: [one(doc) for doc in docs], time.process_time)
     return mb(docs) / seconds
 
@@ -155,10 +157,11 @@ def main() -> None:
                 columns, threads = f"{'-':>9} {'-':>6}", ""
             print(f"{name:<8} {function + '(text)':<17} {base:8.1f} {columns} {pure:12.1f} {pure / base:6.2f} {threads}")
     if compiled:
-        one_core = python_rate(compiled, corpora["English"], 2, repeat)
+        one_core = python_rate(compiled, corpora["English"], TEXT_SPEC_VERSION_LATEST, repeat)  # the CLI's default
         cli, past, start = cli_rates(corpora["English"], repeat, 20 if quick else 400)
         jobs_all, all_rate = max(cli.items())
-        print(f"pysimhash-sql fingerprint, English JSON Lines (20 kB documents), JSON parsed by {JSON_PARSER}, end "
+        print(f"pysimhash-sql fingerprint (text spec {TEXT_SPEC_VERSION_LATEST}), English JSON Lines (20 kB documents), "
+              f"JSON parsed by {JSON_PARSER}, end "
               f"to end: --jobs 1 {cli[1]:.1f} MB/s, --jobs {jobs_all} {all_rate:.1f} MB/s = "
               f"{all_rate / (jobs_all * one_core):.2f} x cores x one core's {one_core:.1f} MB/s (goal >= 0.8); "
               f"past the start ({start:.2f} s of imports): {past[1]:.1f} and {past[jobs_all]:.1f} MB/s = "
