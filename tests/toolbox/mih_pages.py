@@ -47,6 +47,7 @@ META_NSCOPE = 4016                 # after retired[32] (88 bytes each, from 1200
 SET_CAP = 5
 PROBED_CAP = 3
 MAX_SETS = 16
+MAX_RETIRED = 32  # the metapage's retired list (MIH_MAX_RETIRED)
 
 
 def filtered_most(runs: int) -> int:

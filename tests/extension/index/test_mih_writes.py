@@ -21,8 +21,9 @@ import pytest
 from toolbox import MIH, brute_force_within, copy_rows, error_of, flip_random
 from toolbox.data import planted_fingerprints
 from toolbox.mih_merges import mih_stats, wait_for_flush, wait_for_merges, wait_for_no_autovacuum, wait_for_workers
-from toolbox.mih_pages import (BLCKSZ, CONTENTS, LANES, MAX_SETS, META_MORE_LANES, META_NLANES, META_NSCOPE,
-                               PD_LOWER, PENDING_BOUND, PENDING_CAP, PROBED_CAP, SET_CAP, backends_of_other_lanes, connect,
+from toolbox.mih_pages import (BLCKSZ, CONTENTS, LANES, MAX_RETIRED, MAX_SETS, META_MORE_LANES, META_NLANES,
+                               META_NSCOPE, PD_LOWER, PENDING_BOUND, PENDING_CAP, PROBED_CAP, SET_CAP,
+                               backends_of_other_lanes, connect,
                                edit_index, filtered_most, lane_offset, lanes_of, own_server)
 from toolbox.plans import rows_by_plan
 from toolbox.workers import run_together
@@ -278,6 +279,24 @@ def sample_stats(conninfo: str, stop: threading.Event, samples: list[dict]) -> N
             stop.wait(0.005)
 
 
+def over_bound_only_while_full(samples: list[dict], bound: int, small: int) -> bool:
+    """Whether every sample whose pending and sealed rows reach ``bound`` comes
+    in a rise (the samples since the list last held under ``small`` rows) in
+    which some sample saw the metapage without room for a flush (mih_flush.c's
+    mih_flush_has_room: the run sets at MAX_SETS, or the retired list, with the
+    entries merges claim, full): the one state in which no flush seals the list."""
+    full_since_small = False
+    for sample in samples:
+        listed = sample["pending_rows"] + sample["sealed_rows"]
+        if listed < small:
+            full_since_small = False
+        full_since_small = (full_since_small or sample["run_sets"] >= MAX_SETS
+                            or sample["retired"] + sample["merging_sets"] + 1 > MAX_RETIRED)
+        if listed >= bound and not full_since_small:
+            return False
+    return True
+
+
 def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(db: psycopg.Connection) -> None:
     rng = random.Random(29)
     fps = planted_fingerprints(rng, 2000)
@@ -301,10 +320,11 @@ def test_writers_without_vacuum_keep_sets_and_pending_bounded_and_answers_exact(
     assert max(s["run_sets"] for s in samples) <= MAX_SETS
     wait_for_merges(db, "docs_fp")
     # a flush off the lock: rows go on arriving while one runs, the next flush takes them; past
-    # PENDING_BOUND times the limit writers wait for the flusher at work, but while merges lag (no
-    # room for another set) nothing is sealed and the list grows until they catch up: a loose bound
-    # (CI: up to 389 rows with the wait, 2,743 without it)
-    assert max(s["pending_rows"] + s["sealed_rows"] for s in samples) < 20 * PENDING_LIMIT
+    # PENDING_BOUND times the limit writers wait for the flusher at work (CI: up to 389 rows with the
+    # wait, 2,743 without it), but while merges lag (no room for another set) nothing is sealed and
+    # the list grows until they catch up (CI, every core busy: 4,454). So the list stays under a
+    # loose bound except in a rise that began while the sets filled the metapage's room
+    assert over_bound_only_while_full(samples, 20 * PENDING_LIMIT, PENDING_BOUND * PENDING_LIMIT)
     final = stats(db)
     inserted = WRITERS * ROWS_PER_WRITER
     # flushes never stopped: none took more than the bound above
