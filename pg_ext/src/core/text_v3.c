@@ -82,7 +82,6 @@ typedef struct HashSketch
 	uint8_t    *counts;			/* saturating at V3_MAX_VOTES + 1 */
 	int			shift;			/* 64 - log2(slots) */
 	uint64_t	key;
-	int64_t		hot;			/* slots over V3_MAX_VOTES */
 } HashSketch;
 
 /* A hash's keyed mix: a bijection (hash_unmix undoes it), whose high bits are its slot. */
@@ -138,7 +137,6 @@ sketch_init(HashSketch *sketch, int bits, uint8_t *counts)
 	memset(sketch->counts, 0, slots);
 	sketch->shift = 64 - bits;
 	sketch->key = (uint64_t) (uintptr_t) sketch->counts * CAP_MIX;
-	sketch->hot = 0;
 	return true;
 }
 
@@ -149,7 +147,6 @@ sketch_add(HashSketch *sketch, const uint64_t *hashes, size_t n, uint64_t *mixes
 	/* The sketch's fields in locals: its byte stores could alias them. */
 	uint8_t    *counts = sketch->counts;
 	const HashSketch fields = *sketch;
-	int64_t		hot = 0;
 
 	for (size_t k = 0; k < n; k++)
 	{
@@ -158,10 +155,20 @@ sketch_add(HashSketch *sketch, const uint64_t *hashes, size_t n, uint64_t *mixes
 
 		if (mixes != NULL)
 			mixes[k] = mixed;
-		hot += *count == V3_MAX_VOTES;
 		*count += *count <= V3_MAX_VOTES;
 	}
-	sketch->hot += hot;
+}
+
+/* Whether a slot of the sketch is over V3_MAX_VOTES (a pass the compiler vectorises). */
+static bool
+sketch_any_hot(const HashSketch *sketch)
+{
+	size_t		slots = (size_t) 1 << (64 - sketch->shift);
+	uint8_t		most = 0;
+
+	for (size_t i = 0; i < slots; i++)
+		most = SH_MAX(most, sketch->counts[i]);
+	return most > V3_MAX_VOTES;
 }
 
 /*
@@ -482,11 +489,10 @@ take_excess(const ExactCounts *table, bool in_order, HashBatch *plain, HashBatch
 		int64_t		excess = entry->seen - V3_MAX_VOTES;
 		int64_t		digits = in_order ? entry->digit : entry->digit != 0 ? excess : 0;
 
-		if (excess > 0)
-		{
+		if (excess > 0 && digits != 0)
 			vote_add_hash_times(&digit->vote, entry->hash, -digits);
+		if (excess > 0 && excess != digits)
 			vote_add_hash_times(&plain->vote, entry->hash, -(excess - digits));
-		}
 	}
 	return true;
 }
@@ -707,7 +713,7 @@ cap_kind(KindCap *kind, HashBatch *plain, HashBatch *digit, const char *text, si
 	bool		again = !kind->logging;
 	SimhashStatus status = SIMHASH_OK;
 
-	if (kind->sketch.hot == 0)
+	if (!sketch_any_hot(&kind->sketch))
 		return SIMHASH_OK;
 	if (kind->logging)
 		status = cap_from_logs(kind, plain, digit, &again);
