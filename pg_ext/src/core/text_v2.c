@@ -177,6 +177,41 @@ make_room(TokenWriter *w, const FeatureParts *parts, size_t need)
 	return true;
 }
 
+/*
+ * The fingerprint's parts (parts->vote_ascii): a feature goes straight to its
+ * part (below, with PartVotes), with version 3's digits (parts->digits) with
+ * whether it has one (spec §8.4), which the writer tells at once from its
+ * last digit and number.
+ */
+typedef struct PartVotes PartVotes;
+static SH_ALWAYS_INLINE void part_feature_with(const char *data, size_t len, PartVotes *part,
+											   bool digits, bool digit);
+
+/* Whether the n-gram of the last V2_CHAR_GRAM characters (all, if fewer) has a digit (spec §8.4). */
+static SH_ALWAYS_INLINE bool
+char_gram_has_digit(const TokenWriter *w)
+{
+	return w->digit_end > SH_MAX(0, w->nchars - V2_CHAR_GRAM);
+}
+
+/* Whether the shingle of the last V2_TOKEN_SHINGLE tokens (all, if fewer) has a number. */
+static SH_ALWAYS_INLINE bool
+shingle_has_digit(const TokenWriter *w)
+{
+	return w->last_number > SH_MAX(0, w->ntokens - V2_TOKEN_SHINGLE);
+}
+
+/* A feature of data is emitted to the part of arg and emit (digit: with parts->digits, it has one). */
+static SH_ALWAYS_INLINE void
+emit_feature(const FeatureParts *parts, void *arg, FeatureCallback emit, bool digit,
+			 const char *data, size_t len)
+{
+	if (parts->vote_ascii)
+		part_feature_with(data, len, arg, parts->digits, digit);
+	else
+		emit(data, len, arg);
+}
+
 /* A character was written at start: the n-gram it ends, if any. */
 static SH_ALWAYS_INLINE void
 char_written(TokenWriter *w, const FeatureParts *parts, size_t start)
@@ -191,7 +226,8 @@ char_written(TokenWriter *w, const FeatureParts *parts, size_t start)
 	{
 		size_t		first = w->recent_chars[(w->nchars - n) % RECENT_CHARS];
 
-		parts->emit_char(w->norm + first, w->pos - first, parts->char_arg);
+		emit_feature(parts, parts->char_arg, parts->emit_char, parts->digits && char_gram_has_digit(w),
+					 w->norm + first, w->pos - first);
 	}
 }
 
@@ -224,7 +260,8 @@ end_token(TokenWriter *w, const FeatureParts *parts)
 	{
 		size_t		first = w->recent[(w->ntokens - n) % RECENT_TOKENS];
 
-		parts->emit_token(w->norm + first, w->pos - first, parts->token_arg);
+		emit_feature(parts, parts->token_arg, parts->emit_token, parts->digits && shingle_has_digit(w),
+					 w->norm + first, w->pos - first);
 	}
 }
 
@@ -429,37 +466,20 @@ decode_utf8(const unsigned char *in, size_t len, size_t *i)
  */
 #define PENDING_FEATURES 64
 
-typedef struct PartVotes
+struct PartVotes
 {
 	uint64_t		last;			/* the hash of the part's feature just before */
 	bool		any;			/* there was one */
 	HashBatch  *batch;
-	/*
-	 * Version 3's (or NULL): the features with a digit 0-9, told by the
-	 * writer's last digit and number (part of the n-grams, chars, or of the
-	 * shingles).
-	 */
+	/* Version 3's (or NULL): the features with a digit 0-9 (char_gram_has_digit). */
 	HashBatch  *digit_batch;
-	const TokenWriter *writer;
-	bool		chars;
 	FeatureCallback emit;
 	void	   *arg;
 	int			npending;
 	const char *pending_data[PENDING_FEATURES];
 	size_t		pending_len[PENDING_FEATURES];
 	bool		pending_digit[PENDING_FEATURES];
-} PartVotes;
-
-/* With a digit_batch: whether the feature just emitted has a digit (spec §8.4). */
-static SH_ALWAYS_INLINE bool
-feature_has_digit(const PartVotes *part)
-{
-	const TokenWriter *w = part->writer;
-
-	if (part->chars)
-		return w->digit_end > SH_MAX(0, w->nchars - V2_CHAR_GRAM);
-	return w->last_number > SH_MAX(0, w->ntokens - V2_TOKEN_SHINGLE);
-}
+};
 
 /* Whether a feature of this hash votes (the runs rule), remembering it. */
 static SH_ALWAYS_INLINE bool
@@ -472,37 +492,62 @@ part_votes(PartVotes *part, uint64_t hash)
 	return true;
 }
 
-/* A FeatureParts settle function: the pending features are hashed and voted. */
-static void
-settle_part(void *arg)
+/*
+ * The pending features are hashed and voted; with digits (version 3's parts,
+ * a digit_batch), each into the batch its pending_digit says.
+ */
+static SH_ALWAYS_INLINE void
+settle_part_with(PartVotes *part, bool digits)
 {
-	PartVotes  *part = (PartVotes *) arg;
-
 	for (int k = 0; k < part->npending; k++)
 	{
 		uint64_t		hash = XXH3_64bits(part->pending_data[k], part->pending_len[k]);
 
 		if (part_votes(part, hash))
-			hash_batch_add(part->pending_digit[k] ? part->digit_batch : part->batch, hash);
+			hash_batch_add(digits && part->pending_digit[k] ? part->digit_batch : part->batch, hash);
 	}
 	part->npending = 0;
+}
+
+/* FeatureParts settle functions: version 2's parts, and version 3's (with digits). */
+static void
+settle_part(void *arg)
+{
+	settle_part_with((PartVotes *) arg, false);
+}
+
+static void
+settle_part_digits(void *arg)
+{
+	settle_part_with((PartVotes *) arg, true);
+}
+
+/*
+ * A feature of a part: held back to be hashed, or hashed and handed on; with
+ * digits, with whether it has a digit.  digits is a constant where it is
+ * inlined (emit_feature), so version 2's walk pays nothing for version
+ * 3's.
+ */
+static SH_ALWAYS_INLINE void
+part_feature_with(const char *data, size_t len, PartVotes *part, bool digits, bool digit)
+{
+	if (part->batch != NULL)
+	{
+		part->pending_data[part->npending] = data;
+		part->pending_len[part->npending] = len;
+		if (digits)
+			part->pending_digit[part->npending] = digit;
+		if (++part->npending == PENDING_FEATURES)
+			(digits ? settle_part_digits : settle_part) (part);
+	}
+	else if (part_votes(part, XXH3_64bits(data, len)))
+		part->emit(data, len, part->arg);
 }
 
 static SH_ALWAYS_INLINE void
 part_feature(const char *data, size_t len, void *arg)
 {
-	PartVotes  *part = (PartVotes *) arg;
-
-	if (part->batch != NULL)
-	{
-		part->pending_data[part->npending] = data;
-		part->pending_len[part->npending] = len;
-		part->pending_digit[part->npending] = part->digit_batch != NULL && feature_has_digit(part);
-		if (++part->npending == PENDING_FEATURES)
-			settle_part(part);
-	}
-	else if (part_votes(part, XXH3_64bits(data, len)))
-		part->emit(data, len, part->arg);
+	part_feature_with(data, len, (PartVotes *) arg, false, false);
 }
 
 /*
@@ -798,11 +843,11 @@ ascii_voting_ready(const TokenWriter *w, const FeatureParts *parts, unsigned cha
  */
 static SH_ALWAYS_INLINE size_t
 shingles_ended(TokenWriter *w, PartVotes *tokens, const size_t *ends, int nends,
-			   bool was_open, size_t first_start)
+			   bool was_open, size_t first_start, bool digits)
 {
 	size_t		start = first_start;
 
-	settle_part(tokens);
+	(digits ? settle_part_digits : settle_part) (tokens);
 	for (int k = 0; k < nends; k++)
 	{
 		if (k > 0 || !was_open)
@@ -814,7 +859,7 @@ shingles_ended(TokenWriter *w, PartVotes *tokens, const size_t *ends, int nends,
 			uint64_t		hash = XXH3_64bits(w->norm + first, ends[k] - first);
 
 			if (part_votes(tokens, hash))
-				hash_batch_add(tokens->digit_batch != NULL &&
+				hash_batch_add(digits &&
 							   w->last_number > w->ntokens - V2_TOKEN_SHINGLE ?
 							   tokens->digit_batch : tokens->batch, hash);
 		}
@@ -937,7 +982,7 @@ ascii_run_voting_with(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 	size_t		written;
 
 	/* The n-grams held back come first (the runs rule's order). */
-	settle_part(chars);
+	(digits ? settle_part_digits : settle_part) (chars);
 	/* After a finished token, the joining space (taken back if no word follows). */
 	if (!was_open)
 		norm[pos++] = ' ';
@@ -947,7 +992,7 @@ ascii_run_voting_with(TokenWriter *w, PartVotes *tokens, PartVotes *chars,
 		pos--;
 	written = pos - start;
 	vote_ascii_grams(chars, norm, start, pos);
-	next_start = shingles_ended(w, tokens, ends, nends, was_open, start + 1);
+	next_start = shingles_ended(w, tokens, ends, nends, was_open, start + 1, digits);
 	if (word && (nends > 0 || !was_open))
 		w->recent[w->ntokens % RECENT_TOKENS] = next_start;
 	w->open = word;
@@ -1006,12 +1051,6 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 	w.digit_end = 0;
 	w.last_number = 0;
 	memset(&w.counts, 0, sizeof(w.counts));
-	/* Version 3's parts tell a feature's digits by the writer's. */
-	if (parts->digits && parts->vote_ascii)
-	{
-		((PartVotes *) parts->token_arg)->writer = &w;
-		((PartVotes *) parts->char_arg)->writer = &w;
-	}
 
 	while (i < len)
 	{
@@ -1067,9 +1106,11 @@ for_each_feature_v2(const char *text, size_t len, const FeatureParts *parts)
 		end_token(&w, parts);
 	/* Fewer tokens, or characters, than a feature: one feature of them all. */
 	if (w.ntokens > 0 && w.ntokens < parts->token_size)
-		parts->emit_token(w.norm, w.pos, parts->token_arg);
+		emit_feature(parts, parts->token_arg, parts->emit_token, parts->digits && shingle_has_digit(&w),
+					 w.norm, w.pos);
 	if (w.nchars > 0 && w.nchars < parts->char_size)
-		parts->emit_char(w.norm, w.pos, parts->char_arg);
+		emit_feature(parts, parts->char_arg, parts->emit_char, parts->digits && char_gram_has_digit(&w),
+					 w.norm, w.pos);
 	settle_parts(&w, parts);
 	simhash_core_host.free(w.norm);
 	if (parts->digits && parts->counts != NULL)
@@ -1163,8 +1204,8 @@ SimhashStatus
 text_walk_numbers_voting(const char *text, size_t len, HashBatch batches[4], TextCounts *counts)
 {
 	PartVotes	tokens = {.batch = &batches[0],.digit_batch = &batches[1]};
-	PartVotes	chars = {.batch = &batches[2],.digit_batch = &batches[3],.chars = true};
-	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part, V2_CHAR_GRAM_IN_REGISTER, true, counts};
+	PartVotes	chars = {.batch = &batches[2],.digit_batch = &batches[3]};
+	const FeatureParts parts = {V2_TOKEN_SHINGLE, V2_CHAR_GRAM, part_feature, part_feature, &tokens, &chars, settle_part_digits, V2_CHAR_GRAM_IN_REGISTER, true, counts};
 
 	return for_each_feature_v2(text, len, &parts);
 }

@@ -40,6 +40,7 @@ typedef struct FeatureParts
 {
 	int32_t		token_size;		/* shingles of this many tokens */
 	int32_t		char_size;		/* n-grams of this many characters */
+	/* With vote_ascii, unused: the features go straight to the parts (text_v2.c). */
 	FeatureCallback emit_token;
 	FeatureCallback emit_char;
 	void	   *token_arg;
