@@ -613,11 +613,6 @@ def find_all(hashes: Iterable[int], number_of_blocks: int, different_bits: int) 
 
 # -- the implementations: the compiled core, or the pure-Python reference -----------------
 
-# Texts per call of the compiled core in fingerprints(): each thread takes this
-# many chunks of the list, so that one slow chunk does not hold the others up.
-_CHUNKS_PER_JOB = 4
-
-
 class PurePython:
     """The spec in Python (numpy): the executable reference every other
     implementation is tested against.  Texts as the public functions take them."""
@@ -691,16 +686,10 @@ class Compiled:
         return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
+        # In one call of the core: this thread and jobs - 1 more each take the
+        # next texts as they are done (none waits on another's share).
         texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
-        size = min(shingle_size, self.MAX_SHINGLE_SIZE)
-        chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)
-        if jobs == 1 or chunks < 2:
-            return self.core.fingerprints(texts, version, size)
-        bounds = [len(texts) * k // chunks for k in range(chunks + 1)]
-        with self.executor(jobs) as pool:
-            parts = pool.map(lambda start, end: self.core.fingerprints(texts[start:end], version, size),
-                             bounds[:-1], bounds[1:])
-            return list(chain.from_iterable(parts))
+        return self.core.fingerprints(texts, version, min(shingle_size, self.MAX_SHINGLE_SIZE), jobs)
 
     @staticmethod
     def executor(jobs: int):
