@@ -233,6 +233,21 @@ def test_the_cores_threads_share_the_texts_and_their_failures() -> None:
             COMPILED.core.fingerprints(texts, 2, 3, bad)
 
 
+def test_the_compiled_path_never_imports_numpy(tmp_path) -> None:
+    """hashing with the compiled core, and the CLI's fingerprint over JSON Lines,
+    load no numpy (its import alone is some 80 ms of every command's start);
+    the pure-Python reference's functions load it when called."""
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "text": text}) + "\n" for i, text in enumerate(mixed_texts(19, 20))))
+    code = ("import sys; from pysimhash_sql import hashing; from pysimhash_sql.cli import main; "
+            "values = hashing.fingerprints(['a b c d', 'e'], version=3, jobs=2) + [hashing.fingerprint('x y', version=1)]; "
+            f"main(['fingerprint', '--jobs', '2', '-o', {str(tmp_path / 'out.csv')!r}, {str(corpus)!r}]); "
+            "print(hashing.IMPLEMENTATION, 'numpy' in sys.modules, hashing.UNICODE_VERSION, 'numpy' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["c", "False", hashing.UNICODE_VERSION, "True"], run.stderr
+    assert (tmp_path / "out.csv").read_text().count("\n") == 21
+
+
 def test_threads_calling_at_once_get_their_own_answers() -> None:
     texts = mixed_texts(13, 16)
     expected = [PURE.simhash_v2(text) for text in texts]
