@@ -234,8 +234,8 @@ fingerprint(PyObject *module, PyObject *args)
 PyDoc_STRVAR(fingerprints_doc,
 			 "fingerprints(texts, version, shingle_size=3, jobs=1) -> list[int]\n\n"
 			 "fingerprint() of each text of a sequence, in order, the GIL released once\n"
-			 "for all of them, computed by the calling thread and jobs - 1 more, each\n"
-			 "taking the next texts as it is done with its last.");
+			 "for all of them; with jobs > 1, computed by that many threads of its own,\n"
+			 "each taking the next texts as it is done with its last.");
 
 /* Bytes of texts a thread of fingerprints() takes at a time (at least one text). */
 #define CLAIM_BYTES 65536
@@ -315,41 +315,46 @@ batch_leave(Batch *batch)
 		PyThread_release_lock(batch->done_lock);	/* batch is not touched past this */
 }
 
-/* A helper thread of fingerprints() (started without the GIL, never taking it). */
+/* A thread of fingerprints() (started without the GIL, never taking it). */
 static void
-batch_helper(void *arg)
+batch_thread(void *arg)
 {
 	batch_compute(arg);
 	batch_leave(arg);
 }
 
 /*
- * The texts' fingerprints computed by the calling thread and up to jobs - 1
- * helpers (fewer where the texts are fewer, or a thread cannot be started),
- * without the GIL: SIMHASH_OK, or the first failure.
+ * The texts' fingerprints computed by up to jobs threads of their own (fewer
+ * where the texts are fewer), without the GIL, while the calling thread
+ * waits: SIMHASH_OK, or the first failure.  The calling thread does not
+ * compute beside them: on a busy machine the scheduler then leaves a new
+ * thread beside it on its core, both threads sharing one core for the whole
+ * call (seen in 7 of 24 calls at load 7, against 1 of 24 with every
+ * computing thread new).  It computes alone where no thread can be started.
  */
 static SimhashStatus
 batch_run(Batch *batch, long long jobs)
 {
-	long long	helpers = SH_MIN(jobs - 1, (long long) batch->n - 1);
+	long long	threads = SH_MIN(jobs, (long long) batch->n);
+	long long	started = 0;
 
 	PyThread_acquire_lock(batch->done_lock, WAIT_LOCK);
-	batch->threads = 1;			/* this one */
-	for (long long k = 0; k < helpers; k++)
+	batch->threads = 1;			/* the calling thread's own, until it leaves */
+	for (; started < threads; started++)
 	{
 		PyThread_acquire_lock(batch->claim_lock, WAIT_LOCK);
 		batch->threads++;
 		PyThread_release_lock(batch->claim_lock);
-		if (PyThread_start_new_thread(batch_helper, batch) == PYTHREAD_INVALID_THREAD_ID)
+		if (PyThread_start_new_thread(batch_thread, batch) == PYTHREAD_INVALID_THREAD_ID)
 		{
-			/* One thread fewer: the others compute its share. */
 			PyThread_acquire_lock(batch->claim_lock, WAIT_LOCK);
 			batch->threads--;
 			PyThread_release_lock(batch->claim_lock);
 			break;
 		}
 	}
-	batch_compute(batch);
+	if (started == 0)
+		batch_compute(batch);
 	batch_leave(batch);
 	/* Until the last thread has left (done_lock released). */
 	PyThread_acquire_lock(batch->done_lock, WAIT_LOCK);

@@ -728,8 +728,8 @@ class Compiled:
         return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
-        # In one call of the core: this thread and jobs - 1 more each take the
-        # next texts as they are done (none waits on another's share).
+        # In one call of the core: jobs threads of its own each take the next
+        # texts as they are done (none waits on another's share).
         texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
         return self.core.fingerprints(texts, version, min(shingle_size, self.MAX_SHINGLE_SIZE), jobs)
 

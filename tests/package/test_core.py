@@ -213,8 +213,8 @@ def test_fingerprints_refuse_what_fingerprint_refuses() -> None:
 
 
 def test_the_cores_threads_share_the_texts_and_their_failures() -> None:
-    """core.fingerprints(texts, version, shingle_size, jobs): the calling thread
-    and jobs - 1 more each take the next texts as they are done: the values of
+    """core.fingerprints(texts, version, shingle_size, jobs): jobs threads of
+    its own each take the next texts as they are done: the values of
     one by one, in order, whatever each text costs (a long one among short
     ones), with more jobs than texts or none; a failure in any thread is the
     call's exception."""
