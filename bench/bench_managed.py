@@ -46,7 +46,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.schema import CreateIndex
 
 from pysimhash_sql import plain
-from pysimhash_sql._find_all import extension_block_masks, id_pairs, popcount, search_threads
+from pysimhash_sql._find_all import extension_block_masks, id_pairs, popcount
+from pysimhash_sql.hashing import search_threads
 from pysimhash_sql.backends import PLAIN
 from pysimhash_sql.dedupe import insert_unless_near_duplicate
 from pysimhash_sql.queries import _stream_rows, run_find_all

@@ -232,9 +232,135 @@ fingerprint(PyObject *module, PyObject *args)
 }
 
 PyDoc_STRVAR(fingerprints_doc,
-			 "fingerprints(texts, version, shingle_size=3) -> list[int]\n\n"
+			 "fingerprints(texts, version, shingle_size=3, jobs=1) -> list[int]\n\n"
 			 "fingerprint() of each text of a sequence, in order, the GIL released once\n"
-			 "for all of them.");
+			 "for all of them; with jobs > 1, computed by that many threads of its own,\n"
+			 "each taking the next texts as it is done with its last.");
+
+/* Bytes of texts a thread of fingerprints() takes at a time (at least one text). */
+#define CLAIM_BYTES 65536
+
+/*
+ * The work of one call of fingerprints(), shared by its threads: the texts
+ * are claimed a few at a time (claim_lock), so that every thread computes
+ * until the last text is taken, whatever each text costs; a failure stops
+ * the others at their next claim.
+ */
+typedef struct Batch
+{
+	const Text *texts;
+	uint64_t   *results;
+	Py_ssize_t	n;
+	int			version;
+	int64_t		shingle_size;
+	PyThread_type_lock claim_lock;
+	Py_ssize_t	next;			/* the first text not yet claimed */
+	SimhashStatus status;		/* the first failure, or SIMHASH_OK */
+	PyThread_type_lock done_lock;	/* held until the last thread has left */
+	long long	threads;		/* threads not yet done with the batch */
+} Batch;
+
+/* The next texts of a batch to compute, [*start, *end): false when none is left. */
+static bool
+batch_claim(Batch *batch, Py_ssize_t *start, Py_ssize_t *end)
+{
+	size_t		bytes = 0;
+	Py_ssize_t	at;
+
+	PyThread_acquire_lock(batch->claim_lock, WAIT_LOCK);
+	at = batch->status == SIMHASH_OK ? batch->next : batch->n;
+	*start = at;
+	while (at < batch->n && bytes < CLAIM_BYTES)
+		bytes += (size_t) batch->texts[at++].len + 1;
+	batch->next = at;
+	PyThread_release_lock(batch->claim_lock);
+	*end = at;
+	return *start < *end;
+}
+
+/* Computes claimed texts until none is left (or one failed), without the GIL. */
+static void
+batch_compute(Batch *batch)
+{
+	Py_ssize_t	start,
+				end;
+
+	while (batch_claim(batch, &start, &end))
+		for (Py_ssize_t i = start; i < end; i++)
+		{
+			SimhashStatus status = fingerprint_of(&batch->texts[i], batch->version,
+												  batch->shingle_size, &batch->results[i]);
+
+			if (status != SIMHASH_OK)
+			{
+				PyThread_acquire_lock(batch->claim_lock, WAIT_LOCK);
+				if (batch->status == SIMHASH_OK)
+					batch->status = status;
+				PyThread_release_lock(batch->claim_lock);
+				break;
+			}
+		}
+}
+
+/* A thread done with a batch: the last one lets batch_run return. */
+static void
+batch_leave(Batch *batch)
+{
+	bool		last;
+
+	PyThread_acquire_lock(batch->claim_lock, WAIT_LOCK);
+	last = --batch->threads == 0;
+	PyThread_release_lock(batch->claim_lock);
+	if (last)
+		PyThread_release_lock(batch->done_lock);	/* batch is not touched past this */
+}
+
+/* A thread of fingerprints() (started without the GIL, never taking it). */
+static void
+batch_thread(void *arg)
+{
+	batch_compute(arg);
+	batch_leave(arg);
+}
+
+/*
+ * The texts' fingerprints computed by up to jobs threads of their own (fewer
+ * where the texts are fewer), without the GIL, while the calling thread
+ * waits: SIMHASH_OK, or the first failure.  The calling thread does not
+ * compute beside them: on a busy machine the scheduler then leaves a new
+ * thread beside it on its core, both threads sharing one core for the whole
+ * call (seen in 7 of 24 calls at load 7, against 1 of 24 with every
+ * computing thread new).  It computes alone where no thread can be started.
+ */
+static SimhashStatus
+batch_run(Batch *batch, long long jobs)
+{
+	long long	threads = SH_MIN(jobs, (long long) batch->n);
+	long long	started = 0;
+
+	PyThread_acquire_lock(batch->done_lock, WAIT_LOCK);
+	batch->threads = 1;			/* the calling thread's own, until it leaves */
+	for (; started < threads; started++)
+	{
+		PyThread_acquire_lock(batch->claim_lock, WAIT_LOCK);
+		batch->threads++;
+		PyThread_release_lock(batch->claim_lock);
+		if (PyThread_start_new_thread(batch_thread, batch) == PYTHREAD_INVALID_THREAD_ID)
+		{
+			PyThread_acquire_lock(batch->claim_lock, WAIT_LOCK);
+			batch->threads--;
+			PyThread_release_lock(batch->claim_lock);
+			break;
+		}
+	}
+	if (started == 0)
+		batch_compute(batch);
+	batch_leave(batch);
+	/* Until the last thread has left (done_lock released). */
+	PyThread_acquire_lock(batch->done_lock, WAIT_LOCK);
+	PyThread_release_lock(batch->done_lock);
+	return batch->status;
+}
 
 static PyObject *
 fingerprints(PyObject *module, PyObject *args)
@@ -243,18 +369,25 @@ fingerprints(PyObject *module, PyObject *args)
 	PyObject   *texts;
 	int			version;
 	long long	shingle_size = 3;
+	long long	jobs = 1;
 	Py_ssize_t	n;
 	Text	   *prepared = NULL;
 	uint64_t   *results = NULL;
-	SimhashStatus status = SIMHASH_OK;
+	Batch		batch = {0};
+	SimhashStatus status;
 	PyObject   *out = NULL;
 
 	(void) module;
 
-	if (!PyArg_ParseTuple(args, "Oi|L:fingerprints", &sequence, &version, &shingle_size))
+	if (!PyArg_ParseTuple(args, "Oi|LL:fingerprints", &sequence, &version, &shingle_size, &jobs))
 		return NULL;
 	if (check_version(version) < 0)
 		return NULL;
+	if (jobs < 1)
+	{
+		PyErr_Format(PyExc_ValueError, "jobs must be at least 1, not %lld", jobs);
+		return NULL;
+	}
 	/* A tuple of its own: the texts stay alive whatever other threads do to a list meanwhile. */
 	texts = PySequence_Tuple(sequence);
 	if (texts == NULL)
@@ -270,9 +403,29 @@ fingerprints(PyObject *module, PyObject *args)
 	for (Py_ssize_t i = 0; i < n; i++)
 		if (text_prepare(PyTuple_GET_ITEM(texts, i), &prepared[i]) < 0)
 			goto done;
+	batch = (Batch) {.texts = prepared, .results = results, .n = n, .version = version,
+		.shingle_size = shingle_size};
+	if (jobs > 1 && n > 1)
+	{
+		batch.claim_lock = PyThread_allocate_lock();
+		batch.done_lock = PyThread_allocate_lock();
+		if (batch.claim_lock == NULL || batch.done_lock == NULL)
+		{
+			PyErr_NoMemory();
+			goto done;
+		}
+	}
+	else
+		jobs = 1;
 	Py_BEGIN_ALLOW_THREADS
-	for (Py_ssize_t i = 0; i < n && status == SIMHASH_OK; i++)
-		status = fingerprint_of(&prepared[i], version, shingle_size, &results[i]);
+	if (jobs == 1)
+	{
+		status = SIMHASH_OK;
+		for (Py_ssize_t i = 0; i < n && status == SIMHASH_OK; i++)
+			status = fingerprint_of(&prepared[i], version, shingle_size, &results[i]);
+	}
+	else
+		status = batch_run(&batch, jobs);
 	Py_END_ALLOW_THREADS
 	if (status != SIMHASH_OK)
 	{
@@ -290,6 +443,10 @@ fingerprints(PyObject *module, PyObject *args)
 			PyList_SET_ITEM(out, i, value);
 	}
 done:
+	if (batch.claim_lock != NULL)
+		PyThread_free_lock(batch.claim_lock);
+	if (batch.done_lock != NULL)
+		PyThread_free_lock(batch.done_lock);
 	PyMem_Free(prepared);
 	PyMem_Free(results);
 	Py_DECREF(texts);

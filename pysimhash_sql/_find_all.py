@@ -9,7 +9,6 @@ exactly as simhash-cpp does; the C code widens the first blocks
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +17,8 @@ from itertools import combinations
 from typing import TypeVar
 
 import numpy as np
+
+from .hashing import search_threads
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -148,11 +149,6 @@ def pair_batches(h: np.ndarray, masks: list[int], k: int, threads: int | None = 
 
             yield from _in_order(pool, search, zip(bounds, bounds[1:]), 2 * threads)
             del order, search
-
-
-def search_threads() -> int:
-    """The threads pair_batches uses by default: the CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _in_order(pool: ThreadPoolExecutor | None, function: Callable[[T], U], items: Iterable[T],

@@ -23,25 +23,57 @@ num_differing_bits, compute, shingle and find_all.
 
 from __future__ import annotations
 
-import hashlib
+import importlib
 import numbers
 import operator
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import partial
+from functools import cache, partial
 from itertools import chain, islice
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-import xxhash
-
-from . import text_v2, text_v3
-from ._find_all import MAX_BLOCKS, blocks_exceed_distance, near_pairs, search_threads
-from ._xxh3 import xxh3_spans
 from .fingerprint import MAX_FINGERPRINT, check_fingerprint
 from .text_spec import TEXT_SPEC_VERSION_LATEST, TEXT_SPEC_VERSIONS, TextFingerprint, check_version
-from .unicode_tables import UNICODE_VERSION
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class _OnFirstUse:
+    """A module imported when one of its attributes is first read, then bound
+    in this module's globals under its own name: numpy and the pure-Python
+    reference's modules, which the compiled core's callers (the CLI's
+    fingerprint) never need, cost them no start (numpy alone: some 80 ms)."""
+
+    def __init__(self, alias: str, module: str) -> None:
+        self._alias, self._module = alias, module
+
+    def __getattr__(self, attr: str) -> Any:
+        module = importlib.import_module(self._module, __package__)
+        globals()[self._alias] = module
+        return getattr(module, attr)
+
+
+if not TYPE_CHECKING:
+    np = _OnFirstUse("np", "numpy")
+xxhash = _OnFirstUse("xxhash", "xxhash")
+text_v2 = _OnFirstUse("text_v2", ".text_v2")
+text_v3 = _OnFirstUse("text_v3", ".text_v3")
+_xxh3 = _OnFirstUse("_xxh3", "._xxh3")
+_find_all = _OnFirstUse("_find_all", "._find_all")
+
+
+# Names of this module that live in the reference's modules, read there when
+# first asked for: UNICODE_VERSION (the Unicode of its tables), find_all's rule.
+_NAMES_ON_FIRST_USE = {"UNICODE_VERSION": ".unicode_tables", "MAX_BLOCKS": "._find_all",
+                       "blocks_exceed_distance": "._find_all"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES_ON_FIRST_USE:
+        return getattr(importlib.import_module(_NAMES_ON_FIRST_USE[name], __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "MASK64",
@@ -117,10 +149,12 @@ _NORMALISE = bytes(
     else 0x20
     for c in range(256)
 )
-# _BYTE_BITS[v, i] is bit i of the byte value v.
-_BYTE_BITS = np.unpackbits(
-    np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"
-).astype(np.int64)
+
+
+@cache
+def _byte_bits() -> np.ndarray:
+    """_byte_bits()[v, i] is bit i of the byte value v."""
+    return np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.int64)
 
 
 # -- input checking ---------------------------------------------------------------
@@ -265,7 +299,7 @@ def _v2_tokens(text: Text) -> Iterator[list[bytes]]:
 
 
 # Features as spans of a buffer: data[starts[i]:ends[i]] for every i.
-Spans = tuple[bytes, np.ndarray, np.ndarray]
+Spans = "tuple[bytes, np.ndarray, np.ndarray]"
 
 
 def _one_span(data: bytes) -> Spans:
@@ -316,7 +350,7 @@ def _v2_parts(text: Text) -> list[tuple[list[Spans], int]]:
 
 def _span_hashes(spans: list[Spans]) -> np.ndarray:
     """The XXH3-64 hashes of a part's features (vectorised: _xxh3.py)."""
-    return np.concatenate([np.empty(0, np.uint64), *(xxh3_spans(*batch) for batch in spans)])
+    return np.concatenate([np.empty(0, np.uint64), *(_xxh3.xxh3_spans(*batch) for batch in spans)])
 
 
 def tokenize_v2(text: Text) -> list:
@@ -436,9 +470,15 @@ def fingerprint(text: Text, *, version: int) -> TextFingerprint:
     return _FINGERPRINTS[check_version(version)](text)
 
 
+def search_threads() -> int:
+    """The CPUs this process may run on: how many threads fingerprint and
+    search (find_all's) by default."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _jobs(jobs: int | None) -> int:
     """How many cores fingerprint: jobs, or None for every one this process may
-    run on (the same count as the find_all search's threads)."""
+    run on (search_threads)."""
     jobs = search_threads() if jobs is None else operator.index(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
@@ -532,7 +572,7 @@ def _bit_counts(h: np.ndarray) -> tuple[np.ndarray, int]:
         set_counts = (np.ones(h.size, np.float32) @ bits).astype(np.int64)
     else:  # for many, counting byte values is cheapest, and exact integers
         byte_counts = np.stack([np.bincount(b[:, j], minlength=256) for j in range(8)])
-        set_counts = (byte_counts @ _BYTE_BITS).ravel()
+        set_counts = (byte_counts @ _byte_bits()).ravel()
     return set_counts, h.size
 
 
@@ -577,6 +617,8 @@ def hamming_distance(a: int, b: int) -> int:
 
 def unsigned_hash(obj: bytes) -> int:
     """The first 8 bytes of obj's MD5 digest as a big-endian unsigned int."""
+    import hashlib  # here: 3 ms of imports only for this
+
     return int.from_bytes(hashlib.md5(obj, usedforsecurity=False).digest()[:8], "big")
 
 
@@ -602,21 +644,16 @@ def shingle(tokens: Iterable, window: int = 4) -> Iterator[list]:
 def find_all(hashes: Iterable[int], number_of_blocks: int, different_bits: int) -> list[tuple[int, int]]:
     """All pairs (a, b), a < b, of distinct hashes that differ in at most
     different_bits bits, as sorted (int, int) tuples; duplicates count once."""
-    if not blocks_exceed_distance(number_of_blocks, different_bits):
+    if not _find_all.blocks_exceed_distance(number_of_blocks, different_bits):
         raise ValueError(
-            f"need 0 <= different_bits < number_of_blocks <= {MAX_BLOCKS}, got "
+            f"need 0 <= different_bits < number_of_blocks <= {_find_all.MAX_BLOCKS}, got "
             f"different_bits={different_bits}, number_of_blocks={number_of_blocks}"
         )
-    a, b = near_pairs(_hash_array(hashes), number_of_blocks, different_bits)
+    a, b = _find_all.near_pairs(_hash_array(hashes), number_of_blocks, different_bits)
     return list(zip(a.tolist(), b.tolist()))
 
 
 # -- the implementations: the compiled core, or the pure-Python reference -----------------
-
-# Texts per call of the compiled core in fingerprints(): each thread takes this
-# many chunks of the list, so that one slow chunk does not hold the others up.
-_CHUNKS_PER_JOB = 4
-
 
 class PurePython:
     """The spec in Python (numpy): the executable reference every other
@@ -691,16 +728,10 @@ class Compiled:
         return self.core.vote(np.ascontiguousarray(_hash_array(hashes), np.uint64))
 
     def fingerprints(self, texts: list, version: int, jobs: int, shingle_size: int = 3) -> list[int]:
+        # In one call of the core: jobs threads of its own each take the next
+        # texts as they are done (none waits on another's share).
         texts = [text if isinstance(text, str | bytes) else _str_or_bytes(text) for text in texts]
-        size = min(shingle_size, self.MAX_SHINGLE_SIZE)
-        chunks = min(len(texts), jobs * _CHUNKS_PER_JOB)
-        if jobs == 1 or chunks < 2:
-            return self.core.fingerprints(texts, version, size)
-        bounds = [len(texts) * k // chunks for k in range(chunks + 1)]
-        with self.executor(jobs) as pool:
-            parts = pool.map(lambda start, end: self.core.fingerprints(texts[start:end], version, size),
-                             bounds[:-1], bounds[1:])
-            return list(chain.from_iterable(parts))
+        return self.core.fingerprints(texts, version, min(shingle_size, self.MAX_SHINGLE_SIZE), jobs)
 
     @staticmethod
     def executor(jobs: int):

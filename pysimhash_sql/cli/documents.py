@@ -187,7 +187,7 @@ def jsonl_record(line: bytes, id_field: str, text_field: str) -> Document | None
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
         raise NotText(f"not UTF-8 text (invalid byte at offset {e.start})") from None
-    if not text.strip():
+    if not text or text.isspace():  # blank: not text.strip(), which would copy every line
         return None
     try:
         record, checked = json_value(text, id_field)

@@ -61,7 +61,8 @@ def blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[bytes]:
         if not cut:  # within a line longer than size
             pending.append(data)
             continue
-        yield b"".join([*pending, data[:cut]]) if pending else data[:cut]
+        # Joined from a view: the block is copied once, not sliced and then joined.
+        yield b"".join([*pending, memoryview(data)[:cut]]) if pending else data[:cut]
         pending = [data[cut:]] if cut < len(data) else []
     if pending:
         yield b"".join(pending)

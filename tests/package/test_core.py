@@ -212,6 +212,42 @@ def test_fingerprints_refuse_what_fingerprint_refuses() -> None:
         hashing.fingerprints(["a"], version=4)
 
 
+def test_the_cores_threads_share_the_texts_and_their_failures() -> None:
+    """core.fingerprints(texts, version, shingle_size, jobs): jobs threads of
+    its own each take the next texts as they are done: the values of
+    one by one, in order, whatever each text costs (a long one among short
+    ones), with more jobs than texts or none; a failure in any thread is the
+    call's exception."""
+    texts = ["word " * 100_000] + mixed_texts(17, 60) + [b"bytes", "", "a"] + ["x " * 50_000]
+    for version in (1, 2, 3):
+        one_by_one = [COMPILED.core.fingerprint(text, version) for text in texts]
+        for jobs in (1, 2, 3, 64):
+            assert COMPILED.core.fingerprints(texts, version, 3, jobs) == one_by_one
+        assert COMPILED.core.fingerprints(texts[:1], version, 3, 8) == one_by_one[:1]
+        assert COMPILED.core.fingerprints([], version, 3, 8) == []
+    for jobs in (1, 2, 5):
+        with pytest.raises(ValueError, match="shingle_size"):
+            COMPILED.core.fingerprints(texts, 1, 0, jobs)
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="jobs"):
+            COMPILED.core.fingerprints(texts, 2, 3, bad)
+
+
+def test_the_compiled_path_never_imports_numpy(tmp_path) -> None:
+    """hashing with the compiled core, and the CLI's fingerprint over JSON Lines,
+    load no numpy (its import alone is some 80 ms of every command's start);
+    the pure-Python reference's functions load it when called."""
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "text": text}) + "\n" for i, text in enumerate(mixed_texts(19, 20))))
+    code = ("import sys; from pysimhash_sql import hashing; from pysimhash_sql.cli import main; "
+            "values = hashing.fingerprints(['a b c d', 'e'], version=3, jobs=2) + [hashing.fingerprint('x y', version=1)]; "
+            f"main(['fingerprint', '--jobs', '2', '-o', {str(tmp_path / 'out.csv')!r}, {str(corpus)!r}]); "
+            "print(hashing.IMPLEMENTATION, 'numpy' in sys.modules, hashing.UNICODE_VERSION, 'numpy' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["c", "False", hashing.UNICODE_VERSION, "True"], run.stderr
+    assert (tmp_path / "out.csv").read_text().count("\n") == 21
+
+
 def test_threads_calling_at_once_get_their_own_answers() -> None:
     texts = mixed_texts(13, 16)
     expected = [PURE.simhash_v2(text) for text in texts]
@@ -230,15 +266,20 @@ def test_threads_calling_at_once_get_their_own_answers() -> None:
     assert all(results[k] == expected[k:] + expected[:k] for k in range(4))
 
 
-def test_the_gil_is_released_while_a_fingerprint_is_computed() -> None:
-    """Python code of another thread runs while the core computes (it could not if the GIL were held)."""
+@pytest.mark.parametrize("jobs", [None, 1, 2])
+def test_the_gil_is_released_while_a_fingerprint_is_computed(jobs: int | None) -> None:
+    """Python code of another thread runs while the core computes, one text or a
+    batch in its own threads (it could not if the GIL were held)."""
     text = "The quick brown fox jumps over the lazy dog. " * 400_000
     window: list[float] = []
     ticks: list[float] = []
 
     def compute() -> None:
         window.append(time.perf_counter())
-        hashing.COMPILED.core.fingerprint(text, 2)
+        if jobs is None:
+            hashing.COMPILED.core.fingerprint(text, 2)
+        else:
+            hashing.COMPILED.core.fingerprints([text[: len(text) // 2], text[len(text) // 2 :]] * 2, 2, 3, jobs)
         window.append(time.perf_counter())
 
     worker = threading.Thread(target=compute)
