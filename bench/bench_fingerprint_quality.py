@@ -100,13 +100,12 @@ def recall_pages(docs: list[corpus.Document], per_bucket: int) -> dict[tuple[str
     return pages
 
 
-def row_functions(shipped_row: bool = True) -> dict:
+def row_functions(shipped_row: bool = True, baseline_row: bool = True) -> dict:
     """name -> (fingerprint of a text, its number of features or None) of the rows
     that are not version 2 designs: version 1, the baseline, the shipped version 2."""
-    rows = {
-        "version 1": (fq.v1_simhash, fq.v1_feature_count),
-        "baseline": (fq.baseline_simhash, fq.baseline_feature_count),
-    }
+    rows = {"version 1": (fq.v1_simhash, fq.v1_feature_count)}
+    if baseline_row:
+        rows["baseline"] = (fq.baseline_simhash, fq.baseline_feature_count)
     shipped = fq.shipped_v2() if shipped_row else None
     if shipped is not None:
         rows["version 2 (shipped)"] = (shipped, fq.shipped_v2_feature_count())
@@ -116,16 +115,19 @@ def row_functions(shipped_row: bool = True) -> dict:
 
 
 SHIPPED_ROW = True  # --skip-shipped: False
+BASELINE_ROW = True  # --skip-baseline: False
 
 
-def fingerprint_all(texts: list[str], designs: list[fq.Design]) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """Fingerprints of texts by every row; and the features per character of each row."""
+def fingerprint_all(texts: list[str], designs: list[fq.Design],
+                    counts: bool = False) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Fingerprints of texts by every row; and with counts the features per
+    character of each row (of the package's rows: slow, so only where printed)."""
     out = {}
     chars = max(1, sum(map(len, texts)))
     per_char = {}
-    for name, (f, count) in row_functions(SHIPPED_ROW).items():
+    for name, (f, count) in row_functions(SHIPPED_ROW, BASELINE_ROW).items():
         out[name] = np.fromiter(map(f, texts), np.uint64, len(texts))
-        if count is not None:
+        if counts and count is not None:
             per_char[name] = sum(map(count, texts)) / chars
     fp = fq.Fingerprinter(designs)
     per_design = defaultdict(list)
@@ -156,6 +158,7 @@ def recall_tables(docs, designs, per_bucket: int, copies_per_page: int, kinds: l
     originals = [(key, d) for key, ds in pages.items() for d in ds]
     plain, _ = fingerprint_all([d.text for _, d in originals], designs)
     recall = {}  # (row, kind, lang, bucket) -> share
+    paired = {}  # (kind, lang, bucket) -> version 3's hits less version 2's, a page each
     for kind in kinds:
         hits = defaultdict(list)
         for n in range(copies_per_page):
@@ -171,6 +174,12 @@ def recall_tables(docs, designs, per_bucket: int, copies_per_page: int, kinds: l
                 for (key, _), ok in zip(originals, within.tolist()):
                     hits[row, kind, *key].append(ok)
         recall.update({cell: sum(oks) / len(oks) for cell, oks in hits.items()})
+        for (row, k, *key), oks in hits.items():
+            if row == SHIPPED_V3 and (SHIPPED_V2, k, *key) in hits:
+                # hits of a cell: copy round by copy round, the cell's pages in order
+                v3 = np.array(oks, float).reshape(copies_per_page, -1)
+                v2 = np.array(hits[SHIPPED_V2, k, *key], float).reshape(copies_per_page, -1)
+                paired[k, *key] = (v3 - v2).mean(axis=0)
     rows = list(plain)
     for kind in kinds:
         title = fq.COPIES[kind][0]
@@ -183,7 +192,33 @@ def recall_tables(docs, designs, per_bucket: int, copies_per_page: int, kinds: l
                 cells = ["-" if v is None else f"{v:.2f}" for v in vals]
                 worst = min(v for v in vals if v is not None)
                 print(f"| {label(row, designs)} | {bucket} | " + " | ".join(cells) + f" | {worst:.2f} |")
+        print_paired(kind, paired)
     return recall
+
+
+SHIPPED_V2, SHIPPED_V3 = "version 2 (shipped)", "version 3 (shipped)"
+
+
+def print_paired(kind: str, paired: dict) -> None:
+    """Version 3's recall less version 2's on the same copies, with a 95 % interval
+    over the pages (each page's share of its copies: pages vary far more than copies),
+    so that a goal of "at least version 2's - 0.02" reads past the sampling noise."""
+    cells = {(lang, bucket): d for (k, lang, bucket), d in paired.items() if k == kind}
+    if not cells:
+        return
+    print(f"\n{SHIPPED_V3} - {SHIPPED_V2}, the same copies ({kind}): difference [95 % interval over the pages]")
+    print("| length | " + " | ".join(RECALL_LANGUAGES) + " |")
+    print("|---|" + "---|" * len(RECALL_LANGUAGES))
+    for bucket in BUCKETS:
+        out = []
+        for lang in RECALL_LANGUAGES:
+            d = cells.get((lang, bucket))
+            if d is None or len(d) < 2:
+                out.append("-")
+                continue
+            half = 1.96 * d.std(ddof=1) / np.sqrt(len(d))
+            out.append(f"{d.mean():+.3f} [{d.mean() - half:+.3f}, {d.mean() + half:+.3f}]")
+        print(f"| {bucket} | " + " | ".join(out) + " |")
 
 
 def numbers_table(docs, designs, per_group: int) -> dict[str, float]:
@@ -234,7 +269,7 @@ def false_pair_table(docs, designs, limit: int | None) -> dict[str, int]:
         docs = random.Random("false-pairs").sample(docs, min(limit, len(docs)))
     texts = [d.text for d in docs]
     start = time.perf_counter()
-    fps, per_char = fingerprint_all(texts, designs)
+    fps, per_char = fingerprint_all(texts, designs, counts=True)
     seconds = time.perf_counter() - start
     grams: dict[int, set] = {}
 
@@ -310,11 +345,14 @@ def main() -> None:
     parser.add_argument("--skip-recall", action="store_true")
     parser.add_argument("--skip-shipped", action="store_true",
                         help="no rows of the package's own simhash_v2 and simhash_v3 (slow)")
+    parser.add_argument("--skip-baseline", action="store_true",
+                        help="no baseline row (its Python is most of a large recall run's time)")
     args, _ = parser.parse_known_args()  # other flags are other benchmarks'
     pages = args.pages or (40 if args.quick else 120)
     limit = args.docs or (5000 if args.quick else None)
-    global SHIPPED_ROW
+    global SHIPPED_ROW, BASELINE_ROW
     SHIPPED_ROW = not args.skip_shipped
+    BASELINE_ROW = not args.skip_baseline
     designs = [] if args.designs == "none" else [
         fq.parse_design(s) for s in (args.designs.split(",") if args.designs else DESIGNS)]
     try:

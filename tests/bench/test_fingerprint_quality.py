@@ -327,3 +327,26 @@ def test_the_ramp_of_the_number_share_by_design() -> None:
     text = "中文字的句子 7 more"  # numbers: 1 of 9 tokens (11 %), 1 of 4 words (25 %)
     got = fp(text)
     assert got["tok1/nsh2"] == got["tok1/nums0"] != got["tok1/nsh2/wshare"] == got["tok1/nums2"]
+
+
+def test_the_paired_table_is_version_3s_recall_less_version_2s_on_the_same_copies(capsys, monkeypatch) -> None:
+    """recall_tables with the package's rows and no baseline: the difference of the
+    two versions a cell is their recalls' difference, its interval around it."""
+    import bench_fingerprint_quality as bench
+    import fingerprint_corpus as fc
+
+    monkeypatch.setattr(bench, "SHIPPED_ROW", True)
+    monkeypatch.setattr(bench, "BASELINE_ROW", False)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta", "2024", "17"]
+    docs = [fc.Document("en", f"man:{i}", " ".join(random.Random(i).choice(words) for _ in range(500)))
+            for i in range(6)]
+    recall = bench.recall_tables(docs, [], 10, 3, ["span"])
+    assert {row for row, *_ in recall} == {"version 1", bench.SHIPPED_V2, bench.SHIPPED_V3}
+    out = capsys.readouterr().out
+    table = out[out.index(f"{bench.SHIPPED_V3} - {bench.SHIPPED_V2}"):]
+    cell = re.search(r"\| >= 2,000 \| ([+-]\d\.\d{3}) \[([+-]\d\.\d{3}), ([+-]\d\.\d{3})\]", table)
+    assert cell is not None, table
+    diff, low, high = map(float, cell.groups())
+    expected = recall[bench.SHIPPED_V3, "span", "en", ">= 2,000"] - recall[bench.SHIPPED_V2, "span", "en", ">= 2,000"]
+    assert diff == pytest.approx(expected, abs=0.0005)
+    assert low <= diff <= high

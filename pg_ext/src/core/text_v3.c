@@ -44,7 +44,9 @@
  * text's features.  The hashes in hot slots (over V3_MAX_VOTES) are counted
  * exactly in an ExactCounts table:
  *   - from the logs: the walk keeps each kind's voted hashes (CAP_LOG_LIMIT
- *     at most, 8 bytes each), so a text of up to some 250 kB is walked once;
+ *     at most, 8 bytes each: their mixes, which the sketch computes anyway and
+ *     the end's pass then only shifts), so a text of up to some 250 kB is
+ *     walked once;
  *   - else by walking the text again, one kind at a time, in order: each walk
  *     counts the hot hashes of one part of the hash space, the table never
  *     above cap_exact_limit distinct hashes (a text's length / 64, between
@@ -80,13 +82,30 @@ typedef struct HashSketch
 	uint8_t    *counts;			/* saturating at V3_MAX_VOTES + 1 */
 	int			shift;			/* 64 - log2(slots) */
 	uint64_t	key;
-	int64_t		hot;			/* slots over V3_MAX_VOTES */
 } HashSketch;
+
+/* A hash's keyed mix: a bijection (hash_unmix undoes it), whose high bits are its slot. */
+static inline uint64_t
+hash_mix(const HashSketch *sketch, uint64_t hash)
+{
+	return (hash ^ sketch->key) * CAP_MIX;
+}
+
+static inline uint64_t
+hash_unmix(const HashSketch *sketch, uint64_t mixed)
+{
+	/* CAP_MIX's inverse modulo 2^64 (Newton's iteration, each step doubling the bits right). */
+	uint64_t	inverse = CAP_MIX;
+
+	for (int i = 0; i < 5; i++)
+		inverse *= 2 - CAP_MIX * inverse;
+	return (mixed * inverse) ^ sketch->key;
+}
 
 static inline size_t
 sketch_slot(const HashSketch *sketch, uint64_t hash)
 {
-	return (size_t) (((hash ^ sketch->key) * CAP_MIX) >> sketch->shift);
+	return (size_t) (hash_mix(sketch, hash) >> sketch->shift);
 }
 
 static inline bool
@@ -118,24 +137,38 @@ sketch_init(HashSketch *sketch, int bits, uint8_t *counts)
 	memset(sketch->counts, 0, slots);
 	sketch->shift = 64 - bits;
 	sketch->key = (uint64_t) (uintptr_t) sketch->counts * CAP_MIX;
-	sketch->hot = 0;
 	return true;
 }
 
+/* The hashes counted in the sketch, and their mixes put at mixes (or NULL: not). */
 static SH_ALWAYS_INLINE void
-sketch_add(HashSketch *sketch, const uint64_t *hashes, size_t n)
+sketch_add(HashSketch *sketch, const uint64_t *hashes, size_t n, uint64_t *mixes)
 {
+	/* The sketch's fields in locals: its byte stores could alias them. */
 	uint8_t    *counts = sketch->counts;
-	int64_t		hot = 0;
+	const HashSketch fields = *sketch;
 
 	for (size_t k = 0; k < n; k++)
 	{
-		uint8_t    *count = &counts[sketch_slot(sketch, hashes[k])];
+		uint64_t	mixed = hash_mix(&fields, hashes[k]);
+		uint8_t    *count = &counts[mixed >> fields.shift];
 
-		hot += *count == V3_MAX_VOTES;
+		if (mixes != NULL)
+			mixes[k] = mixed;
 		*count += *count <= V3_MAX_VOTES;
 	}
-	sketch->hot += hot;
+}
+
+/* Whether a slot of the sketch is over V3_MAX_VOTES (a pass the compiler vectorises). */
+static bool
+sketch_any_hot(const HashSketch *sketch)
+{
+	size_t		slots = (size_t) 1 << (64 - sketch->shift);
+	uint8_t		most = 0;
+
+	for (size_t i = 0; i < slots; i++)
+		most = SH_MAX(most, sketch->counts[i]);
+	return most > V3_MAX_VOTES;
 }
 
 /*
@@ -276,7 +309,7 @@ feature_votes(int64_t weight, bool digit, int64_t ramp)
 
 typedef struct KindCap KindCap;
 
-/* The hashes of one kind voted with (or without) a digit, as the walk voted them. */
+/* The hashes of one kind voted with (or without) a digit, as the walk voted them: their mixes. */
 typedef struct HashLog
 {
 	KindCap    *kind;
@@ -309,20 +342,20 @@ logs_drop(KindCap *kind)
 	kind->logging = false;
 }
 
-/* A HashBatch's seen: the hashes voted counted in the sketch, and logged while there is room. */
-static void
-cap_seen(const uint64_t *hashes, size_t n, void *arg)
+/*
+ * Room for n more hashes at the end of a kind's log (grown where it has
+ * none), or NULL where the logs are dropped: past CAP_LOG_LIMIT, or the host
+ * had no memory for them (the kind is walked again instead).
+ */
+static uint64_t *
+log_end(HashLog *log, size_t n)
 {
-	HashLog    *log = (HashLog *) arg;
 	KindCap    *kind = log->kind;
 
-	sketch_add(&kind->sketch, hashes, n);
-	if (!kind->logging || n == 0)
-		return;
 	if (kind->logs[0].n + kind->logs[1].n + n > CAP_LOG_LIMIT)
 	{
 		logs_drop(kind);
-		return;
+		return NULL;
 	}
 	if (log->hashes == NULL || log->n + n > log->room)
 	{
@@ -333,11 +366,10 @@ cap_seen(const uint64_t *hashes, size_t n, void *arg)
 			room *= 2;
 		grown = log->owned ? simhash_core_host.realloc(log->hashes, room * sizeof(uint64_t)) :
 			simhash_core_host.alloc(room * sizeof(uint64_t));
-		/* No memory for the logs: the kind is walked again instead. */
 		if (grown == NULL)
 		{
 			logs_drop(kind);
-			return;
+			return NULL;
 		}
 		/* A log outgrowing its room in the host's scratch leaves it. */
 		if (!log->owned && log->hashes != NULL)
@@ -346,8 +378,19 @@ cap_seen(const uint64_t *hashes, size_t n, void *arg)
 		log->room = room;
 		log->owned = true;
 	}
-	memcpy(log->hashes + log->n, hashes, n * sizeof(uint64_t));
-	log->n += n;
+	return log->hashes + log->n;
+}
+
+/* A HashBatch's seen: the hashes voted counted in the sketch, and their mixes logged while there is room. */
+static void
+cap_seen(const uint64_t *hashes, size_t n, void *arg)
+{
+	HashLog    *log = (HashLog *) arg;
+	uint64_t   *mixes = log->kind->logging && n > 0 ? log_end(log, n) : NULL;
+
+	sketch_add(&log->kind->sketch, hashes, n, mixes);
+	if (mixes != NULL)
+		log->n += n;
 }
 
 /*
@@ -446,11 +489,10 @@ take_excess(const ExactCounts *table, bool in_order, HashBatch *plain, HashBatch
 		int64_t		excess = entry->seen - V3_MAX_VOTES;
 		int64_t		digits = in_order ? entry->digit : entry->digit != 0 ? excess : 0;
 
-		if (excess > 0)
-		{
+		if (excess > 0 && digits != 0)
 			vote_add_hash_times(&digit->vote, entry->hash, -digits);
+		if (excess > 0 && excess != digits)
 			vote_add_hash_times(&plain->vote, entry->hash, -(excess - digits));
-		}
 	}
 	return true;
 }
@@ -466,21 +508,24 @@ static SimhashStatus
 cap_from_logs(const KindCap *kind, HashBatch *plain, HashBatch *digit, bool *again)
 {
 	ExactCounts table;
+	const uint8_t *counts = kind->sketch.counts;
+	const int	shift = kind->sketch.shift;
 
 	if (!exact_init(&table, CAP_EXACT_MIN_SLOTS, SIZE_MAX))
 		return SIMHASH_NO_MEMORY;
 	for (int f = 0; f < 2; f++)
 		for (size_t k = 0; k < kind->logs[f].n; k += HOT_CHUNK)
 		{
-			/* The hot hashes of a chunk picked first, without a branch, then counted. */
+			/* The hot mixes of a chunk picked first, without a branch, then counted. */
+			const uint64_t *mixes = kind->logs[f].hashes;
 			uint64_t	hot[HOT_CHUNK];
 			size_t		nhot = 0;
 			size_t		end = SH_MIN(kind->logs[f].n, k + HOT_CHUNK);
 
 			for (size_t i = k; i < end; i++)
 			{
-				hot[nhot] = kind->logs[f].hashes[i];
-				nhot += sketch_hot(&kind->sketch, hot[nhot]);
+				hot[nhot] = mixes[i];
+				nhot += counts[mixes[i] >> shift] > V3_MAX_VOTES;
 			}
 			for (size_t i = 0; i < nhot; i++)
 			{
@@ -495,6 +540,10 @@ cap_from_logs(const KindCap *kind, HashBatch *plain, HashBatch *digit, bool *aga
 				entry->digit += f;
 			}
 		}
+	/* The table counted the hashes' mixes: its hashes now (the table only read after). */
+	for (size_t i = 0; i <= table.mask; i++)
+		if (table.entries[i].seen != 0)
+			table.entries[i].hash = hash_unmix(&kind->sketch, table.entries[i].hash);
 	*again = !take_excess(&table, false, plain, digit);
 	exact_free(&table);
 	return SIMHASH_OK;
@@ -664,7 +713,7 @@ cap_kind(KindCap *kind, HashBatch *plain, HashBatch *digit, const char *text, si
 	bool		again = !kind->logging;
 	SimhashStatus status = SIMHASH_OK;
 
-	if (kind->sketch.hot == 0)
+	if (!sketch_any_hot(&kind->sketch))
 		return SIMHASH_OK;
 	if (kind->logging)
 		status = cap_from_logs(kind, plain, digit, &again);
