@@ -19,10 +19,13 @@ markers="not cross_version"
 # The suite in two processes a core, up to 4 (pytest-xdist), a test file a process at
 # a time so that a file's servers start once.  Most tests wait on their servers: on 2
 # cores, tests/extension took 310 s with 2 processes, 249 s with 3, 194 s with 4 and
-# 248 s with 6.  SIMHASH_TEST_WORKERS=0: in this process (for --pdb).
+# 248 s with 6.  SIMHASH_TEST_WORKERS=0: in this process (for --pdb).  The files are
+# handed out in collection order, the slowest first (tests/conftest.py's SLOW_FIRST), not
+# reordered by their number of tests (pytest-xdist's default, which handed out the 2 tests
+# of packaging/test_packaging.py, 230 s in one process, last: the run's last 4 minutes).
 workers=${SIMHASH_TEST_WORKERS:-$(cores=$(nproc) && echo $((2 * cores < 4 ? 2 * cores : 4)))}
 parallel=()
-[ "$workers" -gt 0 ] && parallel=(-n "$workers" --dist loadfile)
+[ "$workers" -gt 0 ] && parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 "$ROOT/scripts/pytest.sh" -m "$markers" "${parallel[@]}" "$@" || status=$?
 # The Django tests on the other Django LTS and driver combinations (the suite ran
 # them on Django 5.2 with psycopg 3): one Django per environment, one driver per

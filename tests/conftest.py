@@ -22,16 +22,21 @@ from toolbox import ROOT
 OWN_BASETEMP = pytest.StashKey[Path]()
 
 # What these tests do not depend on the PostgreSQL major: Python-only code
-# (the package's hashing and its compiled core, text specs 2 and 3, corpus dedupe, HTML text, simhash-py's API, the
-# benchmarks' corpus and copies) and the distributions (sdist, wheel, Docker
-# context, README).  Marked ``major_independent``: `make test-all` runs them
-# on the newest major only (SIMHASH_SKIP_MAJOR_INDEPENDENT, scripts/test.sh),
-# `make test` on any major runs them.  Paths relative to tests/.
+# (the package's hashing and its compiled core, text specs 2 and 3, corpus
+# dedupe, HTML text, simhash-py's API, the benchmarks' corpus and copies), the
+# pytest plugin's own logic (which server user, which extra a fixture needs,
+# what it imports: on every major the suite's own server is the plugin's,
+# postgresql_proc below) and the distributions (sdist, wheel, Docker context,
+# README).  Marked ``major_independent`` (as test files may mark themselves,
+# pytestmark): `make test-all` runs them on the newest major only
+# (SIMHASH_SKIP_MAJOR_INDEPENDENT, scripts/test.sh), `make test` on any major
+# runs them.  Paths relative to tests/.
 MAJOR_INDEPENDENT = (
     "package/test_core.py",
     "package/test_corpus_dedupe.py",
     "package/test_hashing.py",
     "package/test_html.py",
+    "package/test_pytest_plugin.py",
     "package/test_simhash_py_compat.py",
     "package/test_text_v2.py",
     "package/test_text_v3.py",
@@ -45,24 +50,38 @@ MAJOR_INDEPENDENT = (
     "packaging/test_private_paths.py",
     "packaging/test_readme.py",
 )
+# And in these files, the tests that reach no server (none of their fixtures
+# leads to SERVER_FIXTURES): the command line's local work (fingerprints of
+# files and JSON Lines, find-all on hash files, dedupe of a corpus in memory).
+# The files start no server of their own.
+MAJOR_INDEPENDENT_WITHOUT_SERVER = (
+    "package/test_cli.py",
+    "package/test_cli_dedupe.py",
+)
+SERVER_FIXTURES = {"postgresql_proc", "simhash_postgresql_proc"}
 
 
-# The slowest test files, slowest first (seconds on 2 cores, PostgreSQL 18, 2 processes):
-# collected first, so that pytest-xdist (a file a process, handed out in collection order)
-# starts them first and a long file never runs alone at the end of a run.
+# The slowest test files, slowest first (seconds, the sum of a file's tests, on 2 shared cores,
+# PostgreSQL 18, 4 processes): collected first, so that pytest-xdist (a file a process, handed
+# out in collection order: scripts/test.sh turns off its reordering by test count, which
+# handed out test_packaging.py, 2 tests, last) starts them first and a long file never runs
+# alone at the end of a run.
 SLOW_FIRST = (
+    "packaging/test_packaging.py",                  # 230
+    "extension/index/test_mih_build.py",            # 117
+    "packaging/test_docker.py",                     # 104
+    "package/test_cli.py",                          # 98
     "extension/test_hostile_inputs.py",             # 96
-    "packaging/test_packaging.py",                  # 90
+    "package/test_pytest_plugin.py",                # 91
+    "package/test_cli_refingerprint.py",            # 90
+    "packaging/test_pgxn.py",                       # 87
     "extension/index/test_index.py",                # 75
-    "package/test_cli_refingerprint.py",            # 63
-    "package/test_cli.py",                          # 58
-    "extension/index/test_mih_build.py",            # 57
-    "package/test_pytest_plugin.py",                # 46
+    "extension/index/test_mih_format.py",           # 68
+    "extension/index/test_standby.py",              # 51
+    "extension/find_all/test_find_all_spill.py",    # 50
     "package/test_hashing.py",                      # 42
     "extension/index/test_mih_check.py",            # 41
-    "packaging/test_docker.py",                     # 40
     "package/test_drivers.py",                      # 39
-    "packaging/test_pgxn.py",                       # 39
     "extension/index/test_mih_writes.py",           # 37
 )
 
@@ -71,7 +90,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = ROOT / "tests"
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     for item in items:
-        if item.path.relative_to(tests).as_posix() in MAJOR_INDEPENDENT:
+        path = item.path.relative_to(tests).as_posix()
+        if path in MAJOR_INDEPENDENT or (path in MAJOR_INDEPENDENT_WITHOUT_SERVER
+                                         and not SERVER_FIXTURES & set(item.fixturenames)):
             item.add_marker(pytest.mark.major_independent)
     # a stable sort: every process collects the same order
     items.sort(key=lambda item: rank.get(item.path.relative_to(tests).as_posix(), len(SLOW_FIRST)))

@@ -1,12 +1,13 @@
-"""The package as users install it: the sdist and wheel built from this
-checkout, installed into a fresh virtual environment with only the base
-dependencies and pytest, then each extra in turn.  The pytest plugin comes
-with every install (entry point pytest11), so an unrelated test must pass at
-every step, and the fixtures must say which extra they need until it is there
-(simhash_db needs psycopg, which every extra brings).  The sdist builds the
-compiled fingerprint core (setup.py), and so does `pip install .` from a
-clean copy of the checkout; with PYSIMHASH_SQL_PURE_PYTHON=1 it installs
-without it, and the fingerprints are the same bits.
+"""The package as users install it: the sdist built from this checkout and the
+wheel built from the sdist, installed into a fresh virtual environment with
+only the base dependencies and pytest, then each extra in turn.  The pytest
+plugin comes with every install (entry point pytest11), so an unrelated test
+must pass at every step, and the fixtures must say which extra they need
+until it is there (simhash_db needs psycopg, which every extra brings).  The
+sdist builds the compiled fingerprint core (setup.py), and so does `pip
+install .` from a clean copy of the checkout; with
+PYSIMHASH_SQL_PURE_PYTHON=1 it installs without it, and the fingerprints are
+the same bits.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ def checked(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def distributions(tmp_path_factory) -> dict[str, Path]:
-    """The sdist, and the wheel built from it (python -m build)."""
+    """The sdist, and the wheel built from it (python -m build without --sdist or --wheel:
+    with both it built the wheel from the checkout, and the sdist a third time, in pip)."""
     out = tmp_path_factory.mktemp("dist")
-    checked(run(sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", out, ROOT))
+    checked(run(sys.executable, "-m", "build", "--outdir", out, ROOT))
     return {"sdist": next(out.glob("*.tar.gz")), "wheel": next(out.glob("*.whl"))}
 
 
@@ -65,8 +67,9 @@ def test_every_install_leaves_pytest_working(tmp_path, distributions) -> None:
     def pytest_run(name: str) -> subprocess.CompletedProcess:
         return run(python, "-m", "pytest", "-p", "no:cacheprovider", f"tests/{name}", cwd=tmp_path)
 
-    # the base install, from the sdist (so the sdist is complete: it builds the compiled core), and pytest
-    checked(run(python, "-m", "pip", "install", "--quiet", distributions["sdist"], "pytest"))
+    # the base install, the wheel built from the sdist (so the sdist is complete: it builds the
+    # compiled core, which the installed package then uses), and pytest
+    checked(run(python, "-m", "pip", "install", "--quiet", distributions["wheel"], "pytest"))
     assert checked(run(python, "-c", IMPLEMENTATION, cwd=tmp_path)).stdout.split() == ["c", EXPECTED]
     for extra in [None, *EXTRAS]:
         if extra is not None:
