@@ -6,7 +6,8 @@ pysimhash_sql._simhash_core, by this process's CPU time) and its pure-Python
 reference (hashing.PURE_PYTHON, on a tenth of the text), on English (the
 licenses of examples/corpus, 20 kB documents) and Chinese (Debian's
 manpages-zh, 7,000-character documents); then hashing.fingerprints() in 1
-and 2 threads (wall clock: the GIL is released), and the time `import
+and 2 threads (wall clock: the GIL is released; each call at least half a
+second of one thread, the texts repeated), and the time `import
 pysimhash_sql` takes with the compiled core and without it
 (PYSIMHASH_SQL_PURE_PYTHON=1).  Goals (issue 49): compiled >= 0.8 x SQL a
 core; 2 threads >= 1.8 x one; the CLI's fingerprint (JSON Lines in, one
@@ -16,6 +17,7 @@ interpreter's start, which an empty file measures).
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -31,6 +33,7 @@ from pysimhash_sql.cli.jsonl import JSON_PARSER  # noqa: E402
 from pysimhash_sql.text_spec import TEXT_SPEC_VERSION_LATEST  # noqa: E402
 
 SQL_FUNCTIONS = {3: "simhash_v3", 2: "simhash_v2", 1: "simhash"}
+THREADS_SECONDS = 0.5
 
 
 def mb(docs: list[str]) -> float:
@@ -72,6 +75,12 @@ def threads_rates(docs: list[str], version: int, repeat: int) -> dict[int, tuple
     """hashing.fingerprints(jobs=1) and (jobs=2), interleaved, best of repeat:
     MB/s by the wall clock, and by this process's CPU time (all threads': it
     stays one thread's where nothing is serialised)."""
+    # Each timed call at least THREADS_SECONDS of one thread (the texts repeated):
+    # the kernel takes some milliseconds to move a new thread to an idle core,
+    # a tenth of a 40 ms call of version 1, nothing on a corpus.
+    wall = time.perf_counter()
+    hashing.fingerprints(docs, version=version, jobs=1)
+    docs = docs * max(1, math.ceil(THREADS_SECONDS / (time.perf_counter() - wall)))
     best = {1: (0.0, 0.0), 2: (0.0, 0.0)}
     for _ in range(repeat):
         for jobs in best:

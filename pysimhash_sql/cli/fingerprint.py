@@ -22,7 +22,7 @@ from ..text_spec import TEXT_SPEC_VERSION_LATEST
 from .documents import (Document, Reading, has_pages, is_jsonl, jsonl_text_and_name, list_sources, malformed_jsonl,
                         open_jsonl, source_documents)
 from .errors import UserError
-from .jsonl import blocks, parsed_blocks
+from .jsonl import blocks, keep_freed_block_memory, parsed_blocks
 from .output import open_output, progress, write_records
 
 DEFAULT_SHINGLE_SIZE = 3  # version 1's, as simhash(text)
@@ -117,6 +117,7 @@ def jsonl_fingerprinted(source: str, id_field: str, text_field: str, version: in
     if stream is None:
         return
     parse = partial(jsonl_text_and_name, id_field=id_field, text_field=text_field)
+    keep_freed_block_memory()
     with stream:
         for first, block in parsed_blocks(blocks(stream), parse, version, size, jobs):
             for index, why, _ in block.malformed:

@@ -19,8 +19,8 @@ import pytest
 from pysimhash_sql import hashing
 from pysimhash_sql.cli import dedupe
 from pysimhash_sql.cli.documents import jsonl_text_and_name
-from pysimhash_sql.cli.jsonl import (JSON_PARSER, LONE_SURROGATE, blocks, json_loads, json_value, parsed_block,
-                                     parsed_blocks)
+from pysimhash_sql.cli.jsonl import (BLOCK_BYTES, JSON_PARSER, LONE_SURROGATE, blocks, json_loads, json_value,
+                                     parsed_block, parsed_blocks)
 
 pytestmark = pytest.mark.major_independent
 
@@ -184,3 +184,38 @@ def test_the_parser_in_use_and_the_standard_library_s_alone() -> None:
     run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYSIMHASH_SQL_STDLIB_JSON": "1"})
     assert run.stdout == "json\n"
+
+
+BLOCKS_CHURN = """
+import resource, sys
+from pysimhash_sql.cli import jsonl
+kept = jsonl.keep_freed_block_memory() if sys.argv[1] == "keep" else None
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+held = [bytearray(jsonl.BLOCK_BYTES) for _ in range(8)]  # the heap grown once
+del held
+before = faults()
+for _ in range(40):  # blocks in flight, freed, read again
+    held = [bytearray(jsonl.BLOCK_BYTES) for _ in range(8)]
+    del held
+print(kept, faults() - before)
+"""
+
+
+def test_the_fingerprint_commands_blocks_reuse_freed_memory_on_glibc() -> None:
+    """keep_freed_block_memory: blocks freed and allocated again come from the
+    memory kept, not pages faulted in afresh each time (glibc; elsewhere it
+    says False and changes nothing)."""
+    def churn(mode: str) -> tuple[str, int]:
+        out = subprocess.run([sys.executable, "-c", BLOCKS_CHURN, mode], check=True, capture_output=True,
+                             text=True).stdout.split()
+        return out[0], int(out[1])
+
+    kept, faults_kept = churn("keep")
+    if kept == "False":
+        pytest.skip("no glibc malloc here")
+    assert kept == "True"
+    _, faults_default = churn("default")
+    pages = 40 * 8 * -(-BLOCK_BYTES // os.sysconf("SC_PAGE_SIZE"))
+    assert faults_default > pages // 4  # glibc's defaults: most blocks faulted in again
+    assert faults_kept < pages // 20, (faults_kept, faults_default)
