@@ -47,7 +47,7 @@ from sqlalchemy.schema import CreateIndex
 
 from pysimhash_sql import plain
 from pysimhash_sql._find_all import extension_block_masks, id_pairs, popcount
-from pysimhash_sql.hashing import search_threads
+from pysimhash_sql._cpus import usable_cpus
 from pysimhash_sql.backends import PLAIN
 from pysimhash_sql.dedupe import insert_unless_near_duplicate
 from pysimhash_sql.queries import _stream_rows, run_find_all
@@ -254,7 +254,7 @@ def find_all_side_by_side(plain_conn, engine, dsn, fps) -> None:
     print(f"Table 3: find_all k = 3, {len(fps):,} rows ({ext_pairs:,} pairs)")
     print(f"(best of {FIND_ALL_RUNS} runs each)")
     print("extension simhash_find_all | plain run_find_all | of which rows to the client | of which numpy search "
-          f"({search_threads()} threads) | the search in 1 thread | plain SQL block self-join | plain / ext")
+          f"({usable_cpus()} threads) | the search in 1 thread | plain SQL block self-join | plain / ext")
     print(f"{ext_seconds:.2f}s | {plain_seconds:.2f}s | {stream_seconds:.2f}s | {search_seconds:.2f}s | "
           f"{one_thread_seconds:.2f}s | {join_cell} | {plain_seconds / ext_seconds:.1f}x")
     print()

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from .hashing import search_threads
+from ._cpus import usable_cpus
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -132,12 +132,12 @@ def pair_batches(h: np.ndarray, masks: list[int], k: int, threads: int | None = 
     once (_group_order: a row's position in 4 bytes, the only array of the
     group as long as ``h``), and searched in slices of that order
     (``slice_rows``, a pair agrees on the last block), the slices in
-    ``threads`` threads (None: one per CPU, search_threads), numpy's sorts
+    ``threads`` threads (None: one per CPU, usable_cpus), numpy's sorts
     and gathers releasing the GIL.  What the search holds beside ``h`` is the
     one order and the slices in flight: the memory does not grow with the
     threads nor with the pairs, which the caller takes as they come."""
     per_table = len(masks) - k
-    threads = search_threads() if threads is None else threads
+    threads = usable_cpus() if threads is None else threads
     with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
         for last in range(len(masks) - 1, per_table - 2, -1):  # the groups of most tables first
             order, bounds = _group_order(h, masks[last], slice_rows, sort_chunk_rows, pool)

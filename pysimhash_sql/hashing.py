@@ -33,6 +33,7 @@ from functools import cache, partial
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._cpus import usable_cpus
 from .fingerprint import MAX_FINGERPRINT, check_fingerprint
 from .text_spec import TEXT_SPEC_VERSION_LATEST, TEXT_SPEC_VERSIONS, TextFingerprint, check_version
 
@@ -470,16 +471,10 @@ def fingerprint(text: Text, *, version: int) -> TextFingerprint:
     return _FINGERPRINTS[check_version(version)](text)
 
 
-def search_threads() -> int:
-    """The CPUs this process may run on: how many threads fingerprint and
-    search (find_all's) by default."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _jobs(jobs: int | None) -> int:
     """How many cores fingerprint: jobs, or None for every one this process may
-    run on (search_threads)."""
-    jobs = search_threads() if jobs is None else operator.index(jobs)
+    run on (_cpus.usable_cpus)."""
+    jobs = usable_cpus() if jobs is None else operator.index(jobs)
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     return jobs

@@ -49,8 +49,8 @@ BLOCK_BYTES = 1 << 19
 # allocated again all the time, and by default glibc gives the top of its heap
 # back once 1 MiB of it is free (its trim threshold, twice the largest block
 # freed from a mapping), so their pages are faulted in afresh: 40,000-50,000
-# minor faults over 400 MB.  Keeping up to TRIM_THRESHOLD free (and mapping only
-# blocks past MMAP_THRESHOLD) took --jobs 2 from 252 to 260-264 MB/s on idle
+# minor faults over 400 MB.  Keeping up to KEEP_TRIM_THRESHOLD free (and mapping
+# only blocks past KEEP_MMAP_THRESHOLD) took --jobs 2 from 252 to 260-264 MB/s on idle
 # cores (CPU 2.97 to 2.85 s).  Not dedupe's: its peak memory is its figure.
 KEEP_MMAP_THRESHOLD = 4 << 20
 KEEP_TRIM_THRESHOLD = 32 << 20
